@@ -1,0 +1,124 @@
+/// @file format.hpp
+/// The one file format of every builder and reader.
+///
+/// Little-endian. A 128-byte header, then one 128-byte descriptor per layer, then per layer
+/// its threshold section (bumped layers) and its solution section, each 64-byte aligned and
+/// zero-padded, so a file can be mapped and queried in place. The header, the descriptors and
+/// every section carry an XXH64 checksum. Writers write to a temporary file and rename it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ribbon/filter_ref.hpp"
+#include "ribbon/layer.hpp"
+#include "ribbon/params.hpp"
+
+namespace ribbon::format {
+
+inline constexpr char magic[8] = {'R', 'I', 'B', 'B', 'O', 'N', 'F', 'L'};
+inline constexpr std::uint32_t current_version = 1;
+inline constexpr std::uint64_t section_alignment = 64;
+
+/// What the file stores (more variants may follow; readers reject unknown ones).
+enum class variant : std::uint32_t { bumped_filter = 0 };
+/// How bucket thresholds are encoded.
+enum class threshold_encoding : std::uint32_t { two_bit = 1 };
+
+struct file_header {
+  char magic[8];
+  std::uint32_t format_version;
+  std::uint32_t header_bytes;
+  std::uint64_t file_bytes;
+  std::uint32_t variant;
+  std::uint32_t key_kind;
+  std::uint32_t width;
+  std::uint32_t result_bits;
+  std::uint32_t bucket_size;
+  std::uint32_t threshold_light;
+  std::uint32_t threshold_heavy;
+  std::uint32_t threshold_encoding;
+  std::uint64_t shard_size;
+  std::uint64_t seed;
+  std::uint64_t key_count;
+  std::uint32_t num_layers;
+  std::uint32_t descriptor_bytes;
+  std::uint64_t descriptors_checksum;  ///< XXH64 of all layer descriptors
+  std::uint64_t reserved[3];
+  std::uint64_t header_checksum;  ///< XXH64 of the 120 bytes before it
+};
+static_assert(sizeof(file_header) == 128);
+
+struct layer_descriptor {
+  std::uint64_t num_starts;
+  std::uint32_t shard_bits;
+  std::uint32_t kind;
+  std::uint64_t salt;
+  std::uint64_t input_keys;   ///< keys that reached this layer
+  std::uint64_t bumped_keys;  ///< keys passed on to the next layer
+  std::uint64_t threshold_offset;
+  std::uint64_t threshold_bytes;
+  std::uint64_t threshold_checksum;
+  std::uint64_t solution_offset;
+  std::uint64_t solution_bytes;
+  std::uint64_t solution_checksum;
+  std::uint64_t reserved[5];
+};
+static_assert(sizeof(layer_descriptor) == 128);
+
+/// One layer handed to the writer: its geometry, counts and section contents.
+struct layer_image {
+  layer_geometry geometry;
+  std::uint64_t salt = 0;
+  std::uint64_t input_keys = 0;
+  std::uint64_t bumped_keys = 0;
+  const void* thresholds = nullptr;  ///< geometry.threshold_words(B) * 8 bytes
+  const void* solution = nullptr;    ///< geometry.solution_bytes(w, r) bytes
+};
+
+/// Everything the writer needs.
+struct filter_image {
+  filter_params params;
+  std::uint64_t key_count = 0;
+  std::vector<layer_image> layers;
+};
+
+/// Size in bytes of the file that write_image() produces.
+std::uint64_t image_bytes(const filter_image& image);
+
+/// Streams the file bytes to `sink` in order (header, descriptors, padded sections).
+void write_image(const filter_image& image,
+                 const std::function<void(const void*, std::size_t)>& sink);
+
+/// The file bytes in memory.
+std::vector<unsigned char> serialize(const filter_image& image);
+
+/// Writes the file atomically: to a temporary file in the same directory, flushed, then
+/// renamed over `path`. On failure nothing is left behind and an existing `path` is intact.
+/// Throws ribbon::error naming the path and the cause.
+void write_file(const std::string& path, const filter_image& image);
+
+/// A parsed, validated file image.
+struct parsed_image {
+  filter_ref ref;  ///< points into the image
+  file_header header;
+  std::vector<layer_descriptor> layers;
+};
+
+/// Validates an image (64-byte aligned, `size` bytes) and returns a view of it. Rejects a
+/// wrong magic, an unknown version or variant, truncation, inconsistent sizes or offsets,
+/// non-zero padding and (with `verify_checksums`) any checksum mismatch, by throwing
+/// ribbon::error with a message that says which. `source` names the file in messages.
+parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool verify_checksums,
+                         const std::string& source);
+
+/// Builds the query view of a filter held in memory (used by builders, no file involved).
+filter_ref make_ref(const filter_image& image);
+
+/// XXH64 checksum used by the format.
+std::uint64_t checksum(const void* data, std::size_t bytes);
+
+}  // namespace ribbon::format

@@ -1,0 +1,58 @@
+/// @file hash.hpp
+/// Key hashing. Every key is hashed once to a 64-bit key hash; each layer of the filter
+/// re-mixes the previous layer's hash with a bijection, so distinct hashes stay distinct.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ribbon/config.hpp"
+#include "ribbon/detail/bits.hpp"
+#include "ribbon/detail/xxhash64.hpp"
+
+namespace ribbon {
+
+/// The kind of key a filter was built from (recorded in the file).
+enum class key_kind : std::uint32_t {
+  u64 = 0,    ///< 64-bit integers, hashed by a seeded bijective mixer
+  bytes = 1,  ///< byte strings, hashed by XXH64
+};
+
+/// A bijective 64-bit finalizer (MurmurHash3's fmix64): distinct inputs give distinct outputs.
+RIBBON_HD constexpr std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDULL;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+/// Per-filter constant derived from the user's seed; computed once, not per key.
+RIBBON_HD constexpr std::uint64_t seed_mix(std::uint64_t seed) {
+  return mix64(seed ^ 0x5851F42D4C957F2DULL) | 1;
+}
+
+/// Key hash of an integer key: a bijection of the key for a fixed seed, so distinct integer
+/// keys never collide.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t hash_u64(std::uint64_t key, std::uint64_t seed_mixed) {
+  return mix64((key + seed_mixed) * 0x9E3779B97F4A7C15ULL);
+}
+
+/// Key hash of a byte-string key: XXH64 with the user's seed.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t hash_bytes(const void* data, std::size_t length,
+                                                       std::uint64_t seed) {
+  return detail::xxh64(data, length, seed);
+}
+
+/// Hash of a key in the next layer: a bijection of its hash in the previous layer.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t remix(std::uint64_t hash, std::uint64_t layer_salt) {
+  return mix64(hash ^ layer_salt);
+}
+
+/// Maps a uniform 64-bit hash to [0, range), monotonically (sorting hashes sorts positions).
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t fastrange64(std::uint64_t hash, std::uint64_t range) {
+  return detail::mul_high(hash, range);
+}
+
+}  // namespace ribbon

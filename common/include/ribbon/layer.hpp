@@ -1,0 +1,89 @@
+/// @file layer.hpp
+/// Geometry of one layer: start positions, shards, buckets, interleaved solution blocks.
+#pragma once
+
+#include <cstdint>
+
+#include "ribbon/config.hpp"
+#include "ribbon/detail/bits.hpp"
+#include "ribbon/params.hpp"
+
+namespace ribbon {
+
+/// Kind of a layer. Bumped layers are overloaded and pass some keys on; the last layer is
+/// plain (no bumping, built with slack and retried on failure).
+enum class layer_kind : std::uint32_t { bumped = 0, plain = 1 };
+
+/// Geometry of one layer. A row starts at s in [0, num_starts) and spans columns
+/// [s, s + w); the layer has num_starts + w columns, that is num_starts / w + 1 blocks.
+///
+/// Bumped layers are cut into shards of 2^shard_bits start positions. Keys starting in the
+/// first w positions of shard k > 0 are bumped by rule, so shard k owns exactly the columns
+/// [kS + w, (k+1)S + w) (shard 0 also owns [0, w)) and shards are solved independently.
+/// A plain layer is one shard.
+struct layer_geometry {
+  std::uint64_t num_starts = 0;
+  std::uint32_t shard_bits = 63;
+  layer_kind kind = layer_kind::plain;
+
+  RIBBON_HD bool bumping() const { return kind == layer_kind::bumped; }
+  RIBBON_HD std::uint64_t shard_size() const { return std::uint64_t{1} << shard_bits; }
+  RIBBON_HD std::uint64_t num_shards() const {
+    return detail::divide_round_up(num_starts, shard_size());
+  }
+  RIBBON_HD std::uint64_t shard_begin(std::uint64_t shard) const { return shard << shard_bits; }
+  RIBBON_HD std::uint64_t shard_end(std::uint64_t shard) const {
+    const std::uint64_t end = (shard + 1) << shard_bits;
+    return (shard + 1 == num_shards()) ? num_starts : end;
+  }
+  RIBBON_HD std::uint64_t num_blocks(std::uint32_t width) const {
+    return num_starts / width + 1;
+  }
+  RIBBON_HD std::uint64_t num_buckets(std::uint32_t bucket_size) const {
+    return bumping() ? num_starts / bucket_size : 0;
+  }
+  /// 64-bit words of 2-bit bucket codes.
+  RIBBON_HD std::uint64_t threshold_words(std::uint32_t bucket_size) const {
+    return detail::divide_round_up(num_buckets(bucket_size), 32);
+  }
+  /// Bytes of the interleaved solution: per block of w columns, r words of w bits.
+  RIBBON_HD std::uint64_t solution_bytes(std::uint32_t width, std::uint32_t result_bits) const {
+    return num_blocks(width) * result_bits * (width / 8);
+  }
+};
+
+/// A layer as a query sees it: geometry, hash salt and pointers to its sections.
+struct layer_ref {
+  layer_geometry geometry;
+  std::uint64_t salt = 0;                  ///< remix salt (unused for layer 0)
+  const std::uint64_t* thresholds = nullptr;  ///< 2 bits per bucket, 32 buckets per word
+  const void* solution = nullptr;          ///< interleaved blocks of coefficient words
+};
+
+/// Sizing of a bumped layer holding `keys` keys: (1 + eps) slots per key, whole buckets.
+std::uint64_t bumped_layer_starts(std::uint64_t keys, const filter_params& p,
+                                  const layer_sizing& sizing);
+
+/// Sizing of the plain layer for `keys` keys at retry `attempt` (grows after a few failures).
+std::uint64_t plain_layer_starts(std::uint64_t keys, const filter_params& p,
+                                 const layer_sizing& sizing, std::uint32_t attempt);
+
+/// Remix salt of layer `layer` at retry `attempt`.
+RIBBON_HD inline std::uint64_t layer_salt(std::uint64_t seed, std::uint32_t layer,
+                                          std::uint32_t attempt) {
+  return mix64(seed + 0x632BE59BD9B4E019ULL * (layer + 1) +
+               0x8CB92BA72F3D8DD7ULL * std::uint64_t{attempt});
+}
+
+/// Geometry of a bumped layer with `starts` start positions.
+RIBBON_HD inline layer_geometry bumped_geometry(std::uint64_t starts, const filter_params& p) {
+  return layer_geometry{starts, static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)),
+                        layer_kind::bumped};
+}
+
+/// Geometry of a plain layer with `starts` start positions (a single shard).
+RIBBON_HD inline layer_geometry plain_geometry(std::uint64_t starts) {
+  return layer_geometry{starts, 63, layer_kind::plain};
+}
+
+}  // namespace ribbon

@@ -1,0 +1,329 @@
+#include "ribbon/format.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "ribbon/detail/xxhash64.hpp"
+#include "ribbon/error.hpp"
+
+namespace ribbon::format {
+
+namespace {
+
+constexpr std::uint64_t align_up(std::uint64_t x) { return detail::round_up(x, section_alignment); }
+
+struct section_layout {
+  std::uint64_t threshold_offset, threshold_bytes, solution_offset, solution_bytes;
+};
+
+/// The canonical placement of every section; the writer uses it and the reader insists on it.
+/// Returns the file size.
+std::uint64_t layout(const filter_params& p, const layer_geometry* geometries,
+                     std::size_t num_layers, section_layout* out) {
+  std::uint64_t offset = sizeof(file_header) + num_layers * sizeof(layer_descriptor);
+  for (std::size_t l = 0; l < num_layers; ++l) {
+    const layer_geometry& g = geometries[l];
+    section_layout& s = out[l];
+    s.threshold_bytes = g.threshold_words(p.bucket_size) * 8;
+    s.threshold_offset = s.threshold_bytes ? align_up(offset) : 0;
+    if (s.threshold_bytes) offset = s.threshold_offset + s.threshold_bytes;
+    s.solution_bytes = g.solution_bytes(p.width, p.result_bits);
+    s.solution_offset = align_up(offset);
+    offset = s.solution_offset + s.solution_bytes;
+  }
+  return offset;
+}
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) {
+  throw error(source + ": " + what);
+}
+
+}  // namespace
+
+std::uint64_t checksum(const void* data, std::size_t bytes) { return detail::xxh64(data, bytes, 0); }
+
+std::uint64_t image_bytes(const filter_image& image) {
+  std::vector<layer_geometry> geometries;
+  for (const auto& l : image.layers) geometries.push_back(l.geometry);
+  std::vector<section_layout> sections(image.layers.size());
+  return layout(image.params, geometries.data(), geometries.size(), sections.data());
+}
+
+void write_image(const filter_image& image,
+                 const std::function<void(const void*, std::size_t)>& sink) {
+  const filter_params& p = image.params;
+  const std::size_t n = image.layers.size();
+  if (n > max_layers) throw error("a filter has at most 16 layers");
+  std::vector<layer_geometry> geometries;
+  for (const auto& l : image.layers) geometries.push_back(l.geometry);
+  std::vector<section_layout> sections(n);
+  const std::uint64_t file_bytes = layout(p, geometries.data(), n, sections.data());
+
+  std::vector<layer_descriptor> descriptors(n);
+  for (std::size_t l = 0; l < n; ++l) {
+    const layer_image& li = image.layers[l];
+    layer_descriptor& d = descriptors[l];
+    std::memset(&d, 0, sizeof(d));
+    d.num_starts = li.geometry.num_starts;
+    d.shard_bits = li.geometry.shard_bits;
+    d.kind = static_cast<std::uint32_t>(li.geometry.kind);
+    d.salt = li.salt;
+    d.input_keys = li.input_keys;
+    d.bumped_keys = li.bumped_keys;
+    d.threshold_offset = sections[l].threshold_offset;
+    d.threshold_bytes = sections[l].threshold_bytes;
+    d.threshold_checksum = checksum(li.thresholds, d.threshold_bytes);
+    d.solution_offset = sections[l].solution_offset;
+    d.solution_bytes = sections[l].solution_bytes;
+    d.solution_checksum = checksum(li.solution, d.solution_bytes);
+  }
+
+  file_header h;
+  std::memset(&h, 0, sizeof(h));
+  std::memcpy(h.magic, magic, sizeof(magic));
+  h.format_version = current_version;
+  h.header_bytes = sizeof(file_header);
+  h.file_bytes = file_bytes;
+  h.variant = static_cast<std::uint32_t>(variant::bumped_filter);
+  h.key_kind = static_cast<std::uint32_t>(p.keys);
+  h.width = p.width;
+  h.result_bits = p.result_bits;
+  h.bucket_size = p.bucket_size;
+  h.threshold_light = p.threshold_light;
+  h.threshold_heavy = p.threshold_heavy;
+  h.threshold_encoding = static_cast<std::uint32_t>(threshold_encoding::two_bit);
+  h.shard_size = p.shard_size;
+  h.seed = p.seed;
+  h.key_count = image.key_count;
+  h.num_layers = static_cast<std::uint32_t>(n);
+  h.descriptor_bytes = sizeof(layer_descriptor);
+  h.descriptors_checksum = checksum(descriptors.data(), n * sizeof(layer_descriptor));
+  h.header_checksum = checksum(&h, offsetof(file_header, header_checksum));
+
+  static const unsigned char zeros[section_alignment] = {};
+  std::uint64_t written = 0;
+  auto emit = [&](const void* data, std::uint64_t bytes) {
+    if (bytes) sink(data, bytes);
+    written += bytes;
+  };
+  auto pad_to = [&](std::uint64_t offset) {
+    while (written < offset) emit(zeros, std::min<std::uint64_t>(offset - written, sizeof(zeros)));
+  };
+  emit(&h, sizeof(h));
+  emit(descriptors.data(), n * sizeof(layer_descriptor));
+  for (std::size_t l = 0; l < n; ++l) {
+    if (sections[l].threshold_bytes) {
+      pad_to(sections[l].threshold_offset);
+      emit(image.layers[l].thresholds, sections[l].threshold_bytes);
+    }
+    pad_to(sections[l].solution_offset);
+    emit(image.layers[l].solution, sections[l].solution_bytes);
+  }
+}
+
+std::vector<unsigned char> serialize(const filter_image& image) {
+  std::vector<unsigned char> bytes;
+  bytes.reserve(image_bytes(image));
+  write_image(image, [&](const void* data, std::size_t size) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    bytes.insert(bytes.end(), p, p + size);
+  });
+  return bytes;
+}
+
+void write_file(const std::string& path, const filter_image& image) {
+  std::string temp = path + ".tmp-XXXXXX";
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) {
+    throw error("cannot create a temporary file next to " + path + ": " + std::strerror(errno));
+  }
+  // Until the rename succeeds, any exit removes the temporary file.
+  struct temp_guard {
+    int fd;
+    const std::string& temp;
+    bool open = true, committed = false;
+    ~temp_guard() {
+      if (open) ::close(fd);
+      if (!committed) ::unlink(temp.c_str());
+    }
+  } guard{fd, temp};
+  auto fail_io = [&](const char* what) {
+    throw error("cannot write " + path + ": " + what + std::strerror(errno));
+  };
+  write_image(image, [&](const void* data, std::size_t size) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::write(fd, p, size);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail_io("");
+      }
+      p += n;
+      size -= static_cast<std::size_t>(n);
+    }
+  });
+  // mkstemp creates the file 0600; give it the permissions a new file normally gets.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0) fail_io("chmod: ");
+  if (::fsync(fd) != 0) fail_io("fsync: ");
+  guard.open = false;
+  if (::close(fd) != 0) fail_io("close: ");
+  if (::rename(temp.c_str(), path.c_str()) != 0) fail_io("rename: ");
+  guard.committed = true;
+}
+
+filter_ref make_ref(const filter_image& image) {
+  filter_ref ref;
+  ref.params = image.params;
+  ref.seed_mixed = seed_mix(image.params.seed);
+  ref.key_count = image.key_count;
+  ref.num_layers = static_cast<std::uint32_t>(image.layers.size());
+  for (std::size_t l = 0; l < image.layers.size(); ++l) {
+    const layer_image& li = image.layers[l];
+    ref.layers[l].geometry = li.geometry;
+    ref.layers[l].salt = li.salt;
+    ref.layers[l].thresholds = static_cast<const std::uint64_t*>(li.thresholds);
+    ref.layers[l].solution = li.solution;
+  }
+  return ref;
+}
+
+parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool verify_checksums,
+                         const std::string& source) {
+  parsed_image out;
+  file_header& h = out.header;
+  if (size < sizeof(file_header)) {
+    fail(source, "truncated: " + std::to_string(size) +
+                     " bytes, too short for a ribbon filter header (128 bytes)");
+  }
+  if (reinterpret_cast<std::uintptr_t>(data) % section_alignment != 0) {
+    fail(source, "image is not 64-byte aligned in memory");
+  }
+  std::memcpy(&h, data, sizeof(h));
+  if (std::memcmp(h.magic, magic, sizeof(magic)) != 0) fail(source, "not a ribbon filter (bad magic)");
+  if (h.format_version != current_version) {
+    fail(source, "unsupported format version " + std::to_string(h.format_version) +
+                     " (this library reads version " + std::to_string(current_version) + ")");
+  }
+  if (h.header_checksum != checksum(&h, offsetof(file_header, header_checksum))) {
+    fail(source, "header checksum mismatch (corrupt file)");
+  }
+  if (h.header_bytes != sizeof(file_header) || h.descriptor_bytes != sizeof(layer_descriptor)) {
+    fail(source, "inconsistent header or descriptor size");
+  }
+  if (h.file_bytes != size) {
+    fail(source, (size < h.file_bytes ? "truncated: " : "trailing bytes: ") + std::to_string(size) +
+                     " bytes, header says " + std::to_string(h.file_bytes));
+  }
+  if (h.variant != static_cast<std::uint32_t>(variant::bumped_filter)) {
+    fail(source, "unknown filter variant " + std::to_string(h.variant));
+  }
+  if (h.threshold_encoding != static_cast<std::uint32_t>(threshold_encoding::two_bit)) {
+    fail(source, "unknown threshold encoding " + std::to_string(h.threshold_encoding));
+  }
+  for (std::uint64_t r : h.reserved) {
+    if (r != 0) fail(source, "reserved header fields are not zero");
+  }
+  filter_params& p = out.ref.params;
+  p.width = h.width;
+  p.result_bits = h.result_bits;
+  p.bucket_size = h.bucket_size;
+  p.threshold_light = h.threshold_light;
+  p.threshold_heavy = h.threshold_heavy;
+  p.shard_size = h.shard_size;
+  p.seed = h.seed;
+  p.keys = static_cast<key_kind>(h.key_kind);
+  if (const char* problem = check_params(p)) fail(source, std::string("bad parameters: ") + problem);
+  if (h.num_layers > max_layers) fail(source, "too many layers: " + std::to_string(h.num_layers));
+  const std::uint64_t n = h.num_layers;
+  const std::uint64_t descriptors_end = sizeof(file_header) + n * sizeof(layer_descriptor);
+  if (descriptors_end > size) fail(source, "truncated layer descriptors");
+  if (h.descriptors_checksum != checksum(data + sizeof(file_header), n * sizeof(layer_descriptor))) {
+    fail(source, "layer descriptor checksum mismatch (corrupt file)");
+  }
+  out.layers.resize(n);
+  if (n) std::memcpy(out.layers.data(), data + sizeof(file_header), n * sizeof(layer_descriptor));
+
+  std::vector<layer_geometry> geometries(n);
+  std::uint64_t expected_input = h.key_count;
+  for (std::uint64_t l = 0; l < n; ++l) {
+    const layer_descriptor& d = out.layers[l];
+    const std::string which = "layer " + std::to_string(l) + ": ";
+    for (std::uint64_t r : d.reserved) {
+      if (r != 0) fail(source, which + "reserved fields are not zero");
+    }
+    if (d.kind > static_cast<std::uint32_t>(layer_kind::plain)) fail(source, which + "unknown kind");
+    const auto kind = static_cast<layer_kind>(d.kind);
+    // A layer cannot have more start positions than the file has bits; this also keeps
+    // every size computation below far from overflow.
+    if (d.num_starts == 0 || d.num_starts > size * 8) fail(source, which + "bad slot count");
+    if (kind == layer_kind::bumped) {
+      if (d.shard_bits != static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)) ||
+          d.num_starts % p.bucket_size != 0) {
+        fail(source, which + "inconsistent bumped-layer geometry");
+      }
+    } else if (d.shard_bits != 63 || d.num_starts % p.width != 0 || l + 1 != n) {
+      fail(source, which + "inconsistent plain-layer geometry");
+    }
+    if (d.input_keys != expected_input || d.bumped_keys > d.input_keys ||
+        (kind == layer_kind::plain && d.bumped_keys != 0)) {
+      fail(source, which + "inconsistent key counts");
+    }
+    expected_input = d.bumped_keys;
+    geometries[l] = layer_geometry{d.num_starts, d.shard_bits, kind};
+  }
+  if (expected_input != 0) fail(source, "keys bumped out of the last layer");
+  std::vector<section_layout> sections(n);
+  const std::uint64_t file_bytes = layout(p, geometries.data(), n, sections.data());
+  if (file_bytes != size) fail(source, "section sizes do not add up to the file size");
+
+  // Everything between the sections is zero padding.
+  std::uint64_t cursor = descriptors_end;
+  auto check_gap = [&](std::uint64_t until) {
+    for (; cursor < until; ++cursor) {
+      if (data[cursor] != 0) fail(source, "non-zero padding at byte " + std::to_string(cursor));
+    }
+  };
+  for (std::uint64_t l = 0; l < n; ++l) {
+    const layer_descriptor& d = out.layers[l];
+    const section_layout& s = sections[l];
+    const std::string which = "layer " + std::to_string(l) + ": ";
+    if (d.threshold_offset != s.threshold_offset || d.threshold_bytes != s.threshold_bytes ||
+        d.solution_offset != s.solution_offset || d.solution_bytes != s.solution_bytes) {
+      fail(source, which + "section offsets or sizes are inconsistent");
+    }
+    if (s.threshold_bytes) {
+      check_gap(s.threshold_offset);
+      cursor = s.threshold_offset + s.threshold_bytes;
+    }
+    check_gap(s.solution_offset);
+    cursor = s.solution_offset + s.solution_bytes;
+    if (verify_checksums) {
+      if (checksum(data + s.threshold_offset, s.threshold_bytes) != d.threshold_checksum) {
+        fail(source, which + "threshold section checksum mismatch (corrupt file)");
+      }
+      if (checksum(data + s.solution_offset, s.solution_bytes) != d.solution_checksum) {
+        fail(source, which + "solution section checksum mismatch (corrupt file)");
+      }
+    }
+    layer_ref& ref = out.ref.layers[l];
+    ref.geometry = geometries[l];
+    ref.salt = d.salt;
+    ref.thresholds = s.threshold_bytes
+                         ? reinterpret_cast<const std::uint64_t*>(data + s.threshold_offset)
+                         : nullptr;
+    ref.solution = data + s.solution_offset;
+  }
+  out.ref.seed_mixed = seed_mix(p.seed);
+  out.ref.key_count = h.key_count;
+  out.ref.num_layers = static_cast<std::uint32_t>(n);
+  return out;
+}
+
+}  // namespace ribbon::format

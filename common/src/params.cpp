@@ -1,0 +1,89 @@
+#include <cmath>
+
+#include "ribbon/layer.hpp"
+#include "ribbon/params.hpp"
+
+namespace ribbon {
+
+namespace {
+
+/// Default shard size: large enough that the w-slot shard heads cost little space, small
+/// enough that a shard's working arrays stay in a core's L2 cache (see bench/RESULTS.md).
+constexpr std::uint64_t default_shard_size(std::uint32_t width) {
+  return width == 128 ? std::uint64_t{1} << 17 : std::uint64_t{1} << 18;
+}
+
+}  // namespace
+
+filter_params make_params(std::uint32_t width, std::uint32_t result_bits,
+                          std::uint64_t shard_size, std::uint64_t seed, key_kind keys) {
+  filter_params p;
+  p.width = width;
+  p.result_bits = result_bits;
+  p.seed = seed;
+  p.keys = keys;
+  if (!valid_width(width)) return p;  // check_params() reports it
+  p.bucket_size = detail::default_bucket_size(width);
+  p.shard_size = shard_size != 0 ? shard_size : default_shard_size(width);
+  // BuRR's 2-bit threshold cut points, given as v = B-1-offset cut points "lower" and
+  // "upper"; a bucket bumps offsets below B-1-upper (light) or B-1-lower (heavy).
+  const double eps = detail::default_overload(width);
+  const double b = p.bucket_size;
+  const double lower = width >= 64 ? (0.78 + 1.30 * eps) * b : (0.70 + eps / 2) * b;
+  const double upper = width >= 64 ? (0.91 + 0.75 * eps) * b : (0.87 + eps / 2) * b;
+  p.threshold_light = p.bucket_size - 1 - static_cast<std::uint32_t>(upper);
+  p.threshold_heavy = p.bucket_size - 1 - static_cast<std::uint32_t>(lower);
+  return p;
+}
+
+const char* check_params(const filter_params& p) {
+  if (!valid_width(p.width)) return "ribbon width must be 32, 64 or 128";
+  if (p.result_bits < 1 || p.result_bits > 32) return "result bits must be between 1 and 32";
+  if (!detail::is_power_of_two(p.bucket_size) || p.bucket_size < p.width ||
+      p.bucket_size > (1u << 16)) {
+    return "bucket size must be a power of two between the width and 65536";
+  }
+  if (!(0 < p.threshold_light && p.threshold_light <= p.threshold_heavy &&
+        p.threshold_heavy <= p.bucket_size)) {
+    return "bucket thresholds must satisfy 0 < light <= heavy <= bucket size";
+  }
+  if (!detail::is_power_of_two(p.shard_size) || p.shard_size < 32ull * p.bucket_size ||
+      p.shard_size > (std::uint64_t{1} << 31)) {
+    return "shard size must be a power of two between 32 buckets and 2^31";
+  }
+  if (p.keys != key_kind::u64 && p.keys != key_kind::bytes) return "unknown key kind";
+  return nullptr;
+}
+
+layer_sizing default_sizing(std::uint32_t width) {
+  layer_sizing s;
+  s.overload = detail::default_overload(width);
+  s.plain_slack = width == 32 ? 0.30 : width == 64 ? 0.15 : 0.08;
+  s.plain_max_keys = 2048;
+  return s;
+}
+
+std::uint32_t result_bits_for_fpr(double fpr) {
+  if (!(fpr > 0 && fpr < 1)) return 0;
+  const double bits = std::ceil(-std::log2(fpr) - 1e-9);
+  return bits < 1 ? 1 : bits > 32 ? 32 : static_cast<std::uint32_t>(bits);
+}
+
+std::uint64_t bumped_layer_starts(std::uint64_t keys, const filter_params& p,
+                                  const layer_sizing& sizing) {
+  const auto target = static_cast<std::uint64_t>(
+      std::ceil(static_cast<long double>(keys) * (1.0L + sizing.overload)));
+  return detail::round_up(target > 0 ? target : 1, p.bucket_size);
+}
+
+std::uint64_t plain_layer_starts(std::uint64_t keys, const filter_params& p,
+                                 const layer_sizing& sizing, std::uint32_t attempt) {
+  long double slots = static_cast<long double>(keys) * (1.0L + sizing.plain_slack);
+  // Retrying with new salts is enough almost always; grow after a few failures so that a
+  // build can never loop forever.
+  for (std::uint32_t a = 4; a <= attempt; ++a) slots *= 1.25L;
+  const auto target = static_cast<std::uint64_t>(std::ceil(slots));
+  return detail::round_up(target > 0 ? target : 1, p.width);
+}
+
+}  // namespace ribbon

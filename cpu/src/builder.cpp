@@ -1,0 +1,355 @@
+// The oneTBB builder: hash -> partition by shard -> per shard (sort, eliminate, back-substitute)
+// -> gather bumped keys -> next layer; the last layer is plain and retried on failure.
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "ribbon/detail/shard_solver.hpp"
+#include "ribbon/error.hpp"
+#include "ribbon/filter.hpp"
+#include "storage.hpp"
+
+namespace ribbon {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point start) {
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+/// new T[n] without value-initialization: the pages are first touched by the parallel
+/// writers, not by a serial memset.
+template <class T>
+std::unique_ptr<T[]> uninitialized_array(std::uint64_t n) {
+  return std::unique_ptr<T[]>(new T[n]);
+}
+
+/// Keys per chunk of the partition passes: enough work per task, few histograms.
+std::uint64_t partition_chunk_size(std::uint64_t n) {
+  return std::max<std::uint64_t>(std::uint64_t{1} << 16, detail::divide_round_up(n, 256));
+}
+
+/// Scatters source(i), i < n, into `out` grouped by shard (MSD partition). Two passes over
+/// the source (count, then scatter) so that no second n-sized buffer is needed: recomputing a
+/// hash is cheaper than the memory. shard_offsets gets num_shards + 1 entries.
+template <class Source>
+void partition_by_shard(std::uint64_t n, const Source& source, const layer_geometry& g,
+                        std::uint64_t* out, std::vector<std::uint64_t>& shard_offsets,
+                        double* count_seconds, double* scatter_seconds) {
+  const std::uint64_t shards = g.num_shards();
+  const std::uint64_t chunk = partition_chunk_size(n);
+  const std::uint64_t chunks = detail::divide_round_up(n, chunk);
+  std::vector<std::uint64_t> counts(chunks * shards, 0);
+  auto start = clock_type::now();
+  tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
+    std::uint64_t* row = counts.data() + c * shards;
+    const std::uint64_t end = std::min(n, (c + 1) * chunk);
+    for (std::uint64_t i = c * chunk; i < end; ++i) {
+      ++row[fastrange64(source(i), g.num_starts) >> g.shard_bits];
+    }
+  });
+  shard_offsets.assign(shards + 1, 0);
+  std::uint64_t total = 0;
+  for (std::uint64_t s = 0; s < shards; ++s) {
+    shard_offsets[s] = total;
+    for (std::uint64_t c = 0; c < chunks; ++c) {
+      const std::uint64_t count = counts[c * shards + s];
+      counts[c * shards + s] = total;
+      total += count;
+    }
+  }
+  shard_offsets[shards] = total;
+  if (count_seconds) *count_seconds += seconds_since(start);
+  start = clock_type::now();
+  tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
+    std::uint64_t* cursor = counts.data() + c * shards;
+    const std::uint64_t end = std::min(n, (c + 1) * chunk);
+    for (std::uint64_t i = c * chunk; i < end; ++i) {
+      const std::uint64_t h = source(i);
+      out[cursor[fastrange64(h, g.num_starts) >> g.shard_bits]++] = h;
+    }
+  });
+  if (scatter_seconds) *scatter_seconds += seconds_since(start);
+}
+
+/// Sorts a shard's hashes ascending: LSD radix sort on the local start (a few passes of at
+/// most 11 bits), then insertion sort, which only has to order hashes sharing a start.
+void sort_shard(std::uint64_t* h, std::uint64_t count, const layer_geometry& g,
+                std::uint64_t shard, std::vector<std::uint64_t>& scratch) {
+  const std::uint64_t begin = g.shard_begin(shard);
+  const std::uint64_t span = g.shard_end(shard) - begin;
+  if (count >= 64 && span > 1) {
+    const unsigned bits = static_cast<unsigned>(detail::floor_log2(span - 1)) + 1;
+    const unsigned passes = (bits + 10) / 11;
+    const unsigned digit_bits = (bits + passes - 1) / passes;
+    const std::uint64_t mask = (std::uint64_t{1} << digit_bits) - 1;
+    if (scratch.size() < count) scratch.resize(count);
+    std::vector<std::uint64_t> histogram(mask + 1);
+    std::uint64_t* src = h;
+    std::uint64_t* dst = scratch.data();
+    for (unsigned pass = 0; pass < passes; ++pass) {
+      const unsigned shift = pass * digit_bits;
+      std::fill(histogram.begin(), histogram.end(), 0);
+      for (std::uint64_t i = 0; i < count; ++i) {
+        ++histogram[(detail::local_start(src[i], g, begin) >> shift) & mask];
+      }
+      std::uint64_t sum = 0;
+      for (auto& bin : histogram) {
+        const std::uint64_t c = bin;
+        bin = sum;
+        sum += c;
+      }
+      for (std::uint64_t i = 0; i < count; ++i) {
+        dst[histogram[(detail::local_start(src[i], g, begin) >> shift) & mask]++] = src[i];
+      }
+      std::swap(src, dst);
+    }
+    if (src != h) std::memcpy(h, src, count * sizeof(std::uint64_t));
+  }
+  for (std::uint64_t i = 1; i < count; ++i) {
+    const std::uint64_t v = h[i];
+    std::uint64_t j = i;
+    for (; j > 0 && h[j - 1] > v; --j) h[j] = h[j - 1];
+    h[j] = v;
+  }
+}
+
+/// Per-thread working memory of the shard solver.
+template <unsigned Width, class Result>
+struct workspace {
+  std::vector<detail::word_t<Width>> coeffs;
+  std::vector<Result> results;
+  std::vector<std::uint32_t> undo_columns, undo_offsets;
+  std::vector<std::uint64_t> scratch;
+
+  detail::shard_workspace<Width, Result> view(std::uint64_t columns, std::uint32_t bucket_size) {
+    if (coeffs.size() < columns) {
+      coeffs.resize(columns);
+      results.resize(columns);
+    }
+    if (undo_columns.size() < bucket_size + Width) {
+      undo_columns.resize(bucket_size + Width);
+      undo_offsets.resize(bucket_size + Width);
+    }
+    return {coeffs.data(), results.data(), undo_columns.data(), undo_offsets.data()};
+  }
+};
+
+struct thread_seconds {
+  std::atomic<std::int64_t> sort_ns{0}, eliminate_ns{0}, back_substitute_ns{0};
+};
+
+std::int64_t nanoseconds_since(clock_type::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start).count();
+}
+
+/// Builds the layers of one filter for one (width, result type) combination.
+template <unsigned Width, class Result>
+class layered_builder {
+ public:
+  layered_builder(const filter_params& p, build_stats& stats) : p_(p), stats_(stats) {}
+
+  template <class Source>
+  filter build(std::uint64_t n, const Source& key_hash) {
+    const auto build_start = clock_type::now();
+    const layer_sizing sizing = default_sizing(p_.width);
+    std::vector<format::layer_image> layers;
+    std::vector<aligned_bytes> buffers;
+
+    std::unique_ptr<std::uint64_t[]> bumped;  // layer hashes passed to the next layer
+    std::uint64_t remaining = n;
+    for (std::uint32_t l = 0; remaining > 0; ++l) {
+      const auto layer_start = clock_type::now();
+      const bool plain = l + 1 == max_layers || (l > 0 && remaining <= sizing.plain_max_keys);
+      format::layer_image layer;
+      layer.input_keys = remaining;
+      if (plain) {
+        std::vector<std::uint64_t> hashes(remaining);
+        for (std::uint32_t attempt = 0;; ++attempt) {
+          if (attempt == 1000) throw error("the final plain layer failed to build 1000 times");
+          layer.salt = layer_salt(p_.seed, l, attempt);
+          for (std::uint64_t i = 0; i < remaining; ++i) hashes[i] = remix(bumped[i], layer.salt);
+          std::sort(hashes.begin(), hashes.end());
+          layer.geometry = plain_geometry(plain_layer_starts(remaining, p_, sizing, attempt));
+          if (solve_layer(layer, buffers, hashes.data(), {0, remaining})) {
+            stats_.plain_layer_attempts = attempt + 1;
+            break;
+          }
+        }
+        layer.bumped_keys = 0;
+        remaining = 0;
+      } else {
+        layer.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
+        layer.geometry = bumped_geometry(bumped_layer_starts(remaining, p_, sizing), p_);
+        auto hashes = uninitialized_array<std::uint64_t>(remaining);
+        std::vector<std::uint64_t> shard_offsets;
+        const std::uint64_t* previous = bumped.get();
+        const std::uint64_t salt = layer.salt;
+        double* hash_s = l == 0 ? &stats_.hash_seconds : nullptr;
+        double* partition_s = l == 0 ? &stats_.partition_seconds : nullptr;
+        if (l == 0) {
+          partition_by_shard(remaining, key_hash, layer.geometry, hashes.get(), shard_offsets,
+                             hash_s, partition_s);
+        } else {
+          auto source = [previous, salt](std::uint64_t i) { return remix(previous[i], salt); };
+          partition_by_shard(remaining, source, layer.geometry, hashes.get(), shard_offsets,
+                             nullptr, nullptr);
+        }
+        bumped.reset();
+        auto solve_start = clock_type::now();
+        std::vector<std::uint64_t> bumped_counts(layer.geometry.num_shards());
+        solve_layer(layer, buffers, hashes.get(), shard_offsets, &bumped_counts);
+        if (l == 0) stats_.solve_seconds += seconds_since(solve_start);
+
+        const auto gather_start = clock_type::now();
+        std::vector<std::uint64_t> bumped_offsets(bumped_counts.size() + 1, 0);
+        for (std::size_t s = 0; s < bumped_counts.size(); ++s) {
+          bumped_offsets[s + 1] = bumped_offsets[s] + bumped_counts[s];
+        }
+        layer.bumped_keys = bumped_offsets.back();
+        bumped = uninitialized_array<std::uint64_t>(std::max<std::uint64_t>(layer.bumped_keys, 1));
+        tbb::parallel_for(std::size_t{0}, bumped_counts.size(), [&](std::size_t s) {
+          std::copy_n(hashes.get() + shard_offsets[s], bumped_counts[s],
+                      bumped.get() + bumped_offsets[s]);
+        });
+        remaining = layer.bumped_keys;
+        if (l == 0) stats_.gather_seconds += seconds_since(gather_start);
+      }
+      layers.push_back(layer);
+      if (l > 0) stats_.later_layers_seconds += seconds_since(layer_start);
+    }
+    stats_.total_seconds = seconds_since(build_start);
+    stats_.sort_thread_seconds = 1e-9 * static_cast<double>(threads_.sort_ns);
+    stats_.eliminate_thread_seconds = 1e-9 * static_cast<double>(threads_.eliminate_ns);
+    stats_.back_substitute_thread_seconds = 1e-9 * static_cast<double>(threads_.back_substitute_ns);
+    return builder_access::make(p_, n, std::move(layers), std::move(buffers));
+  }
+
+ private:
+  /// Solves every shard of `layer` over `hashes` (grouped by shard at `shard_offsets`),
+  /// allocating its sections into `buffers`. Returns false if a plain layer failed.
+  bool solve_layer(format::layer_image& layer, std::vector<aligned_bytes>& buffers,
+                   std::uint64_t* hashes, const std::vector<std::uint64_t>& shard_offsets,
+                   std::vector<std::uint64_t>* bumped_counts = nullptr) {
+    const layer_geometry& g = layer.geometry;
+    aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
+    aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
+    auto* threshold_words = reinterpret_cast<std::uint64_t*>(thresholds.get());
+    auto* solution_words = reinterpret_cast<detail::word_t<Width>*>(solution.get());
+    const std::uint64_t columns = detail::max_shard_columns(g, Width);
+    std::atomic<bool> solved{true};
+    auto solve_shard = [&](std::uint64_t shard) {
+      workspace<Width, Result>& ws = workspaces_.local();
+      std::uint64_t* shard_hashes = hashes + shard_offsets[shard];
+      const std::uint64_t count = shard_offsets[shard + 1] - shard_offsets[shard];
+      auto t = clock_type::now();
+      sort_shard(shard_hashes, count, g, shard, ws.scratch);
+      threads_.sort_ns += nanoseconds_since(t);
+      t = clock_type::now();
+      auto view = ws.view(columns, p_.bucket_size);
+      const detail::shard_outcome outcome = detail::eliminate_shard<Width, Result>(
+          p_, g, shard, shard_hashes, count, view, threshold_words);
+      threads_.eliminate_ns += nanoseconds_since(t);
+      if (!outcome.solved) {
+        solved = false;
+        return;
+      }
+      if (bumped_counts) (*bumped_counts)[shard] = outcome.bumped;
+      t = clock_type::now();
+      detail::back_substitute_shard<Width, Result>(p_, g, shard, view.coeffs, view.results,
+                                                   solution_words);
+      threads_.back_substitute_ns += nanoseconds_since(t);
+    };
+    const std::uint64_t shards = g.num_shards();
+    if (shards == 1) {
+      solve_shard(0);
+    } else {
+      tbb::parallel_for(std::uint64_t{0}, shards, solve_shard);
+    }
+    if (!solved) return false;
+    layer.thresholds = thresholds.get();
+    layer.solution = solution.get();
+    buffers.push_back(std::move(thresholds));
+    buffers.push_back(std::move(solution));
+    return true;
+  }
+
+  filter_params p_;
+  build_stats& stats_;
+  thread_seconds threads_;
+  tbb::enumerable_thread_specific<workspace<Width, Result>> workspaces_;
+};
+
+template <class Source>
+filter build_with(const filter_params& p, std::uint64_t n, const Source& key_hash,
+                  std::uint32_t threads, build_stats* stats) {
+  if (const char* problem = check_params(p)) throw error(std::string("invalid build options: ") + problem);
+  build_stats local_stats;
+  build_stats& s = stats ? *stats : local_stats;
+  s = build_stats{};
+  // An explicit thread count above the machine's is honoured too (tests use it to check
+  // that the output does not depend on the number of threads).
+  std::optional<tbb::global_control> allow;
+  if (static_cast<int>(threads) > tbb::this_task_arena::max_concurrency()) {
+    allow.emplace(tbb::global_control::max_allowed_parallelism, threads);
+  }
+  tbb::task_arena arena(threads == 0 ? tbb::task_arena::automatic : static_cast<int>(threads));
+  return arena.execute([&]() -> filter {
+    auto dispatch = [&](auto width_tag) -> filter {
+      constexpr unsigned width = decltype(width_tag)::value;
+      if (p.result_bits <= 8) return layered_builder<width, std::uint8_t>(p, s).build(n, key_hash);
+      if (p.result_bits <= 16) return layered_builder<width, std::uint16_t>(p, s).build(n, key_hash);
+      return layered_builder<width, std::uint32_t>(p, s).build(n, key_hash);
+    };
+    switch (p.width) {
+      case 32: return dispatch(std::integral_constant<unsigned, 32>{});
+      case 64: return dispatch(std::integral_constant<unsigned, 64>{});
+      default: return dispatch(std::integral_constant<unsigned, 128>{});
+    }
+  });
+}
+
+filter_params params_from(const build_options& o, key_kind keys) {
+  return make_params(o.width, o.result_bits, o.shard_size, o.seed, keys);
+}
+
+}  // namespace
+
+filter filter::build(const std::uint64_t* keys, std::uint64_t count, const build_options& options,
+                     build_stats* stats) {
+  const filter_params p = params_from(options, key_kind::u64);
+  const std::uint64_t mixed = seed_mix(p.seed);
+  auto key_hash = [keys, mixed](std::uint64_t i) { return hash_u64(keys[i], mixed); };
+  return build_with(p, count, key_hash, options.threads, stats);
+}
+
+filter filter::build(const std::string_view* keys, std::uint64_t count,
+                     const build_options& options, build_stats* stats) {
+  const filter_params p = params_from(options, key_kind::bytes);
+  const std::uint64_t seed = p.seed;
+  auto key_hash = [keys, seed](std::uint64_t i) {
+    return hash_bytes(keys[i].data(), keys[i].size(), seed);
+  };
+  return build_with(p, count, key_hash, options.threads, stats);
+}
+
+filter filter::build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
+                                 const build_options& options, build_stats* stats) {
+  const filter_params p = params_from(options, keys);
+  auto key_hash = [hashes](std::uint64_t i) { return hashes[i]; };
+  return build_with(p, count, key_hash, options.threads, stats);
+}
+
+}  // namespace ribbon

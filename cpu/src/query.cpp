@@ -1,0 +1,100 @@
+// Batched CPU queries: hash a group of keys ahead, prefetch their layer-0 blocks, then check.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+
+#include "ribbon/filter.hpp"
+
+namespace ribbon {
+namespace {
+
+/// Keys hashed and prefetched ahead of their check: enough to overlap the memory latency of
+/// a group with the work on the previous one.
+constexpr std::uint64_t prefetch_group = 16;
+
+template <unsigned Width, class KeyHash>
+void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
+                    const KeyHash& key_hash, bool* out) {
+  if (f.num_layers == 0) {
+    std::fill(out + begin, out + end, false);
+    return;
+  }
+  const filter_params& p = f.params;
+  const layer_ref& first = f.layers[0];
+  const std::uint64_t block_bytes = std::uint64_t{p.result_bits} * (Width / 8);
+  const auto* solution = static_cast<const char*>(first.solution);
+  std::uint64_t hashes[prefetch_group];
+  std::uint64_t starts[prefetch_group];
+  for (std::uint64_t base = begin; base < end; base += prefetch_group) {
+    const std::uint64_t m = std::min(prefetch_group, end - base);
+    for (std::uint64_t i = 0; i < m; ++i) {
+      const std::uint64_t h = key_hash(base + i);
+      const std::uint64_t s = fastrange64(h, first.geometry.num_starts);
+      hashes[i] = h;
+      starts[i] = s;
+      // A query reads two adjacent blocks; prefetch their first cache lines.
+      const char* block = solution + (s / Width) * block_bytes;
+      __builtin_prefetch(block);
+      __builtin_prefetch(block + block_bytes);
+    }
+    for (std::uint64_t i = 0; i < m; ++i) {
+      const std::uint64_t h = hashes[i];
+      const std::uint64_t s = starts[i];
+      bool found;
+      if (!detail::is_bumped(p, first, s)) {
+        found = detail::row_result<Width>(first.solution, p.result_bits, s,
+                                          detail::coefficients<Width>(h)) ==
+                detail::fingerprint(h, p.result_bits);
+      } else if (f.num_layers > 1) {
+        found = detail::contains_from_layer<Width>(p, f.layers, f.num_layers, 1,
+                                                   remix(h, f.layers[1].salt));
+      } else {
+        found = false;
+      }
+      out[base + i] = found;
+    }
+  }
+}
+
+template <class KeyHash>
+void contains_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key_hash, bool* out,
+                    std::uint32_t threads) {
+  auto run = [&](std::uint64_t begin, std::uint64_t end) {
+    switch (f.params.width) {
+      case 32: return contains_range<32>(f, begin, end, key_hash, out);
+      case 64: return contains_range<64>(f, begin, end, key_hash, out);
+      default: return contains_range<128>(f, begin, end, key_hash, out);
+    }
+  };
+  constexpr std::uint64_t parallel_threshold = std::uint64_t{1} << 16;
+  if (count < parallel_threshold || threads == 1) {
+    run(0, count);
+    return;
+  }
+  tbb::task_arena arena(threads == 0 ? tbb::task_arena::automatic : static_cast<int>(threads));
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, std::uint64_t{1} << 14),
+                      [&](const tbb::blocked_range<std::uint64_t>& r) { run(r.begin(), r.end()); });
+  });
+}
+
+}  // namespace
+
+void filter::contains(const std::uint64_t* keys, std::uint64_t count, bool* out) const {
+  check_kind(key_kind::u64);
+  const filter_ref& f = ref_;
+  contains_batch(
+      f, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i]); }, out, query_threads_);
+}
+
+void filter::contains(const std::string_view* keys, std::uint64_t count, bool* out) const {
+  check_kind(key_kind::bytes);
+  const filter_ref& f = ref_;
+  contains_batch(
+      f, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i].data(), keys[i].size()); },
+      out, query_threads_);
+}
+
+}  // namespace ribbon

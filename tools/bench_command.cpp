@@ -1,0 +1,208 @@
+// `ribbon bench`: end-to-end benchmark on random 64-bit keys held in memory.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.hpp"
+#include "ribbon/error.hpp"
+#include "ribbon/filter.hpp"
+
+namespace ribbon::cli {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point start) {
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/// A value from /proc/self/status in bytes ("VmRSS", "VmHWM"), or 0 where unavailable.
+std::uint64_t proc_status_bytes(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const std::size_t length = std::strlen(field);
+  while (std::getline(status, line)) {
+    if (line.compare(0, length, field) == 0 && line.size() > length && line[length] == ':') {
+      return std::stoull(line.substr(length + 1)) * 1024;
+    }
+  }
+  return 0;
+}
+
+/// Resets the peak-RSS high-water mark (Linux: "5" to clear_refs); false where unsupported.
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
+struct bench_settings {
+  std::uint64_t keys = 10'000'000;
+  std::uint64_t negatives = 0;  // 0: as many as keys
+  std::uint32_t width = 64;
+  std::uint32_t bits = 8;
+  std::uint32_t threads = 0;
+  std::uint64_t seed = 1;
+  std::uint64_t shard_size = 0;
+  std::string backend = "cpu";
+  bool json = false;
+};
+
+int run_bench(const bench_settings& s) {
+  if (s.backend != "cpu") {
+    throw error("backend '" + s.backend + "' is not available in this build (only 'cpu')");
+  }
+  const std::uint32_t threads =
+      s.threads != 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+  const std::uint64_t n = s.keys;
+  const std::uint64_t m = s.negatives != 0 ? s.negatives : std::max<std::uint64_t>(n, 1'000'000);
+  // Members have bit 63 clear and non-members have it set: the two sets are disjoint.
+  std::vector<std::uint64_t> keys(n), negatives(m);
+  std::uint64_t state = s.seed * 0x2545F4914F6CDD1DULL;
+  for (auto& k : keys) k = splitmix64(state) & ~(std::uint64_t{1} << 63);
+  for (auto& k : negatives) k = splitmix64(state) | (std::uint64_t{1} << 63);
+
+  build_options options;
+  options.width = s.width;
+  options.result_bits = s.bits;
+  options.threads = threads;
+  options.seed = s.seed;
+  options.shard_size = s.shard_size;
+
+  const bool peak_reset = reset_peak_rss();
+  const std::uint64_t rss_before = proc_status_bytes("VmRSS");
+  build_stats stats;
+  const auto build_start = clock_type::now();
+  filter f = filter::build(keys.data(), n, options, &stats);
+  const double build_seconds = seconds_since(build_start);
+  const std::uint64_t peak = proc_status_bytes("VmHWM");
+  const double peak_rss_per_key =
+      peak_reset && n > 0 ? static_cast<double>(peak > rss_before ? peak - rss_before : 0) / static_cast<double>(n) : -1;
+
+  // Scalar queries: one key at a time, every member and every non-member.
+  std::uint64_t false_negatives = 0;
+  auto t = clock_type::now();
+  for (std::uint64_t k : keys) false_negatives += !f.contains(k);
+  const double positive_seconds = seconds_since(t);
+  std::uint64_t false_positives = 0;
+  t = clock_type::now();
+  for (std::uint64_t k : negatives) false_positives += f.contains(k);
+  const double negative_seconds = seconds_since(t);
+
+  // Batched queries over the non-members, on all threads and on one.
+  std::unique_ptr<bool[]> out(new bool[m]);
+  f.set_query_threads(threads);
+  t = clock_type::now();
+  f.contains(negatives.data(), m, out.get());
+  const double batch_seconds = seconds_since(t);
+  const std::uint64_t batch_positives = static_cast<std::uint64_t>(std::count(out.get(), out.get() + m, true));
+  f.set_query_threads(1);
+  t = clock_type::now();
+  f.contains(negatives.data(), m, out.get());
+  const double batch_one_thread_seconds = seconds_since(t);
+  if (batch_positives != false_positives) {
+    throw error("batched and scalar queries disagree: " + std::to_string(batch_positives) +
+                " vs " + std::to_string(false_positives) + " positives");
+  }
+
+  const double per_key = n > 0 ? 1e9 / static_cast<double>(n) : 0;
+  const double per_negative = 1e9 / static_cast<double>(m);
+  const double bits_per_key = f.bits_per_key();
+  const double fpr_expected = std::ldexp(1.0, -static_cast<int>(s.bits));
+  const double fpr_measured = static_cast<double>(false_positives) / static_cast<double>(m);
+  const double overhead_pct = 100.0 * (bits_per_key / s.bits - 1.0);
+
+  if (s.json) {
+    std::printf(
+        "{\"keys\": %llu, \"negatives\": %llu, \"width\": %u, \"bits\": %u, \"threads\": %u, "
+        "\"backend\": \"%s\", \"seed\": %llu, \"shard_size\": %llu, \"layers\": %u, "
+        "\"build_ns_per_key\": %.3f, "
+        "\"stage_ns_per_key\": {\"hash\": %.3f, \"partition\": %.3f, \"solve\": %.3f, "
+        "\"gather\": %.3f, \"later_layers\": %.3f}, "
+        "\"solve_thread_ns_per_key\": {\"sort\": %.3f, \"eliminate\": %.3f, "
+        "\"back_substitute\": %.3f}, "
+        "\"plain_layer_attempts\": %u, \"filter_bytes\": %llu, "
+        "\"bits_per_key\": %.5f, \"overhead_pct\": %.4f, "
+        "\"fpr_expected\": %.8f, \"fpr_measured\": %.8f, \"false_positives\": %llu, "
+        "\"false_negatives\": %llu, "
+        "\"query_ns_per_key\": {\"scalar_positive\": %.3f, \"scalar_negative\": %.3f, "
+        "\"batched_negative\": %.3f, \"batched_negative_per_thread\": %.3f, "
+        "\"batched_negative_one_thread\": %.3f}, "
+        "\"peak_rss_bytes_per_key\": %.3f}\n",
+        static_cast<unsigned long long>(n), static_cast<unsigned long long>(m), s.width, s.bits,
+        threads, s.backend.c_str(), static_cast<unsigned long long>(s.seed),
+        static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
+        build_seconds * per_key, stats.hash_seconds * per_key, stats.partition_seconds * per_key,
+        stats.solve_seconds * per_key, stats.gather_seconds * per_key,
+        stats.later_layers_seconds * per_key, stats.sort_thread_seconds * per_key,
+        stats.eliminate_thread_seconds * per_key, stats.back_substitute_thread_seconds * per_key,
+        stats.plain_layer_attempts, static_cast<unsigned long long>(f.size_bytes()), bits_per_key,
+        overhead_pct, fpr_expected, fpr_measured, static_cast<unsigned long long>(false_positives),
+        static_cast<unsigned long long>(false_negatives), positive_seconds * per_key,
+        negative_seconds * per_negative, batch_seconds * per_negative,
+        batch_seconds * per_negative * threads, batch_one_thread_seconds * per_negative,
+        peak_rss_per_key);
+  } else {
+    std::printf("ribbon bench: %llu keys, w=%u, r=%u, %u threads, backend %s\n",
+                static_cast<unsigned long long>(n), s.width, s.bits, threads, s.backend.c_str());
+    std::printf("  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
+                "gather %.2f, later layers %.2f ns/key)\n",
+                build_seconds * per_key, build_seconds, stats.hash_seconds * per_key,
+                stats.partition_seconds * per_key, stats.solve_seconds * per_key,
+                stats.gather_seconds * per_key, stats.later_layers_seconds * per_key);
+    std::printf("  space        %8.4f bits/key, overhead %.4f%% over r, %u layers, %llu bytes\n",
+                bits_per_key, overhead_pct, f.num_layers(),
+                static_cast<unsigned long long>(f.size_bytes()));
+    std::printf("  accuracy     FPR %.6f measured on %llu non-members (expected %.6f), "
+                "%llu false negatives\n",
+                fpr_measured, static_cast<unsigned long long>(m), fpr_expected,
+                static_cast<unsigned long long>(false_negatives));
+    std::printf("  queries      scalar positive %.2f ns, scalar negative %.2f ns, batched "
+                "negative %.2f ns/key (%u threads), %.2f ns/key (1 thread)\n",
+                positive_seconds * per_key, negative_seconds * per_negative,
+                batch_seconds * per_negative, threads, batch_one_thread_seconds * per_negative);
+    std::printf("  memory       peak RSS %.2f bytes/key beyond the input keys\n", peak_rss_per_key);
+  }
+  return false_negatives == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+std::function<int()> add_bench_command(CLI::App& app) {
+  auto settings = std::make_shared<bench_settings>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Build a filter of random 64-bit keys in memory, query it, and report speed, "
+               "space, accuracy and memory");
+  cmd->add_option("-n,--keys", settings->keys, "number of keys (default 10^7)")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
+  cmd->add_option("--negatives", settings->negatives,
+                  "non-member keys to query (default max(keys, 10^6))");
+  cmd->add_option("-w,--width", settings->width, "ribbon width: 32, 64 or 128")
+      ->check(CLI::IsMember({32, 64, 128}));
+  cmd->add_option("-r,--bits", settings->bits, "result bits r (FPR 2^-r), 1..32")
+      ->check(CLI::Range(1, 32));
+  cmd->add_option("-t,--threads", settings->threads, "threads (default: all cores)");
+  cmd->add_option("--seed", settings->seed, "seed for keys and hashing");
+  cmd->add_option("--shard-size", settings->shard_size, "slots per shard (power of two)");
+  cmd->add_option("--backend", settings->backend, "cpu (gpu arrives with the CUDA builder)");
+  cmd->add_flag("--json", settings->json, "print one JSON object");
+  return [settings] { return run_bench(*settings); };
+}
+
+}  // namespace ribbon::cli
