@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "ribbon/detail/partition.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
@@ -34,96 +35,6 @@ double seconds_since(clock_type::time_point start) {
 template <class T>
 std::unique_ptr<T[]> uninitialized_array(std::uint64_t n) {
   return std::unique_ptr<T[]>(new T[n]);
-}
-
-/// Keys per chunk of the partition passes: enough work per task, few histograms.
-std::uint64_t partition_chunk_size(std::uint64_t n) {
-  return std::max<std::uint64_t>(std::uint64_t{1} << 16, detail::divide_round_up(n, 256));
-}
-
-/// Scatters source(i), i < n, into `out` grouped by shard (MSD partition). Two passes over
-/// the source (count, then scatter) so that no second n-sized buffer is needed: recomputing a
-/// hash is cheaper than the memory. shard_offsets gets num_shards + 1 entries.
-template <class Source>
-void partition_by_shard(std::uint64_t n, const Source& source, const layer_geometry& g,
-                        std::uint64_t* out, std::vector<std::uint64_t>& shard_offsets,
-                        double* count_seconds, double* scatter_seconds) {
-  const std::uint64_t shards = g.num_shards();
-  const std::uint64_t chunk = partition_chunk_size(n);
-  const std::uint64_t chunks = detail::divide_round_up(n, chunk);
-  std::vector<std::uint64_t> counts(chunks * shards, 0);
-  auto start = clock_type::now();
-  tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
-    std::uint64_t* row = counts.data() + c * shards;
-    const std::uint64_t end = std::min(n, (c + 1) * chunk);
-    for (std::uint64_t i = c * chunk; i < end; ++i) {
-      ++row[fastrange64(source(i), g.num_starts) >> g.shard_bits];
-    }
-  });
-  shard_offsets.assign(shards + 1, 0);
-  std::uint64_t total = 0;
-  for (std::uint64_t s = 0; s < shards; ++s) {
-    shard_offsets[s] = total;
-    for (std::uint64_t c = 0; c < chunks; ++c) {
-      const std::uint64_t count = counts[c * shards + s];
-      counts[c * shards + s] = total;
-      total += count;
-    }
-  }
-  shard_offsets[shards] = total;
-  if (count_seconds) *count_seconds += seconds_since(start);
-  start = clock_type::now();
-  tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
-    std::uint64_t* cursor = counts.data() + c * shards;
-    const std::uint64_t end = std::min(n, (c + 1) * chunk);
-    for (std::uint64_t i = c * chunk; i < end; ++i) {
-      const std::uint64_t h = source(i);
-      out[cursor[fastrange64(h, g.num_starts) >> g.shard_bits]++] = h;
-    }
-  });
-  if (scatter_seconds) *scatter_seconds += seconds_since(start);
-}
-
-/// Sorts a shard's hashes ascending: LSD radix sort on the local start (a few passes of at
-/// most 11 bits), then insertion sort, which only has to order hashes sharing a start.
-void sort_shard(std::uint64_t* h, std::uint64_t count, const layer_geometry& g,
-                std::uint64_t shard, std::vector<std::uint64_t>& scratch) {
-  const std::uint64_t begin = g.shard_begin(shard);
-  const std::uint64_t span = g.shard_end(shard) - begin;
-  if (count >= 64 && span > 1) {
-    const unsigned bits = static_cast<unsigned>(detail::floor_log2(span - 1)) + 1;
-    const unsigned passes = (bits + 10) / 11;
-    const unsigned digit_bits = (bits + passes - 1) / passes;
-    const std::uint64_t mask = (std::uint64_t{1} << digit_bits) - 1;
-    if (scratch.size() < count) scratch.resize(count);
-    std::vector<std::uint64_t> histogram(mask + 1);
-    std::uint64_t* src = h;
-    std::uint64_t* dst = scratch.data();
-    for (unsigned pass = 0; pass < passes; ++pass) {
-      const unsigned shift = pass * digit_bits;
-      std::fill(histogram.begin(), histogram.end(), 0);
-      for (std::uint64_t i = 0; i < count; ++i) {
-        ++histogram[(detail::local_start(src[i], g, begin) >> shift) & mask];
-      }
-      std::uint64_t sum = 0;
-      for (auto& bin : histogram) {
-        const std::uint64_t c = bin;
-        bin = sum;
-        sum += c;
-      }
-      for (std::uint64_t i = 0; i < count; ++i) {
-        dst[histogram[(detail::local_start(src[i], g, begin) >> shift) & mask]++] = src[i];
-      }
-      std::swap(src, dst);
-    }
-    if (src != h) std::memcpy(h, src, count * sizeof(std::uint64_t));
-  }
-  for (std::uint64_t i = 1; i < count; ++i) {
-    const std::uint64_t v = h[i];
-    std::uint64_t j = i;
-    for (; j > 0 && h[j - 1] > v; --j) h[j] = h[j - 1];
-    h[j] = v;
-  }
 }
 
 /// Per-thread working memory of the shard solver.
@@ -200,11 +111,11 @@ class layered_builder {
         double* hash_s = l == 0 ? &stats_.hash_seconds : nullptr;
         double* partition_s = l == 0 ? &stats_.partition_seconds : nullptr;
         if (l == 0) {
-          partition_by_shard(remaining, key_hash, layer.geometry, hashes.get(), shard_offsets,
+          detail::partition_by_shard(remaining, key_hash, layer.geometry, hashes.get(), shard_offsets,
                              hash_s, partition_s);
         } else {
           auto source = [previous, salt](std::uint64_t i) { return remix(previous[i], salt); };
-          partition_by_shard(remaining, source, layer.geometry, hashes.get(), shard_offsets,
+          detail::partition_by_shard(remaining, source, layer.geometry, hashes.get(), shard_offsets,
                              nullptr, nullptr);
         }
         bumped.reset();
@@ -255,7 +166,7 @@ class layered_builder {
       std::uint64_t* shard_hashes = hashes + shard_offsets[shard];
       const std::uint64_t count = shard_offsets[shard + 1] - shard_offsets[shard];
       auto t = clock_type::now();
-      sort_shard(shard_hashes, count, g, shard, ws.scratch);
+      detail::sort_shard(shard_hashes, count, g, shard, ws.scratch);
       threads_.sort_ns += nanoseconds_since(t);
       t = clock_type::now();
       auto view = ws.view(columns, p_.bucket_size);

@@ -1,0 +1,110 @@
+/// @file partition.hpp
+/// CPU building blocks of a layer build: grouping hashes by shard (parallel, oneTBB) and
+/// sorting one shard's hashes.
+#pragma once
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "ribbon/detail/shard_solver.hpp"
+#include "ribbon/hash.hpp"
+#include "ribbon/layer.hpp"
+
+namespace ribbon::detail {
+
+/// Keys per chunk of the partition passes: enough work per task, few histograms.
+inline std::uint64_t partition_chunk_size(std::uint64_t n) {
+  return std::max<std::uint64_t>(std::uint64_t{1} << 16, divide_round_up(n, 256));
+}
+
+/// Scatters source(i), i < n, into `out` grouped by shard (MSD partition). Two passes over
+/// the source (count, then scatter) so that no second n-sized buffer is needed: recomputing a
+/// hash is cheaper than the memory. shard_offsets gets num_shards + 1 entries.
+template <class Source>
+void partition_by_shard(std::uint64_t n, const Source& source, const layer_geometry& g,
+                        std::uint64_t* out, std::vector<std::uint64_t>& shard_offsets,
+                        double* count_seconds, double* scatter_seconds) {
+  const std::uint64_t shards = g.num_shards();
+  const std::uint64_t chunk = partition_chunk_size(n);
+  const std::uint64_t chunks = divide_round_up(n, chunk);
+  std::vector<std::uint64_t> counts(chunks * shards, 0);
+  auto start = std::chrono::steady_clock::now();
+  tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
+    std::uint64_t* row = counts.data() + c * shards;
+    const std::uint64_t end = std::min(n, (c + 1) * chunk);
+    for (std::uint64_t i = c * chunk; i < end; ++i) {
+      ++row[fastrange64(source(i), g.num_starts) >> g.shard_bits];
+    }
+  });
+  shard_offsets.assign(shards + 1, 0);
+  std::uint64_t total = 0;
+  for (std::uint64_t s = 0; s < shards; ++s) {
+    shard_offsets[s] = total;
+    for (std::uint64_t c = 0; c < chunks; ++c) {
+      const std::uint64_t count = counts[c * shards + s];
+      counts[c * shards + s] = total;
+      total += count;
+    }
+  }
+  shard_offsets[shards] = total;
+  if (count_seconds) *count_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  start = std::chrono::steady_clock::now();
+  tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
+    std::uint64_t* cursor = counts.data() + c * shards;
+    const std::uint64_t end = std::min(n, (c + 1) * chunk);
+    for (std::uint64_t i = c * chunk; i < end; ++i) {
+      const std::uint64_t h = source(i);
+      out[cursor[fastrange64(h, g.num_starts) >> g.shard_bits]++] = h;
+    }
+  });
+  if (scatter_seconds) *scatter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Sorts a shard's hashes ascending: LSD radix sort on the local start (a few passes of at
+/// most 11 bits), then insertion sort, which only has to order hashes sharing a start.
+inline void sort_shard(std::uint64_t* h, std::uint64_t count, const layer_geometry& g,
+                std::uint64_t shard, std::vector<std::uint64_t>& scratch) {
+  const std::uint64_t begin = g.shard_begin(shard);
+  const std::uint64_t span = g.shard_end(shard) - begin;
+  if (count >= 64 && span > 1) {
+    const unsigned bits = static_cast<unsigned>(floor_log2(span - 1)) + 1;
+    const unsigned passes = (bits + 10) / 11;
+    const unsigned digit_bits = (bits + passes - 1) / passes;
+    const std::uint64_t mask = (std::uint64_t{1} << digit_bits) - 1;
+    if (scratch.size() < count) scratch.resize(count);
+    std::vector<std::uint64_t> histogram(mask + 1);
+    std::uint64_t* src = h;
+    std::uint64_t* dst = scratch.data();
+    for (unsigned pass = 0; pass < passes; ++pass) {
+      const unsigned shift = pass * digit_bits;
+      std::fill(histogram.begin(), histogram.end(), 0);
+      for (std::uint64_t i = 0; i < count; ++i) {
+        ++histogram[(local_start(src[i], g, begin) >> shift) & mask];
+      }
+      std::uint64_t sum = 0;
+      for (auto& bin : histogram) {
+        const std::uint64_t c = bin;
+        bin = sum;
+        sum += c;
+      }
+      for (std::uint64_t i = 0; i < count; ++i) {
+        dst[histogram[(local_start(src[i], g, begin) >> shift) & mask]++] = src[i];
+      }
+      std::swap(src, dst);
+    }
+    if (src != h) std::memcpy(h, src, count * sizeof(std::uint64_t));
+  }
+  for (std::uint64_t i = 1; i < count; ++i) {
+    const std::uint64_t v = h[i];
+    std::uint64_t j = i;
+    for (; j > 0 && h[j - 1] > v; --j) h[j] = h[j - 1];
+    h[j] = v;
+  }
+}
+
+}  // namespace ribbon::detail
