@@ -14,7 +14,8 @@ if(RIBBON_X86_64_LEVEL AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
 endif()
 
 if(RIBBON_SANITIZE)
-  add_compile_options(-fsanitize=${RIBBON_SANITIZE} -fno-omit-frame-pointer
-                      -fno-sanitize-recover=all)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${RIBBON_SANITIZE}>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=all>)
   add_link_options(-fsanitize=${RIBBON_SANITIZE})
 endif()

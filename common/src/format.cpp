@@ -194,6 +194,18 @@ filter_ref make_ref(const filter_image& image) {
   return ref;
 }
 
+filter_ref relocate(const filter_ref& ref, const unsigned char* from, const unsigned char* to) {
+  filter_ref moved = ref;
+  auto move = [&](const void* p) -> const void* {
+    return p == nullptr ? nullptr : to + (static_cast<const unsigned char*>(p) - from);
+  };
+  for (std::uint32_t l = 0; l < ref.num_layers; ++l) {
+    moved.layers[l].thresholds = static_cast<const std::uint64_t*>(move(ref.layers[l].thresholds));
+    moved.layers[l].solution = move(ref.layers[l].solution);
+  }
+  return moved;
+}
+
 parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool verify_checksums,
                          const std::string& source) {
   parsed_image out;

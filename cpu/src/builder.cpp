@@ -37,24 +37,32 @@ std::unique_ptr<T[]> uninitialized_array(std::uint64_t n) {
   return std::unique_ptr<T[]>(new T[n]);
 }
 
-/// Per-thread working memory of the shard solver.
+/// Shards whose elimination steps one thread interleaves.
+constexpr unsigned interleaved_shards = 4;
+
+/// Per-thread working memory of the shard solver: one set of arrays per interleaved shard.
 template <unsigned Width, class Result>
 struct workspace {
-  std::vector<detail::word_t<Width>> coeffs;
-  std::vector<Result> results;
-  std::vector<std::uint32_t> undo_columns, undo_offsets;
+  struct lane_arrays {
+    std::vector<detail::word_t<Width>> coeffs;
+    std::vector<Result> results;
+    std::vector<std::uint32_t> undo_columns, undo_offsets;
+  };
+  lane_arrays lanes[interleaved_shards];
   std::vector<std::uint64_t> scratch;
 
-  detail::shard_workspace<Width, Result> view(std::uint64_t columns, std::uint32_t bucket_size) {
-    if (coeffs.size() < columns) {
-      coeffs.resize(columns);
-      results.resize(columns);
+  detail::shard_workspace<Width, Result> lane(unsigned index, std::uint64_t columns,
+                                              std::uint32_t bucket_size) {
+    lane_arrays& a = lanes[index];
+    if (a.coeffs.size() < columns) {
+      a.coeffs.resize(columns);
+      a.results.resize(columns);
     }
-    if (undo_columns.size() < bucket_size + Width) {
-      undo_columns.resize(bucket_size + Width);
-      undo_offsets.resize(bucket_size + Width);
+    if (a.undo_columns.size() < bucket_size + Width) {
+      a.undo_columns.resize(bucket_size + Width);
+      a.undo_offsets.resize(bucket_size + Width);
     }
-    return {coeffs.data(), results.data(), undo_columns.data(), undo_offsets.data()};
+    return {a.coeffs.data(), a.results.data(), a.undo_columns.data(), a.undo_offsets.data()};
   }
 };
 
@@ -161,33 +169,54 @@ class layered_builder {
     auto* solution_words = reinterpret_cast<detail::word_t<Width>*>(solution.get());
     const std::uint64_t columns = detail::max_shard_columns(g, Width);
     std::atomic<bool> solved{true};
-    auto solve_shard = [&](std::uint64_t shard) {
+    // Each task solves a group of shards, interleaving their elimination steps (see
+    // detail::shard_eliminator).
+    const std::uint64_t shards = g.num_shards();
+    const std::uint64_t groups = detail::divide_round_up(shards, interleaved_shards);
+    auto solve_group = [&](std::uint64_t group) {
       workspace<Width, Result>& ws = workspaces_.local();
-      std::uint64_t* shard_hashes = hashes + shard_offsets[shard];
-      const std::uint64_t count = shard_offsets[shard + 1] - shard_offsets[shard];
+      const std::uint64_t first = group * interleaved_shards;
+      const auto lanes =
+          static_cast<unsigned>(std::min<std::uint64_t>(interleaved_shards, shards - first));
       auto t = clock_type::now();
-      detail::sort_shard(shard_hashes, count, g, shard, ws.scratch);
+      for (unsigned lane = 0; lane < lanes; ++lane) {
+        const std::uint64_t shard = first + lane;
+        detail::sort_shard(hashes + shard_offsets[shard],
+                           shard_offsets[shard + 1] - shard_offsets[shard], g, shard, ws.scratch);
+      }
       threads_.sort_ns += nanoseconds_since(t);
       t = clock_type::now();
-      auto view = ws.view(columns, p_.bucket_size);
-      const detail::shard_outcome outcome = detail::eliminate_shard<Width, Result>(
-          p_, g, shard, shard_hashes, count, view, threshold_words);
-      threads_.eliminate_ns += nanoseconds_since(t);
-      if (!outcome.solved) {
-        solved = false;
-        return;
+      using eliminator = detail::shard_eliminator<Width, Result>;
+      alignas(eliminator) unsigned char storage[interleaved_shards * sizeof(eliminator)];
+      auto* eliminators = reinterpret_cast<eliminator*>(storage);
+      for (unsigned lane = 0; lane < lanes; ++lane) {
+        const std::uint64_t shard = first + lane;
+        new (eliminators + lane) eliminator(p_, g, shard, hashes + shard_offsets[shard],
+                                            shard_offsets[shard + 1] - shard_offsets[shard],
+                                            ws.lane(lane, columns, p_.bucket_size),
+                                            threshold_words);
       }
-      if (bumped_counts) (*bumped_counts)[shard] = outcome.bumped;
+      detail::interleave<interleaved_shards>(eliminators, lanes);
+      threads_.eliminate_ns += nanoseconds_since(t);
       t = clock_type::now();
-      detail::back_substitute_shard<Width, Result>(p_, g, shard, view.coeffs, view.results,
-                                                   solution_words);
+      for (unsigned lane = 0; lane < lanes; ++lane) {
+        const std::uint64_t shard = first + lane;
+        const detail::shard_outcome outcome = eliminators[lane].outcome();
+        if (!outcome.solved) {
+          solved = false;
+          continue;
+        }
+        if (bumped_counts) (*bumped_counts)[shard] = outcome.bumped;
+        const auto view = ws.lane(lane, columns, p_.bucket_size);
+        detail::back_substitute_shard<Width, Result>(p_, g, shard, view.coeffs, view.results,
+                                                     solution_words);
+      }
       threads_.back_substitute_ns += nanoseconds_since(t);
     };
-    const std::uint64_t shards = g.num_shards();
-    if (shards == 1) {
-      solve_shard(0);
+    if (groups == 1) {
+      solve_group(0);
     } else {
-      tbb::parallel_for(std::uint64_t{0}, shards, solve_shard);
+      tbb::parallel_for(std::uint64_t{0}, groups, solve_group);
     }
     if (!solved) return false;
     layer.thresholds = thresholds.get();

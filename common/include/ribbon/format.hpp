@@ -118,6 +118,10 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
 /// Builds the query view of a filter held in memory (used by builders, no file involved).
 filter_ref make_ref(const filter_image& image);
 
+/// The same view for a copy of the image at another address (e.g. in device memory):
+/// every section pointer moves from `from` to `to`.
+filter_ref relocate(const filter_ref& ref, const unsigned char* from, const unsigned char* to);
+
 /// XXH64 checksum used by the format.
 std::uint64_t checksum(const void* data, std::size_t bytes);
 

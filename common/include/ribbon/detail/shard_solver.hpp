@@ -75,7 +75,7 @@ struct shard_outcome {
   bool solved = true;        ///< false only for a plain layer whose system is inconsistent
 };
 
-/// Eliminates the rows of one shard.
+/// Eliminates the rows of one shard, one pivot step at a time.
 ///
 /// `hashes` holds the layer hashes of the shard's keys sorted ascending (so by start).
 /// Buckets are processed in ascending order, and each bucket's keys in descending start
@@ -83,88 +83,234 @@ struct shard_outcome {
 /// chosen, the bucket's rows below it (the most recent insertions) are undone, and those keys
 /// are bumped. Keys bumped (by threshold or, at the head of shards k > 0, by rule) are moved
 /// to the front of `hashes`, in ascending order. Bucket codes go to `threshold_words` (the
-/// layer's array; this shard's words only).
+/// layer's array; this shard's words only). A plain layer is one bucket that may not bump.
+///
+/// The work is a state machine advanced by step(): one xor with one pivot in the common case.
+/// A step's latency is a chain of dependent loads, so a CPU thread interleaves the steps of
+/// several shards (independent by construction) to keep its pipeline full; eliminate_shard()
+/// runs one shard alone.
+template <unsigned Width, class Result>
+class shard_eliminator {
+ public:
+  using word = word_t<Width>;
+
+  RIBBON_HD shard_eliminator(const filter_params& p, const layer_geometry& g, std::uint64_t shard,
+                             std::uint64_t* hashes, std::uint64_t count,
+                             shard_workspace<Width, Result> ws, std::uint64_t* threshold_words)
+      : p_(p),
+        g_(g),
+        ws_(ws),
+        hashes_(hashes),
+        count_(count),
+        threshold_words_(threshold_words),
+        begin_(g.shard_begin(shard)),
+        first_bucket_(g.bumping() ? g.shard_begin(shard) / p.bucket_size : 0),
+        bucket_size_(g.bumping() ? p.bucket_size : g.shard_end(shard) - g.shard_begin(shard)),
+        num_buckets_(g.bumping() ? (g.shard_end(shard) - g.shard_begin(shard)) / p.bucket_size : 1),
+        rule_limit_(g.bumping() && shard > 0 ? Width : 0) {
+    const std::uint64_t columns = shard_columns(g, shard, Width);
+    for (std::uint64_t c = 0; c < columns; ++c) {
+      ws_.coeffs[c] = 0;
+      ws_.results[c] = 0;
+    }
+    bucket_ = ~std::uint64_t{0};
+    bucket_end_ = 0;
+    start_bucket();
+  }
+
+  RIBBON_HD bool done() const { return done_; }
+
+  /// Advances by one pivot step. Must not be called once done().
+  RIBBON_HD RIBBON_FORCE_INLINE void step() {
+    const word pivot = ws_.coeffs[column_];
+    if (RIBBON_LIKELY(pivot != 0)) {
+      coeff_ ^= pivot;
+      result_ ^= ws_.results[column_];
+      if (RIBBON_LIKELY(coeff_ != 0)) {
+        const int shift = count_trailing_zeros(coeff_);
+        coeff_ >>= shift;
+        column_ += static_cast<std::uint64_t>(shift);
+        return;
+      }
+      if (result_ == 0) {
+        next_row();  // redundant: a duplicate key, or a combination of inserted rows
+      } else {
+        fail_row();
+      }
+      return;
+    }
+    ws_.coeffs[column_] = coeff_;
+    ws_.results[column_] = result_;
+    ws_.undo_columns[undo_size_] = static_cast<std::uint32_t>(column_);
+    ws_.undo_offsets[undo_size_] = static_cast<std::uint32_t>(row_start_ - bucket_begin());
+    ++undo_size_;
+    next_row();
+  }
+
+  RIBBON_HD shard_outcome outcome() const { return {kept_, !failed_}; }
+
+  /// The row being inserted, for drivers that keep it in registers (see interleave()).
+  struct row_state {
+    std::uint64_t column;
+    word coeff;
+    Result result;
+  };
+  RIBBON_HD row_state row() const { return {column_, coeff_, result_}; }
+
+  /// The common step on a row held by the caller: xor with an occupied pivot that leaves a
+  /// non-zero row. Returns false, changing nothing, for any other step (call slow_step()).
+  RIBBON_HD RIBBON_FORCE_INLINE bool fast_step(row_state& r) const {
+    const word pivot = ws_.coeffs[r.column];
+    const word reduced = r.coeff ^ pivot;
+    if (pivot == 0 || reduced == 0) return false;
+    r.result ^= ws_.results[r.column];
+    const int shift = count_trailing_zeros(reduced);
+    r.coeff = reduced >> shift;
+    r.column += static_cast<std::uint64_t>(shift);
+    return true;
+  }
+
+  /// Any step, on a row held by the caller.
+  RIBBON_HD void slow_step(row_state& r) {
+    column_ = r.column;
+    coeff_ = r.coeff;
+    result_ = r.result;
+    step();
+    r = row();
+  }
+
+ private:
+  RIBBON_HD std::uint64_t bucket_begin() const { return bucket_ * bucket_size_; }
+
+  /// Loads the key at row_ (of the current bucket, descending) as the current row, or ends
+  /// the bucket when none is left.
+  RIBBON_HD void load_row() {
+    if (row_ > bucket_first_) {
+      const std::uint64_t h = hashes_[row_ - 1];
+      const std::uint64_t start = local_start(h, g_, begin_);
+      if (start >= rule_limit_) {  // keys below the rule limit are bumped by rule
+        --row_;
+        row_start_ = start;
+        column_ = start;
+        coeff_ = coefficients<Width>(h);
+        result_ = static_cast<Result>(fingerprint(h, p_.result_bits));
+        return;
+      }
+    }
+    finish_bucket();
+  }
+
+  RIBBON_HD void next_row() { load_row(); }
+
+  RIBBON_HD void fail_row() {
+    if (!g_.bumping()) {
+      failed_ = true;
+      done_ = true;
+      return;
+    }
+    const auto offset = static_cast<std::uint32_t>(row_start_ - bucket_begin());
+    code_ = offset < p_.threshold_light ? 1 : offset < p_.threshold_heavy ? 2 : 3;
+    const std::uint32_t threshold = p_.threshold(code_);
+    while (undo_size_ > 0 && ws_.undo_offsets[undo_size_ - 1] < threshold) {
+      --undo_size_;
+      ws_.coeffs[ws_.undo_columns[undo_size_]] = 0;
+    }
+    finish_bucket();
+  }
+
+  /// Records the bucket's code, moves its bumped keys (a prefix, sorted by start) to the
+  /// front, and starts the next bucket.
+  RIBBON_HD void finish_bucket() {
+    if (g_.bumping()) {
+      std::uint64_t bump_below = bucket_begin() + p_.threshold(code_);
+      if (bump_below < rule_limit_) bump_below = rule_limit_;
+      for (std::uint64_t i = bucket_first_;
+           i < bucket_end_ && local_start(hashes_[i], g_, begin_) < bump_below; ++i) {
+        hashes_[kept_++] = hashes_[i];
+      }
+      const std::uint64_t bucket = first_bucket_ + bucket_;
+      code_word_ |= std::uint64_t{code_} << (2 * (bucket % 32));
+      if (bucket % 32 == 31 || bucket_ + 1 == num_buckets_) {
+        threshold_words_[bucket / 32] = code_word_;
+        code_word_ = 0;
+      }
+    }
+    start_bucket();
+  }
+
+  /// Moves to the next bucket and loads its first row; finishes the shard after the last.
+  RIBBON_HD void start_bucket() {
+    ++bucket_;
+    if (bucket_ == num_buckets_) {
+      done_ = true;
+      return;
+    }
+    code_ = 0;
+    undo_size_ = 0;
+    bucket_first_ = bucket_end_;
+    std::uint64_t end = bucket_first_;
+    const std::uint64_t limit = bucket_begin() + bucket_size_;
+    while (end < count_ && local_start(hashes_[end], g_, begin_) < limit) ++end;
+    bucket_end_ = end;
+    row_ = end;
+    load_row();
+  }
+
+  filter_params p_;
+  layer_geometry g_;
+  shard_workspace<Width, Result> ws_;
+  std::uint64_t* hashes_;
+  std::uint64_t count_;
+  std::uint64_t* threshold_words_;
+  std::uint64_t begin_;         // first start position of the shard
+  std::uint64_t first_bucket_;  // layer index of the shard's first bucket
+  std::uint64_t bucket_size_;
+  std::uint64_t num_buckets_;
+  std::uint64_t rule_limit_;    // local starts below this are bumped by rule
+
+  // Current row.
+  std::uint64_t column_ = 0;
+  word coeff_ = 0;
+  Result result_ = 0;
+  std::uint64_t row_start_ = 0;
+  // Progress.
+  std::uint64_t bucket_ = 0;        // local bucket index
+  std::uint64_t bucket_first_ = 0;  // first key of the bucket
+  std::uint64_t bucket_end_ = 0;    // one past its last key
+  std::uint64_t row_ = 0;           // keys [bucket_first_, row_) are still to insert
+  std::uint64_t kept_ = 0;          // bumped keys moved to the front so far
+  std::uint64_t code_word_ = 0;
+  std::uint32_t undo_size_ = 0;
+  unsigned code_ = 0;
+  bool done_ = false;
+  bool failed_ = false;
+};
+
+/// Runs `count` eliminators to the end, interleaving their steps so that the dependent loads
+/// of one shard overlap with those of the others. Rows stay in registers between steps.
+template <unsigned Lanes, class Eliminator>
+RIBBON_HD void interleave(Eliminator* eliminators, unsigned count) {
+  typename Eliminator::row_state rows[Lanes];
+  for (unsigned lane = 0; lane < count; ++lane) rows[lane] = eliminators[lane].row();
+  for (unsigned active = count; active > 0;) {
+    active = 0;
+    for (unsigned lane = 0; lane < Lanes; ++lane) {
+      if (lane >= count || eliminators[lane].done()) continue;
+      ++active;
+      if (!eliminators[lane].fast_step(rows[lane])) eliminators[lane].slow_step(rows[lane]);
+    }
+  }
+}
+
+/// Eliminates the rows of one shard (see shard_eliminator).
 template <unsigned Width, class Result>
 RIBBON_HD shard_outcome eliminate_shard(const filter_params& p, const layer_geometry& g,
                                         std::uint64_t shard, std::uint64_t* hashes,
                                         std::uint64_t count, shard_workspace<Width, Result> ws,
                                         std::uint64_t* threshold_words) {
-  const std::uint64_t begin = g.shard_begin(shard);
-  const std::uint64_t columns = shard_columns(g, shard, Width);
-  for (std::uint64_t c = 0; c < columns; ++c) {
-    ws.coeffs[c] = 0;
-    ws.results[c] = 0;
-  }
-  const std::uint32_t r = p.result_bits;
-  shard_outcome outcome;
-
-  if (!g.bumping()) {
-    for (std::uint64_t i = count; i-- > 0;) {
-      const std::uint64_t h = hashes[i];
-      std::uint64_t column = local_start(h, g, begin);
-      const auto result = static_cast<Result>(fingerprint(h, r));
-      if (insert_row(ws.coeffs, ws.results, column, coefficients<Width>(h), result) ==
-          insert_outcome::failed) {
-        outcome.solved = false;
-        return outcome;
-      }
-    }
-    return outcome;
-  }
-
-  const std::uint64_t bucket_size = p.bucket_size;
-  const std::uint64_t rule_limit = shard > 0 ? Width : 0;  // local starts bumped by rule
-  const std::uint64_t num_buckets = (g.shard_end(shard) - begin) / bucket_size;
-  const std::uint64_t first_bucket = begin / bucket_size;
-  std::uint64_t next = 0;    // first key of the current bucket
-  std::uint64_t kept = 0;    // bumped keys compacted to the front so far
-  std::uint64_t code_word = 0;
-  for (std::uint64_t bucket = 0; bucket < num_buckets; ++bucket) {
-    const std::uint64_t bucket_begin = bucket * bucket_size;
-    std::uint64_t end = next;
-    while (end < count && local_start(hashes[end], g, begin) < bucket_begin + bucket_size) ++end;
-
-    unsigned code = 0;
-    std::uint32_t undo_size = 0;
-    for (std::uint64_t i = end; i-- > next;) {
-      const std::uint64_t h = hashes[i];
-      const std::uint64_t start = local_start(h, g, begin);
-      if (start < rule_limit) break;  // the rest of the bucket is bumped by rule
-      const auto offset = static_cast<std::uint32_t>(start - bucket_begin);
-      std::uint64_t column = start;
-      const auto result = static_cast<Result>(fingerprint(h, r));
-      const insert_outcome inserted =
-          insert_row(ws.coeffs, ws.results, column, coefficients<Width>(h), result);
-      if (inserted == insert_outcome::stored) {
-        ws.undo_columns[undo_size] = static_cast<std::uint32_t>(column);
-        ws.undo_offsets[undo_size] = offset;
-        ++undo_size;
-      } else if (inserted == insert_outcome::failed) {
-        code = offset < p.threshold_light ? 1 : offset < p.threshold_heavy ? 2 : 3;
-        const std::uint32_t threshold = p.threshold(code);
-        while (undo_size > 0 && ws.undo_offsets[undo_size - 1] < threshold) {
-          --undo_size;
-          ws.coeffs[ws.undo_columns[undo_size]] = 0;
-        }
-        break;
-      }
-    }
-
-    // The bumped keys of a bucket are a prefix of it (sorted by start).
-    std::uint64_t bump_below = bucket_begin + p.threshold(code);
-    if (bump_below < rule_limit) bump_below = rule_limit;
-    for (std::uint64_t i = next; i < end && local_start(hashes[i], g, begin) < bump_below; ++i) {
-      hashes[kept++] = hashes[i];
-    }
-    code_word |= std::uint64_t{code} << (2 * ((first_bucket + bucket) % 32));
-    if ((first_bucket + bucket) % 32 == 31 || bucket + 1 == num_buckets) {
-      threshold_words[(first_bucket + bucket) / 32] = code_word;
-      code_word = 0;
-    }
-    next = end;
-  }
-  outcome.bumped = kept;
-  return outcome;
+  shard_eliminator<Width, Result> eliminator(p, g, shard, hashes, count, ws, threshold_words);
+  while (!eliminator.done()) eliminator.step();
+  return eliminator.outcome();
 }
 
 /// BACK-SUBSTITUTE for the columns a shard owns, written as interleaved blocks: per block of
