@@ -38,7 +38,7 @@ std::unique_ptr<T[]> uninitialized_array(std::uint64_t n) {
 }
 
 /// Shards whose elimination steps one thread interleaves.
-constexpr unsigned interleaved_shards = 4;
+constexpr unsigned interleaved_shards = 8;
 
 /// Per-thread working memory of the shard solver: one set of arrays per interleaved shard.
 template <unsigned Width, class Result>

@@ -315,7 +315,7 @@ RIBBON_HD shard_outcome eliminate_shard(const filter_params& p, const layer_geom
 
 /// BACK-SUBSTITUTE for the columns a shard owns, written as interleaved blocks: per block of
 /// `Width` columns, r words whose bit j is the solution bit of column block*Width + j.
-/// Empty columns get 0 (any value would do).
+/// Free (pivot-less) columns get 0.
 template <unsigned Width, class Result>
 RIBBON_HD void back_substitute_shard(const filter_params& p, const layer_geometry& g,
                                      std::uint64_t shard, const word_t<Width>* coeffs,
@@ -328,7 +328,10 @@ RIBBON_HD void back_substitute_shard(const filter_params& p, const layer_geometr
   for (std::uint32_t j = 0; j < r; ++j) state[j] = 0;
   for (std::uint64_t column = shard_columns(g, shard, Width); column-- > first_owned;) {
     const word coeff = coeffs[column];
-    const std::uint32_t result = results[column];
+    // Free columns get 0, whatever an undone row left in `results`: the solution is then the
+    // unique one with zeros at the free columns, a function of the kept rows alone and not of
+    // the order in which they were eliminated.
+    const std::uint32_t result = coeff != 0 ? results[column] : 0u;
     for (std::uint32_t j = 0; j < r; ++j) {
       const word shifted = state[j] << 1;
       const word bit = static_cast<word>(parity(shifted & coeff) ^ ((result >> j) & 1u));
