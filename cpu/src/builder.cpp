@@ -58,9 +58,10 @@ struct workspace {
       a.coeffs.resize(columns);
       a.results.resize(columns);
     }
-    if (a.undo_columns.size() < bucket_size + Width) {
-      a.undo_columns.resize(bucket_size + Width);
-      a.undo_offsets.resize(bucket_size + Width);
+    const std::uint32_t undo = detail::undo_capacity(bucket_size, Width);
+    if (a.undo_columns.size() < undo) {
+      a.undo_columns.resize(undo);
+      a.undo_offsets.resize(undo);
     }
     return {a.coeffs.data(), a.results.data(), a.undo_columns.data(), a.undo_offsets.data()};
   }
@@ -172,12 +173,17 @@ class layered_builder {
     // Each task solves a group of shards, interleaving their elimination steps (see
     // detail::shard_eliminator).
     const std::uint64_t shards = g.num_shards();
-    const std::uint64_t groups = detail::divide_round_up(shards, interleaved_shards);
+    // Fewer shards per group when a layer has too few to keep every thread busy (the later,
+    // smaller layers). The grouping does not change the output: shards are independent.
+    const auto threads = static_cast<std::uint64_t>(tbb::this_task_arena::max_concurrency());
+    const std::uint64_t per_group =
+        std::clamp<std::uint64_t>(shards / threads, 1, interleaved_shards);
+    const std::uint64_t groups = detail::divide_round_up(shards, per_group);
     auto solve_group = [&](std::uint64_t group) {
       workspace<Width, Result>& ws = workspaces_.local();
-      const std::uint64_t first = group * interleaved_shards;
+      const std::uint64_t first = group * per_group;
       const auto lanes =
-          static_cast<unsigned>(std::min<std::uint64_t>(interleaved_shards, shards - first));
+          static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
       auto t = clock_type::now();
       for (unsigned lane = 0; lane < lanes; ++lane) {
         const std::uint64_t shard = first + lane;

@@ -46,9 +46,16 @@ template <unsigned Width, class Result>
 struct shard_workspace {
   word_t<Width>* coeffs;  ///< shard_columns() entries
   Result* results;        ///< shard_columns() entries
-  std::uint32_t* undo_columns;  ///< bucket_size + Width entries
-  std::uint32_t* undo_offsets;  ///< bucket_size + Width entries
+  std::uint32_t* undo_columns;  ///< undo_capacity() entries
+  std::uint32_t* undo_offsets;  ///< undo_capacity() entries
 };
+
+/// Rows of one bucket that can be undone. A bucket stores about B rows; one that would store
+/// more than this (only possible with adversarial keys) fails at that row, which bumps it
+/// like any other failure.
+RIBBON_HD constexpr std::uint32_t undo_capacity(std::uint32_t bucket_size, std::uint32_t width) {
+  return 2 * bucket_size + width;
+}
 
 /// Columns a shard's working arrays cover: its start positions plus one block.
 RIBBON_HD inline std::uint64_t shard_columns(const layer_geometry& g, std::uint64_t shard,
@@ -107,7 +114,8 @@ class shard_eliminator {
         first_bucket_(g.bumping() ? g.shard_begin(shard) / p.bucket_size : 0),
         bucket_size_(g.bumping() ? p.bucket_size : g.shard_end(shard) - g.shard_begin(shard)),
         num_buckets_(g.bumping() ? (g.shard_end(shard) - g.shard_begin(shard)) / p.bucket_size : 1),
-        rule_limit_(g.bumping() && shard > 0 ? Width : 0) {
+        rule_limit_(g.bumping() && shard > 0 ? Width : 0),
+        undo_capacity_(undo_capacity(p.bucket_size, Width)) {
     const std::uint64_t columns = shard_columns(g, shard, Width);
     for (std::uint64_t c = 0; c < columns; ++c) {
       ws_.coeffs[c] = 0;
@@ -139,11 +147,17 @@ class shard_eliminator {
       }
       return;
     }
+    if (g_.bumping()) {  // a plain layer never undoes rows
+      if (RIBBON_UNLIKELY(undo_size_ == undo_capacity_)) {
+        fail_row();
+        return;
+      }
+      ws_.undo_columns[undo_size_] = static_cast<std::uint32_t>(column_);
+      ws_.undo_offsets[undo_size_] = static_cast<std::uint32_t>(row_start_ - bucket_begin());
+      ++undo_size_;
+    }
     ws_.coeffs[column_] = coeff_;
     ws_.results[column_] = result_;
-    ws_.undo_columns[undo_size_] = static_cast<std::uint32_t>(column_);
-    ws_.undo_offsets[undo_size_] = static_cast<std::uint32_t>(row_start_ - bucket_begin());
-    ++undo_size_;
     next_row();
   }
 
@@ -267,6 +281,7 @@ class shard_eliminator {
   std::uint64_t bucket_size_;
   std::uint64_t num_buckets_;
   std::uint64_t rule_limit_;    // local starts below this are bumped by rule
+  std::uint32_t undo_capacity_;
 
   // Current row.
   std::uint64_t column_ = 0;
