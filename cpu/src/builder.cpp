@@ -30,13 +30,6 @@ double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
-/// new T[n] without value-initialization: the pages are first touched by the parallel
-/// writers, not by a serial memset.
-template <class T>
-std::unique_ptr<T[]> uninitialized_array(std::uint64_t n) {
-  return std::unique_ptr<T[]>(new T[n]);
-}
-
 /// Shards whose elimination steps one thread interleaves.
 constexpr unsigned interleaved_shards = 8;
 
@@ -88,7 +81,7 @@ class layered_builder {
     std::vector<format::layer_image> layers;
     std::vector<aligned_bytes> buffers;
 
-    std::unique_ptr<std::uint64_t[]> bumped;  // layer hashes passed to the next layer
+    aligned_array<std::uint64_t> bumped;  // layer hashes passed to the next layer
     std::uint64_t remaining = n;
     for (std::uint32_t l = 0; remaining > 0; ++l) {
       const auto layer_start = clock_type::now();
@@ -113,7 +106,7 @@ class layered_builder {
       } else {
         layer.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
         layer.geometry = bumped_geometry(bumped_layer_starts(remaining, p_, sizing), p_);
-        auto hashes = uninitialized_array<std::uint64_t>(remaining);
+        auto hashes = allocate_array<std::uint64_t>(remaining);
         std::vector<std::uint64_t> shard_offsets;
         const std::uint64_t* previous = bumped.get();
         const std::uint64_t salt = layer.salt;
@@ -139,7 +132,7 @@ class layered_builder {
           bumped_offsets[s + 1] = bumped_offsets[s] + bumped_counts[s];
         }
         layer.bumped_keys = bumped_offsets.back();
-        bumped = uninitialized_array<std::uint64_t>(std::max<std::uint64_t>(layer.bumped_keys, 1));
+        bumped = allocate_array<std::uint64_t>(std::max<std::uint64_t>(layer.bumped_keys, 1));
         tbb::parallel_for(std::size_t{0}, bumped_counts.size(), [&](std::size_t s) {
           std::copy_n(hashes.get() + shard_offsets[s], bumped_counts[s],
                       bumped.get() + bumped_offsets[s]);

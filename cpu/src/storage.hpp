@@ -1,6 +1,8 @@
 // Memory behind a filter: buffers the builder filled, a heap copy of a file, or a mapping.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -17,11 +19,32 @@ struct free_deleter {
 /// 64-byte aligned, uninitialized bytes.
 using aligned_bytes = std::unique_ptr<unsigned char[], free_deleter>;
 
-inline aligned_bytes allocate_aligned(std::uint64_t bytes) {
-  const std::uint64_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+/// Buffers from this size on are backed by transparent huge pages where the kernel allows:
+/// fewer TLB misses for random queries, fewer page faults while the builder fills them.
+inline constexpr std::uint64_t huge_page_bytes = std::uint64_t{2} << 20;
+
+/// Uninitialized, 64-byte aligned memory (2 MiB aligned and advised huge for big buffers).
+inline void* allocate_raw(std::uint64_t bytes) {
+  const bool huge = bytes >= huge_page_bytes;
+  const std::uint64_t alignment = huge ? huge_page_bytes : 64;
+  const std::uint64_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
+  void* p = std::aligned_alloc(alignment, rounded);
   if (p == nullptr) throw std::bad_alloc();
-  return aligned_bytes(static_cast<unsigned char*>(p));
+  if (huge) ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure is harmless
+  return p;
+}
+
+inline aligned_bytes allocate_aligned(std::uint64_t bytes) {
+  return aligned_bytes(static_cast<unsigned char*>(allocate_raw(bytes)));
+}
+
+template <class T>
+using aligned_array = std::unique_ptr<T[], free_deleter>;
+
+/// n uninitialized Ts: the pages are first touched by the parallel writers.
+template <class T>
+aligned_array<T> allocate_array(std::uint64_t n) {
+  return aligned_array<T>(static_cast<T*>(allocate_raw(n * sizeof(T))));
 }
 
 struct filter::storage {

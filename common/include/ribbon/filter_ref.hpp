@@ -35,11 +35,13 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t row_result(const void* solution,
   using word = word_t<Width>;
   const word* block = static_cast<const word*>(solution) + (start / Width) * result_bits;
   const unsigned shift = static_cast<unsigned>(start % Width);
+  // The row's columns in this block and in the next: (coeff >> 1) >> (Width - 1 - shift) is
+  // coeff >> (Width - shift), also for shift = 0.
+  const word low = coeff << shift;
+  const word high = (coeff >> 1) >> (Width - 1 - shift);
   std::uint32_t result = 0;
   for (std::uint32_t j = 0; j < result_bits; ++j) {
-    // (next << 1) << (Width - 1 - shift) is next << (Width - shift), also for shift = 0.
-    const word window = (block[j] >> shift) | ((block[j + result_bits] << 1) << (Width - 1 - shift));
-    result |= parity(window & coeff) << j;
+    result |= parity((block[j] & low) ^ (block[j + result_bits] & high)) << j;
   }
   return result;
 }
