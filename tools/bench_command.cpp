@@ -93,7 +93,9 @@ int run_bench(const bench_settings& s) {
   const double build_seconds = seconds_since(build_start);
   const std::uint64_t peak = proc_status_bytes("VmHWM");
   const double peak_rss_per_key =
-      peak_reset && n > 0 ? static_cast<double>(peak > rss_before ? peak - rss_before : 0) / static_cast<double>(n) : -1;
+      peak_reset && n > 0
+          ? static_cast<double>(peak > rss_before ? peak - rss_before : 0) / static_cast<double>(n)
+          : -1;
 
   // Scalar queries: one key at a time, every member and every non-member.
   std::uint64_t false_negatives = 0;
@@ -111,14 +113,15 @@ int run_bench(const bench_settings& s) {
   t = clock_type::now();
   f.contains(negatives.data(), m, out.get());
   const double batch_seconds = seconds_since(t);
-  const std::uint64_t batch_positives = static_cast<std::uint64_t>(std::count(out.get(), out.get() + m, true));
+  const std::uint64_t batch_positives =
+      static_cast<std::uint64_t>(std::count(out.get(), out.get() + m, true));
   f.set_query_threads(1);
   t = clock_type::now();
   f.contains(negatives.data(), m, out.get());
   const double batch_one_thread_seconds = seconds_since(t);
   if (batch_positives != false_positives) {
-    throw error("batched and scalar queries disagree: " + std::to_string(batch_positives) +
-                " vs " + std::to_string(false_positives) + " positives");
+    throw error("batched and scalar queries disagree: " + std::to_string(batch_positives) + " vs " +
+                std::to_string(false_positives) + " positives");
   }
 
   const double per_key = n > 0 ? 1e9 / static_cast<double>(n) : 0;
@@ -161,22 +164,25 @@ int run_bench(const bench_settings& s) {
   } else {
     std::printf("ribbon bench: %llu keys, w=%u, r=%u, %u threads, backend %s\n",
                 static_cast<unsigned long long>(n), s.width, s.bits, threads, s.backend.c_str());
-    std::printf("  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
-                "gather %.2f, later layers %.2f ns/key)\n",
-                build_seconds * per_key, build_seconds, stats.hash_seconds * per_key,
-                stats.partition_seconds * per_key, stats.solve_seconds * per_key,
-                stats.gather_seconds * per_key, stats.later_layers_seconds * per_key);
+    std::printf(
+        "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
+        "gather %.2f, later layers %.2f ns/key)\n",
+        build_seconds * per_key, build_seconds, stats.hash_seconds * per_key,
+        stats.partition_seconds * per_key, stats.solve_seconds * per_key,
+        stats.gather_seconds * per_key, stats.later_layers_seconds * per_key);
     std::printf("  space        %8.4f bits/key, overhead %.4f%% over r, %u layers, %llu bytes\n",
                 bits_per_key, overhead_pct, f.num_layers(),
                 static_cast<unsigned long long>(f.size_bytes()));
-    std::printf("  accuracy     FPR %.6f measured on %llu non-members (expected %.6f), "
-                "%llu false negatives\n",
-                fpr_measured, static_cast<unsigned long long>(m), fpr_expected,
-                static_cast<unsigned long long>(false_negatives));
-    std::printf("  queries      scalar positive %.2f ns, scalar negative %.2f ns, batched "
-                "negative %.2f ns/key (%u threads), %.2f ns/key (1 thread)\n",
-                positive_seconds * per_key, negative_seconds * per_negative,
-                batch_seconds * per_negative, threads, batch_one_thread_seconds * per_negative);
+    std::printf(
+        "  accuracy     FPR %.6f measured on %llu non-members (expected %.6f), "
+        "%llu false negatives\n",
+        fpr_measured, static_cast<unsigned long long>(m), fpr_expected,
+        static_cast<unsigned long long>(false_negatives));
+    std::printf(
+        "  queries      scalar positive %.2f ns, scalar negative %.2f ns, batched "
+        "negative %.2f ns/key (%u threads), %.2f ns/key (1 thread)\n",
+        positive_seconds * per_key, negative_seconds * per_negative, batch_seconds * per_negative,
+        threads, batch_one_thread_seconds * per_negative);
     std::printf("  memory       peak RSS %.2f bytes/key beyond the input keys\n", peak_rss_per_key);
   }
   return false_negatives == 0 ? 0 : 1;
@@ -187,8 +193,9 @@ int run_bench(const bench_settings& s) {
 std::function<int()> add_bench_command(CLI::App& app) {
   auto settings = std::make_shared<bench_settings>();
   CLI::App* cmd = app.add_subcommand(
-      "bench", "Build a filter of random 64-bit keys in memory, query it, and report speed, "
-               "space, accuracy and memory");
+      "bench",
+      "Build a filter of random 64-bit keys in memory, query it, and report speed, "
+      "space, accuracy and memory");
   cmd->add_option("-n,--keys", settings->keys, "number of keys (default 10^7)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
   cmd->add_option("--negatives", settings->negatives,

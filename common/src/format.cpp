@@ -15,7 +15,9 @@ namespace ribbon::format {
 
 namespace {
 
-constexpr std::uint64_t align_up(std::uint64_t x) { return detail::round_up(x, section_alignment); }
+constexpr std::uint64_t align_up(std::uint64_t x) {
+  return detail::round_up(x, section_alignment);
+}
 
 struct section_layout {
   std::uint64_t threshold_offset, threshold_bytes, solution_offset, solution_bytes;
@@ -45,7 +47,9 @@ std::uint64_t layout(const filter_params& p, const layer_geometry* geometries,
 
 }  // namespace
 
-std::uint64_t checksum(const void* data, std::size_t bytes) { return detail::xxh64(data, bytes, 0); }
+std::uint64_t checksum(const void* data, std::size_t bytes) {
+  return detail::xxh64(data, bytes, 0);
+}
 
 std::uint64_t image_bytes(const filter_image& image) {
   std::vector<layer_geometry> geometries;
@@ -218,7 +222,8 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
     fail(source, "image is not 64-byte aligned in memory");
   }
   std::memcpy(&h, data, sizeof(h));
-  if (std::memcmp(h.magic, magic, sizeof(magic)) != 0) fail(source, "not a ribbon filter (bad magic)");
+  if (std::memcmp(h.magic, magic, sizeof(magic)) != 0)
+    fail(source, "not a ribbon filter (bad magic)");
   if (h.format_version != current_version) {
     fail(source, "unsupported format version " + std::to_string(h.format_version) +
                      " (this library reads version " + std::to_string(current_version) + ")");
@@ -251,12 +256,14 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
   p.shard_size = h.shard_size;
   p.seed = h.seed;
   p.keys = static_cast<key_kind>(h.key_kind);
-  if (const char* problem = check_params(p)) fail(source, std::string("bad parameters: ") + problem);
+  if (const char* problem = check_params(p))
+    fail(source, std::string("bad parameters: ") + problem);
   if (h.num_layers > max_layers) fail(source, "too many layers: " + std::to_string(h.num_layers));
   const std::uint64_t n = h.num_layers;
   const std::uint64_t descriptors_end = sizeof(file_header) + n * sizeof(layer_descriptor);
   if (descriptors_end > size) fail(source, "truncated layer descriptors");
-  if (h.descriptors_checksum != checksum(data + sizeof(file_header), n * sizeof(layer_descriptor))) {
+  if (h.descriptors_checksum !=
+      checksum(data + sizeof(file_header), n * sizeof(layer_descriptor))) {
     fail(source, "layer descriptor checksum mismatch (corrupt file)");
   }
   out.layers.resize(n);
@@ -270,7 +277,8 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
     for (std::uint64_t r : d.reserved) {
       if (r != 0) fail(source, which + "reserved fields are not zero");
     }
-    if (d.kind > static_cast<std::uint32_t>(layer_kind::plain)) fail(source, which + "unknown kind");
+    if (d.kind > static_cast<std::uint32_t>(layer_kind::plain))
+      fail(source, which + "unknown kind");
     const auto kind = static_cast<layer_kind>(d.kind);
     // A layer cannot have more start positions than the file has bits; this also keeps
     // every size computation below far from overflow.

@@ -16,8 +16,8 @@ constexpr std::uint64_t default_shard_size(std::uint32_t width) {
 
 }  // namespace
 
-filter_params make_params(std::uint32_t width, std::uint32_t result_bits,
-                          std::uint64_t shard_size, std::uint64_t seed, key_kind keys) {
+filter_params make_params(std::uint32_t width, std::uint32_t result_bits, std::uint64_t shard_size,
+                          std::uint64_t seed, key_kind keys) {
   filter_params p;
   p.width = width;
   p.result_bits = result_bits;

@@ -31,7 +31,7 @@ double seconds_since(clock_type::time_point start) {
 }
 
 /// Shards whose elimination steps one thread interleaves.
-constexpr unsigned interleaved_shards = 8;
+constexpr unsigned interleaved_shards = 8;  // detail::interleave() takes 1 to 8
 
 /// Per-thread working memory of the shard solver: one set of arrays per interleaved shard.
 template <unsigned Width, class Result>
@@ -113,12 +113,12 @@ class layered_builder {
         double* hash_s = l == 0 ? &stats_.hash_seconds : nullptr;
         double* partition_s = l == 0 ? &stats_.partition_seconds : nullptr;
         if (l == 0) {
-          detail::partition_by_shard(remaining, key_hash, layer.geometry, hashes.get(), shard_offsets,
-                             hash_s, partition_s);
+          detail::partition_by_shard(remaining, key_hash, layer.geometry, hashes.get(),
+                                     shard_offsets, hash_s, partition_s);
         } else {
           auto source = [previous, salt](std::uint64_t i) { return remix(previous[i], salt); };
           detail::partition_by_shard(remaining, source, layer.geometry, hashes.get(), shard_offsets,
-                             nullptr, nullptr);
+                                     nullptr, nullptr);
         }
         bumped.reset();
         auto solve_start = clock_type::now();
@@ -175,8 +175,7 @@ class layered_builder {
     auto solve_group = [&](std::uint64_t group) {
       workspace<Width, Result>& ws = workspaces_.local();
       const std::uint64_t first = group * per_group;
-      const auto lanes =
-          static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
+      const auto lanes = static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
       auto t = clock_type::now();
       for (unsigned lane = 0; lane < lanes; ++lane) {
         const std::uint64_t shard = first + lane;
@@ -190,12 +189,12 @@ class layered_builder {
       auto* eliminators = reinterpret_cast<eliminator*>(storage);
       for (unsigned lane = 0; lane < lanes; ++lane) {
         const std::uint64_t shard = first + lane;
-        new (eliminators + lane) eliminator(p_, g, shard, hashes + shard_offsets[shard],
-                                            shard_offsets[shard + 1] - shard_offsets[shard],
-                                            ws.lane(lane, columns, p_.bucket_size),
-                                            threshold_words);
+        new (eliminators + lane)
+            eliminator(p_, g, shard, hashes + shard_offsets[shard],
+                       shard_offsets[shard + 1] - shard_offsets[shard],
+                       ws.lane(lane, columns, p_.bucket_size), threshold_words);
       }
-      detail::interleave<interleaved_shards>(eliminators, lanes);
+      detail::interleave(eliminators, lanes);
       threads_.eliminate_ns += nanoseconds_since(t);
       t = clock_type::now();
       for (unsigned lane = 0; lane < lanes; ++lane) {
@@ -234,7 +233,8 @@ class layered_builder {
 template <class Source>
 filter build_with(const filter_params& p, std::uint64_t n, const Source& key_hash,
                   std::uint32_t threads, build_stats* stats) {
-  if (const char* problem = check_params(p)) throw error(std::string("invalid build options: ") + problem);
+  if (const char* problem = check_params(p))
+    throw error(std::string("invalid build options: ") + problem);
   build_stats local_stats;
   build_stats& s = stats ? *stats : local_stats;
   s = build_stats{};
@@ -249,7 +249,8 @@ filter build_with(const filter_params& p, std::uint64_t n, const Source& key_has
     auto dispatch = [&](auto width_tag) -> filter {
       constexpr unsigned width = decltype(width_tag)::value;
       if (p.result_bits <= 8) return layered_builder<width, std::uint8_t>(p, s).build(n, key_hash);
-      if (p.result_bits <= 16) return layered_builder<width, std::uint16_t>(p, s).build(n, key_hash);
+      if (p.result_bits <= 16)
+        return layered_builder<width, std::uint16_t>(p, s).build(n, key_hash);
       return layered_builder<width, std::uint32_t>(p, s).build(n, key_hash);
     };
     switch (p.width) {

@@ -37,8 +37,8 @@ format::filter_image filter::image() const {
   return format::filter_image{ref_.params, ref_.key_count, layers_};
 }
 
-void filter::adopt_image(const unsigned char* data, std::uint64_t size,
-                         const load_options& options, const std::string& source) {
+void filter::adopt_image(const unsigned char* data, std::uint64_t size, const load_options& options,
+                         const std::string& source) {
   format::parsed_image parsed = format::parse_image(data, size, options.verify_checksums, source);
   ref_ = parsed.ref;
   layers_.clear();
@@ -102,16 +102,22 @@ filter filter::load(const std::string& path, const load_options& options) {
   return f;
 }
 
-void filter::save(const std::string& path) const { format::write_file(path, image()); }
+void filter::save(const std::string& path) const {
+  format::write_file(path, image());
+}
 
-std::vector<unsigned char> filter::serialize() const { return format::serialize(image()); }
+std::vector<unsigned char> filter::serialize() const {
+  return format::serialize(image());
+}
 
-std::uint64_t filter::size_bytes() const { return format::image_bytes(image()); }
+std::uint64_t filter::size_bytes() const {
+  return format::image_bytes(image());
+}
 
 double filter::bits_per_key() const {
-  return ref_.key_count == 0 ? 0.0
-                             : 8.0 * static_cast<double>(size_bytes()) /
-                                   static_cast<double>(ref_.key_count);
+  return ref_.key_count == 0
+             ? 0.0
+             : 8.0 * static_cast<double>(size_bytes()) / static_cast<double>(ref_.key_count);
 }
 
 void filter::throw_kind_mismatch(key_kind expected) const {

@@ -27,7 +27,8 @@ inline constexpr std::uint64_t huge_page_bytes = std::uint64_t{2} << 20;
 inline void* allocate_raw(std::uint64_t bytes) {
   const bool huge = bytes >= huge_page_bytes;
   const std::uint64_t alignment = huge ? huge_page_bytes : 64;
-  const std::uint64_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
+  const std::uint64_t rounded =
+      bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
   void* p = std::aligned_alloc(alignment, rounded);
   if (p == nullptr) throw std::bad_alloc();
   if (huge) ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure is harmless

@@ -23,7 +23,8 @@ RIBBON_HD RIBBON_FORCE_INLINE bool is_bumped(const filter_params& p, const layer
   const std::uint64_t in_shard = start & (layer.geometry.shard_size() - 1);
   if (start >= layer.geometry.shard_size() && in_shard < p.width) return true;  // shard head
   const std::uint64_t bucket = start / p.bucket_size;
-  const unsigned code = static_cast<unsigned>(layer.thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
+  const unsigned code =
+      static_cast<unsigned>(layer.thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
   return (start % p.bucket_size) < p.threshold(code);
 }
 
@@ -50,9 +51,9 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t row_result(const void* solution,
 /// that does not bump it, and checks the key's equation there.
 template <unsigned Width>
 RIBBON_HD RIBBON_FORCE_INLINE bool contains_from_layer(const filter_params& p,
-                                                      const layer_ref* layers,
-                                                      std::uint32_t num_layers,
-                                                      std::uint32_t first, std::uint64_t hash) {
+                                                       const layer_ref* layers,
+                                                       std::uint32_t num_layers,
+                                                       std::uint32_t first, std::uint64_t hash) {
   for (std::uint32_t l = first; l < num_layers; ++l) {
     const layer_ref& layer = layers[l];
     if (l > first) hash = remix(hash, layer.salt);
@@ -67,7 +68,7 @@ RIBBON_HD RIBBON_FORCE_INLINE bool contains_from_layer(const filter_params& p,
 /// Does the filter (possibly) contain the key whose key hash is `hash`?
 template <unsigned Width>
 RIBBON_HD RIBBON_FORCE_INLINE bool contains_hash(const filter_params& p, const layer_ref* layers,
-                                                std::uint32_t num_layers, std::uint64_t hash) {
+                                                 std::uint32_t num_layers, std::uint64_t hash) {
   return contains_from_layer<Width>(p, layers, num_layers, 0, hash);
 }
 
@@ -77,7 +78,7 @@ RIBBON_HD RIBBON_FORCE_INLINE bool contains_hash(const filter_params& p, const l
 /// by value to a kernel. The memory it points to must outlive it.
 struct filter_ref {
   filter_params params;
-  std::uint64_t seed_mixed = 0;   ///< seed_mix(params.seed), precomputed
+  std::uint64_t seed_mixed = 0;  ///< seed_mix(params.seed), precomputed
   std::uint64_t key_count = 0;
   std::uint32_t num_layers = 0;
   std::uint32_t reserved = 0;

@@ -36,9 +36,7 @@ struct layer_geometry {
     const std::uint64_t end = (shard + 1) << shard_bits;
     return (shard + 1 == num_shards()) ? num_starts : end;
   }
-  RIBBON_HD std::uint64_t num_blocks(std::uint32_t width) const {
-    return num_starts / width + 1;
-  }
+  RIBBON_HD std::uint64_t num_blocks(std::uint32_t width) const { return num_starts / width + 1; }
   RIBBON_HD std::uint64_t num_buckets(std::uint32_t bucket_size) const {
     return bumping() ? num_starts / bucket_size : 0;
   }
@@ -55,9 +53,9 @@ struct layer_geometry {
 /// A layer as a query sees it: geometry, hash salt and pointers to its sections.
 struct layer_ref {
   layer_geometry geometry;
-  std::uint64_t salt = 0;                  ///< remix salt (unused for layer 0)
+  std::uint64_t salt = 0;                     ///< remix salt (unused for layer 0)
   const std::uint64_t* thresholds = nullptr;  ///< 2 bits per bucket, 32 buckets per word
-  const void* solution = nullptr;          ///< interleaved blocks of coefficient words
+  const void* solution = nullptr;             ///< interleaved blocks of coefficient words
 };
 
 /// Sizing of a bumped layer holding `keys` keys: (1 + eps) slots per key, whole buckets.

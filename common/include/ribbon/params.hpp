@@ -17,29 +17,26 @@ inline constexpr std::uint32_t max_layers = 16;
 /// Parameters shared by every builder and reader. Everything a query needs is here or in the
 /// per-layer geometry; all of it is stored in the file header.
 struct filter_params {
-  std::uint32_t width = 64;        ///< ribbon width w: 32, 64 or 128 coefficient bits
-  std::uint32_t result_bits = 8;   ///< r: fingerprint bits; false-positive rate 2^-r
-  std::uint32_t bucket_size = 0;   ///< B: slots per bumping bucket (power of two)
+  std::uint32_t width = 64;           ///< ribbon width w: 32, 64 or 128 coefficient bits
+  std::uint32_t result_bits = 8;      ///< r: fingerprint bits; false-positive rate 2^-r
+  std::uint32_t bucket_size = 0;      ///< B: slots per bumping bucket (power of two)
   std::uint32_t threshold_light = 0;  ///< bucket code 1 bumps keys whose offset is below this
   std::uint32_t threshold_heavy = 0;  ///< bucket code 2 bumps keys whose offset is below this
   std::uint32_t reserved = 0;
-  std::uint64_t shard_size = 0;    ///< S: start positions per shard (power of two)
-  std::uint64_t seed = 0;          ///< hash seed
-  key_kind keys = key_kind::u64;   ///< how keys are hashed
+  std::uint64_t shard_size = 0;   ///< S: start positions per shard (power of two)
+  std::uint64_t seed = 0;         ///< hash seed
+  key_kind keys = key_kind::u64;  ///< how keys are hashed
 
   /// Offsets below `threshold(code)` in a bucket with that code are bumped.
   RIBBON_HD std::uint32_t threshold(unsigned code) const {
-    return code == 0 ? 0u
-           : code == 1 ? threshold_light
-           : code == 2 ? threshold_heavy
-                       : bucket_size;
+    return code == 0 ? 0u : code == 1 ? threshold_light : code == 2 ? threshold_heavy : bucket_size;
   }
 };
 
 /// Build-time sizing knobs; none of these is needed to query a filter.
 struct layer_sizing {
-  double overload = 0;          ///< eps of a bumped layer (negative: overloaded)
-  double plain_slack = 0;       ///< eps of the final plain layer (positive)
+  double overload = 0;               ///< eps of a bumped layer (negative: overloaded)
+  double plain_slack = 0;            ///< eps of the final plain layer (positive)
   std::uint64_t plain_max_keys = 0;  ///< a layer with at most this many keys is built plain
 };
 

@@ -18,19 +18,19 @@ namespace ribbon {
 
 /// What to build.
 struct build_options {
-  std::uint32_t width = 64;        ///< ribbon width: 32, 64 or 128
-  std::uint32_t result_bits = 8;   ///< r, 1..32: false-positive rate 2^-r
-  std::uint64_t shard_size = 0;    ///< start positions per shard (power of two); 0: default
-  std::uint64_t seed = 0;          ///< hash seed; the file is a function of keys, params, seed
-  std::uint32_t threads = 0;       ///< worker threads; 0: all hardware threads
+  std::uint32_t width = 64;       ///< ribbon width: 32, 64 or 128
+  std::uint32_t result_bits = 8;  ///< r, 1..32: false-positive rate 2^-r
+  std::uint64_t shard_size = 0;   ///< start positions per shard (power of two); 0: default
+  std::uint64_t seed = 0;         ///< hash seed; the file is a function of keys, params, seed
+  std::uint32_t threads = 0;      ///< worker threads; 0: all hardware threads
 };
 
 /// Wall-clock times of the build's stages (seconds) and layer counts.
 struct build_stats {
-  double hash_seconds = 0;       ///< layer 0: hash every key, count keys per shard
-  double partition_seconds = 0;  ///< layer 0: hash again, scatter hashes by shard
-  double solve_seconds = 0;      ///< layer 0: per shard sort, eliminate, back-substitute
-  double gather_seconds = 0;     ///< layer 0: collect bumped hashes
+  double hash_seconds = 0;          ///< layer 0: hash every key, count keys per shard
+  double partition_seconds = 0;     ///< layer 0: hash again, scatter hashes by shard
+  double solve_seconds = 0;         ///< layer 0: per shard sort, eliminate, back-substitute
+  double gather_seconds = 0;        ///< layer 0: collect bumped hashes
   double later_layers_seconds = 0;  ///< layers 1.. (all stages)
   double total_seconds = 0;
   /// Thread-seconds (summed over threads) inside the solve stage, all layers.
@@ -69,9 +69,8 @@ class filter {
   static filter build(const std::string_view* keys, std::uint64_t count,
                       const build_options& options = {}, build_stats* stats = nullptr);
   /// Builds from key hashes directly (already hashed with `params.seed`); for tools and tests.
-  static filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count,
-                                  key_kind keys, const build_options& options = {},
-                                  build_stats* stats = nullptr);
+  static filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
+                                  const build_options& options = {}, build_stats* stats = nullptr);
 
   /// Opens a filter file. Throws ribbon::error for a missing, unreadable, truncated, corrupt
   /// or unknown file, naming the file and the cause.

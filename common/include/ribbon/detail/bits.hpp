@@ -71,7 +71,9 @@ RIBBON_HD constexpr int floor_log2(std::uint64_t x) {
   return result;
 }
 
-RIBBON_HD constexpr bool is_power_of_two(std::uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+RIBBON_HD constexpr bool is_power_of_two(std::uint64_t x) {
+  return x != 0 && (x & (x - 1)) == 0;
+}
 
 RIBBON_HD constexpr std::uint64_t round_up(std::uint64_t x, std::uint64_t multiple) {
   return (x + multiple - 1) / multiple * multiple;

@@ -44,8 +44,8 @@ RIBBON_HD RIBBON_FORCE_INLINE insert_outcome insert_row(Word* coeffs, Result* re
 /// The working memory one shard needs, owned by the caller.
 template <unsigned Width, class Result>
 struct shard_workspace {
-  word_t<Width>* coeffs;  ///< shard_columns() entries
-  Result* results;        ///< shard_columns() entries
+  word_t<Width>* coeffs;        ///< shard_columns() entries
+  Result* results;              ///< shard_columns() entries
   std::uint32_t* undo_columns;  ///< undo_capacity() entries
   std::uint32_t* undo_offsets;  ///< undo_capacity() entries
 };
@@ -70,9 +70,8 @@ RIBBON_HD inline std::uint64_t max_shard_columns(const layer_geometry& g, std::u
 }
 
 /// Local start (relative to the shard) of a layer hash known to lie in `shard`.
-RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t local_start(std::uint64_t hash,
-                                                       const layer_geometry& g,
-                                                       std::uint64_t shard_begin) {
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t local_start(std::uint64_t hash, const layer_geometry& g,
+                                                        std::uint64_t shard_begin) {
   return fastrange64(hash, g.num_starts) - shard_begin;
 }
 
@@ -280,7 +279,7 @@ class shard_eliminator {
   std::uint64_t first_bucket_;  // layer index of the shard's first bucket
   std::uint64_t bucket_size_;
   std::uint64_t num_buckets_;
-  std::uint64_t rule_limit_;    // local starts below this are bumped by rule
+  std::uint64_t rule_limit_;  // local starts below this are bumped by rule
   std::uint32_t undo_capacity_;
 
   // Current row.
@@ -301,19 +300,36 @@ class shard_eliminator {
   bool failed_ = false;
 };
 
-/// Runs `count` eliminators to the end, interleaving their steps so that the dependent loads
+/// Runs `Lanes` eliminators to the end, interleaving their steps so that the dependent loads
 /// of one shard overlap with those of the others. Rows stay in registers between steps.
 template <unsigned Lanes, class Eliminator>
-RIBBON_HD void interleave(Eliminator* eliminators, unsigned count) {
+RIBBON_HD void interleave(Eliminator* eliminators) {
   typename Eliminator::row_state rows[Lanes];
-  for (unsigned lane = 0; lane < count; ++lane) rows[lane] = eliminators[lane].row();
-  for (unsigned active = count; active > 0;) {
-    active = 0;
+  for (unsigned lane = 0; lane < Lanes; ++lane) rows[lane] = eliminators[lane].row();
+  for (bool active = true; active;) {
+    active = false;
     for (unsigned lane = 0; lane < Lanes; ++lane) {
-      if (lane >= count || eliminators[lane].done()) continue;
-      ++active;
+      if (eliminators[lane].done()) continue;
+      active = true;
       if (!eliminators[lane].fast_step(rows[lane])) eliminators[lane].slow_step(rows[lane]);
     }
+  }
+}
+
+/// interleave() for a run-time number of eliminators, 1 to 8.
+template <class Eliminator>
+RIBBON_HD void interleave(Eliminator* eliminators, unsigned count) {
+  switch (count) {
+    case 1:
+      while (!eliminators[0].done()) eliminators[0].step();
+      return;
+    case 2: return interleave<2>(eliminators);
+    case 3: return interleave<3>(eliminators);
+    case 4: return interleave<4>(eliminators);
+    case 5: return interleave<5>(eliminators);
+    case 6: return interleave<6>(eliminators);
+    case 7: return interleave<7>(eliminators);
+    default: return interleave<8>(eliminators);
   }
 }
 

@@ -52,7 +52,9 @@ void partition_by_shard(std::uint64_t n, const Source& source, const layer_geome
     }
   }
   shard_offsets[shards] = total;
-  if (count_seconds) *count_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (count_seconds)
+    *count_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   start = std::chrono::steady_clock::now();
   tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
     std::uint64_t* cursor = counts.data() + c * shards;
@@ -62,13 +64,15 @@ void partition_by_shard(std::uint64_t n, const Source& source, const layer_geome
       out[cursor[fastrange64(h, g.num_starts) >> g.shard_bits]++] = h;
     }
   });
-  if (scatter_seconds) *scatter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (scatter_seconds)
+    *scatter_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 /// Sorts a shard's hashes ascending: LSD radix sort on the local start (a few passes of at
 /// most 11 bits), then insertion sort, which only has to order hashes sharing a start.
 inline void sort_shard(std::uint64_t* h, std::uint64_t count, const layer_geometry& g,
-                std::uint64_t shard, std::vector<std::uint64_t>& scratch) {
+                       std::uint64_t shard, std::vector<std::uint64_t>& scratch) {
   const std::uint64_t begin = g.shard_begin(shard);
   const std::uint64_t span = g.shard_end(shard) - begin;
   if (count >= 64 && span > 1) {

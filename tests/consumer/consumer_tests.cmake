@@ -1,0 +1,44 @@
+# ctest wiring of the find_package consumer test; included from tests/CMakeLists.txt.
+# Installs the build tree into a private prefix, then configures, builds and runs
+# tests/consumer, a separate project that finds ribbon with find_package(ribbon CONFIG):
+#   consumer.clean -> consumer.install (FIXTURES_SETUP) -> consumer.build_and_run
+if(NOT RIBBON_INSTALL)
+  return()
+endif()
+
+set(RIBBON_CONSUMER_PREFIX "${CMAKE_CURRENT_BINARY_DIR}/consumer-install")
+set(RIBBON_CONSUMER_BUILD "${CMAKE_CURRENT_BINARY_DIR}/consumer-build")
+
+# Start from an empty prefix so that files left by an earlier install cannot hide a missing one.
+add_test(NAME consumer.clean
+         COMMAND ${CMAKE_COMMAND} -E rm -rf "${RIBBON_CONSUMER_PREFIX}" "${RIBBON_CONSUMER_BUILD}")
+set_tests_properties(consumer.clean PROPERTIES
+                     FIXTURES_SETUP ribbon_consumer_clean LABELS consumer TIMEOUT 60)
+
+add_test(NAME consumer.install
+         COMMAND ${CMAKE_COMMAND} --install "${PROJECT_BINARY_DIR}"
+                 --prefix "${RIBBON_CONSUMER_PREFIX}" --config $<CONFIG>)
+set_tests_properties(consumer.install PROPERTIES
+                     FIXTURES_REQUIRED ribbon_consumer_clean
+                     FIXTURES_SETUP ribbon_consumer_prefix LABELS consumer TIMEOUT 120)
+
+# The consumer is compiled and linked like the library (sanitizer runtimes).
+set(RIBBON_CONSUMER_FLAGS "")
+if(RIBBON_SANITIZE)
+  set(RIBBON_CONSUMER_FLAGS "-fsanitize=${RIBBON_SANITIZE}")
+endif()
+add_test(NAME consumer.build_and_run
+         COMMAND ${CMAKE_CTEST_COMMAND}
+                 --build-and-test "${CMAKE_CURRENT_LIST_DIR}" "${RIBBON_CONSUMER_BUILD}"
+                 --build-generator "${CMAKE_GENERATOR}"
+                 --build-makeprogram "${CMAKE_MAKE_PROGRAM}"
+                 --build-config $<CONFIG>
+                 --build-options
+                   "-DCMAKE_PREFIX_PATH=${RIBBON_CONSUMER_PREFIX}"
+                   "-DCMAKE_BUILD_TYPE=$<CONFIG>"
+                   "-DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}"
+                   "-DCMAKE_CXX_FLAGS=${RIBBON_CONSUMER_FLAGS}"
+                   "-DCMAKE_EXE_LINKER_FLAGS=${RIBBON_CONSUMER_FLAGS}"
+                 --test-command ribbon_consumer "${RIBBON_CONSUMER_BUILD}/consumer.ribbon")
+set_tests_properties(consumer.build_and_run PROPERTIES
+                     FIXTURES_REQUIRED ribbon_consumer_prefix LABELS consumer TIMEOUT 300)

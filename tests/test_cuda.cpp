@@ -1,0 +1,88 @@
+// GPU batched queries agree with the CPU, key for key, on a CPU-built file image.
+// Skips, with a visible message, where no CUDA device is present.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ribbon/cuda/query.cuh"
+#include "ribbon/filter.hpp"
+#include "ribbon/format.hpp"
+
+namespace {
+
+#define RIBBON_CUDA_CHECK(call)                                                      \
+  do {                                                                               \
+    const cudaError_t status_ = (call);                                              \
+    ASSERT_EQ(status_, cudaSuccess) << #call << ": " << cudaGetErrorString(status_); \
+  } while (0)
+
+bool have_gpu(std::string& why) {
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess) {
+    why = cudaGetErrorString(status);
+    return false;
+  }
+  if (devices == 0) why = "no CUDA device";
+  return devices > 0;
+}
+
+TEST(CudaQuery, MatchesCpuKeyForKey) {
+  std::string why;
+  if (!have_gpu(why)) GTEST_SKIP() << "GPU test skipped: " << why;
+  for (std::uint32_t width : {32u, 64u, 128u}) {
+    std::vector<std::uint64_t> keys(300000), probes(600000);
+    for (std::uint64_t i = 0; i < keys.size(); ++i) keys[i] = ribbon::mix64(i + 1);
+    // Every other probe is a member.
+    for (std::uint64_t i = 0; i < probes.size(); ++i) {
+      probes[i] = (i & 1) ? keys[i / 2] : ribbon::mix64(i + (std::uint64_t{1} << 40));
+    }
+    ribbon::build_options options;
+    options.width = width;
+    options.result_bits = 7;
+    const ribbon::filter f = ribbon::filter::build(keys.data(), keys.size(), options);
+    const std::vector<unsigned char> bytes = f.serialize();
+    std::unique_ptr<unsigned char[], decltype(&std::free)> host_image(
+        static_cast<unsigned char*>(std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64)),
+        &std::free);
+    std::memcpy(host_image.get(), bytes.data(), bytes.size());
+    const ribbon::format::parsed_image parsed =
+        ribbon::format::parse_image(host_image.get(), bytes.size(), true, "test image");
+    std::unique_ptr<bool[]> expected(new bool[probes.size()]);
+    f.contains(probes.data(), probes.size(), expected.get());
+
+    unsigned char* device_image = nullptr;
+    std::uint64_t* device_keys = nullptr;
+    bool* device_out = nullptr;
+    RIBBON_CUDA_CHECK(cudaMalloc(&device_image, bytes.size()));
+    RIBBON_CUDA_CHECK(cudaMalloc(&device_keys, probes.size() * sizeof(std::uint64_t)));
+    RIBBON_CUDA_CHECK(cudaMalloc(&device_out, probes.size()));
+    RIBBON_CUDA_CHECK(
+        cudaMemcpy(device_image, host_image.get(), bytes.size(), cudaMemcpyHostToDevice));
+    RIBBON_CUDA_CHECK(cudaMemcpy(device_keys, probes.data(), probes.size() * sizeof(std::uint64_t),
+                                 cudaMemcpyHostToDevice));
+    const ribbon::filter_ref device_ref =
+        ribbon::format::relocate(parsed.ref, host_image.get(), device_image);
+    RIBBON_CUDA_CHECK(ribbon::cuda::contains(device_ref, device_keys, probes.size(), device_out));
+    RIBBON_CUDA_CHECK(cudaDeviceSynchronize());
+    std::unique_ptr<bool[]> actual(new bool[probes.size()]);
+    RIBBON_CUDA_CHECK(cudaMemcpy(actual.get(), device_out, probes.size(), cudaMemcpyDeviceToHost));
+    cudaFree(device_image);
+    cudaFree(device_keys);
+    cudaFree(device_out);
+    for (std::uint64_t i = 0; i < probes.size(); ++i) {
+      ASSERT_EQ(actual[i], expected[i]) << "width " << width << " probe " << i;
+      if (i & 1) {
+        ASSERT_TRUE(actual[i]) << "false negative on the GPU, probe " << i;
+      }
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,529 @@
+// The file format's reader rejects every corruption, truncation and extension of a file with
+// ribbon::error (never a crash), and the writer fails cleanly.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ribbon/error.hpp"
+#include "ribbon/filter.hpp"
+#include "ribbon/format.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ribbon::format::file_header;
+using ribbon::format::layer_descriptor;
+
+struct small_case {
+  unsigned width;
+  std::uint32_t r;
+  std::uint64_t n;
+  bool bytes;  // byte-string keys
+};
+
+std::string case_name(const small_case& c) {
+  return "w" + std::to_string(c.width) + "_r" + std::to_string(c.r) + "_n" + std::to_string(c.n) +
+         (c.bytes ? "_bytes" : "_u64");
+}
+
+void PrintTo(const small_case& c, std::ostream* os) {
+  *os << case_name(c);
+}
+
+/// A small filter, its members (as u64 keys or strings) and its file bytes.
+struct small_filter {
+  ribbon::filter filter;
+  std::vector<std::uint64_t> keys;
+  std::vector<std::string> strings;
+  std::vector<unsigned char> bytes;
+};
+
+small_filter make_small(const small_case& c) {
+  small_filter s;
+  ribbon::build_options o;
+  o.width = c.width;
+  o.result_bits = c.r;
+  o.seed = 77;
+  if (c.bytes) {
+    s.strings = ribbon_test::string_keys(21, 0, c.n);
+    const std::vector<std::string_view> views = ribbon_test::views(s.strings);
+    s.filter = ribbon::filter::build(views.data(), c.n, o);
+  } else {
+    s.keys = ribbon_test::keys_range(21, 0, c.n);
+    s.filter = ribbon::filter::build(s.keys.data(), c.n, o);
+  }
+  s.bytes = s.filter.serialize();
+  return s;
+}
+
+/// Runs queries on a filter that was accepted (whatever its answers): under the sanitizers
+/// this checks that an accepted image never leads to an out-of-bounds read.
+void exercise(const ribbon::filter& f) {
+  const std::vector<std::uint64_t> keys = ribbon_test::keys_range(21, 0, 300);
+  bool out[300];
+  if (f.params().keys == ribbon::key_kind::u64) {
+    for (std::uint64_t k : keys) (void)f.contains(k);
+    f.contains(keys.data(), keys.size(), out);
+  } else {
+    const std::vector<std::string> strings = ribbon_test::string_keys(21, 0, 300);
+    const std::vector<std::string_view> views = ribbon_test::views(strings);
+    for (std::string_view v : views) (void)f.contains(v);
+    f.contains(views.data(), views.size(), out);
+  }
+}
+
+/// Does parsing `size` bytes at `data` (64-byte aligned) throw ribbon::error? Any other
+/// exception fails the test.
+bool rejected_by_parse(const unsigned char* data, std::uint64_t size, bool verify) {
+  try {
+    (void)ribbon::format::parse_image(data, size, verify, "image");
+  } catch (const ribbon::error&) {
+    return true;
+  }
+  return false;
+}
+
+bool rejected_by_from_bytes(const unsigned char* data, std::uint64_t size, bool verify) {
+  ribbon::load_options lo;
+  lo.verify_checksums = verify;
+  try {
+    const ribbon::filter f = ribbon::filter::from_bytes(data, size, lo);
+    exercise(f);
+  } catch (const ribbon::error&) {
+    return true;
+  }
+  return false;
+}
+
+/// The file's header and descriptors.
+file_header header_of(const std::vector<unsigned char>& bytes) {
+  file_header h;
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  return h;
+}
+
+/// Recomputes the descriptors' and the header's checksums of a `size`-byte image after an
+/// edit (the descriptors' one only if the layer count still fits the image).
+void fix_checksums(unsigned char* data, std::uint64_t size) {
+  file_header h;
+  std::memcpy(&h, data, sizeof(h));
+  const std::uint64_t descriptors = std::uint64_t{h.num_layers} * sizeof(layer_descriptor);
+  if (h.num_layers <= ribbon::max_layers && sizeof(file_header) + descriptors <= size) {
+    h.descriptors_checksum = ribbon::format::checksum(data + sizeof(file_header), descriptors);
+  }
+  h.header_checksum = ribbon::format::checksum(&h, offsetof(file_header, header_checksum));
+  std::memcpy(data, &h, sizeof(h));
+}
+
+void write_bytes(const std::string& path, const unsigned char* data, std::size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+std::vector<unsigned char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<unsigned char>((std::istreambuf_iterator<char>(in)),
+                                    std::istreambuf_iterator<char>());
+}
+
+/// The message of the ribbon::error thrown by f(), or "" if none was thrown.
+template <class F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const ribbon::error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains_text(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+class SmallFile : public ::testing::TestWithParam<small_case> {};
+
+TEST_P(SmallFile, IsValidAndMultiLayer) {
+  small_filter s = make_small(GetParam());
+  ASSERT_GE(s.filter.num_layers(), 2u) << "the case should exercise a bumped and a later layer";
+  ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
+  const ribbon::format::parsed_image parsed =
+      ribbon::format::parse_image(image.data(), image.size(), true, "image");
+  EXPECT_EQ(parsed.header.file_bytes, s.bytes.size());
+  EXPECT_EQ(parsed.header.num_layers, s.filter.num_layers());
+  EXPECT_EQ(parsed.header.format_version, ribbon::format::current_version);
+  EXPECT_EQ(std::memcmp(parsed.header.magic, ribbon::format::magic, 8), 0);
+  // Every section is 64-byte aligned in the file.
+  for (const layer_descriptor& d : parsed.layers) {
+    EXPECT_EQ(d.solution_offset % 64, 0u);
+    EXPECT_EQ(d.threshold_offset % 64, 0u);
+  }
+  std::cout << case_name(GetParam()) << ": " << s.bytes.size() << " bytes, "
+            << s.filter.num_layers() << " layers\n";
+}
+
+TEST_P(SmallFile, EverySingleByteCorruptionIsRejected) {
+  small_filter s = make_small(GetParam());
+  ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
+  ASSERT_FALSE(rejected_by_parse(image.data(), image.size(), true));
+  ASSERT_FALSE(rejected_by_from_bytes(image.data(), image.size(), true));
+  std::uint64_t accepted = 0, tried = 0;
+  for (std::size_t i = 0; i < image.size(); ++i) {
+    for (unsigned mask : {0x01u, 0x80u, 0xFFu}) {
+      image.data()[i] ^= static_cast<unsigned char>(mask);
+      ++tried;
+      const bool parse = rejected_by_parse(image.data(), image.size(), true);
+      const bool adopt = rejected_by_from_bytes(image.data(), image.size(), true);
+      if (!parse || !adopt) {
+        if (++accepted <= 10) {
+          ADD_FAILURE() << "corruption accepted: byte " << i << " ^= " << mask
+                        << (parse ? "" : " (parse_image)") << (adopt ? "" : " (from_bytes)");
+        }
+      }
+      image.data()[i] ^= static_cast<unsigned char>(mask);
+    }
+  }
+  EXPECT_EQ(accepted, 0u) << "of " << tried << " corruptions";
+  EXPECT_TRUE(std::memcmp(image.data(), s.bytes.data(), s.bytes.size()) == 0);
+}
+
+TEST_P(SmallFile, CorruptionWithoutChecksumVerificationNeverCrashes) {
+  // Without checksum verification, changed section bytes are accepted (wrong answers are
+  // possible) but structural changes are still rejected; nothing crashes either way.
+  small_filter s = make_small(GetParam());
+  ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
+  const file_header h = header_of(s.bytes);
+  const std::uint64_t metadata = sizeof(file_header) + h.num_layers * sizeof(layer_descriptor);
+  std::uint64_t accepted = 0;
+  for (std::size_t i = 0; i < image.size(); ++i) {
+    image.data()[i] ^= 0x10;
+    const bool rejected = rejected_by_from_bytes(image.data(), image.size(), false);
+    if (!rejected) {
+      ++accepted;
+      // Header and descriptors are still covered by their checksums.
+      EXPECT_GE(i, metadata) << "metadata byte " << i << " accepted";
+    }
+    image.data()[i] ^= 0x10;
+  }
+  EXPECT_GT(accepted, 0u);
+}
+
+TEST_P(SmallFile, EveryTruncationIsRejected) {
+  small_filter s = make_small(GetParam());
+  ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
+  for (std::uint64_t size = 0; size < s.bytes.size(); ++size) {
+    ASSERT_TRUE(rejected_by_parse(image.data(), size, true)) << "length " << size;
+    ASSERT_TRUE(rejected_by_parse(image.data(), size, false)) << "length " << size;
+    ASSERT_TRUE(rejected_by_from_bytes(image.data(), size, true)) << "length " << size;
+  }
+  // Truncated files on disk, both loaders, with the path in the message.
+  ribbon_test::temp_dir dir;
+  const std::string path = dir.file("truncated.rbn");
+  for (std::uint64_t size = 0; size < s.bytes.size(); size += (size < 300 ? 1 : 17)) {
+    write_bytes(path, s.bytes.data(), size);
+    for (bool use_mmap : {true, false}) {
+      ribbon::load_options lo;
+      lo.use_mmap = use_mmap;
+      const std::string message = error_message([&] { (void)ribbon::filter::load(path, lo); });
+      ASSERT_TRUE(contains_text(message, path)) << "length " << size << ": '" << message << "'";
+    }
+  }
+}
+
+TEST_P(SmallFile, AppendedBytesAreRejected) {
+  small_filter s = make_small(GetParam());
+  for (std::size_t extra : {1u, 7u, 64u}) {
+    for (unsigned fill : {0x00u, 0xABu}) {
+      std::vector<unsigned char> longer = s.bytes;
+      longer.insert(longer.end(), extra, static_cast<unsigned char>(fill));
+      ribbon_test::aligned_buffer image(longer.data(), longer.size());
+      EXPECT_TRUE(rejected_by_parse(image.data(), image.size(), true)) << extra;
+      EXPECT_TRUE(rejected_by_from_bytes(image.data(), image.size(), true)) << extra;
+      EXPECT_TRUE(rejected_by_from_bytes(image.data(), image.size(), false)) << extra;
+      ribbon_test::temp_dir dir;
+      write_bytes(dir.file("long.rbn"), longer.data(), longer.size());
+      const std::string message =
+          error_message([&] { (void)ribbon::filter::load(dir.file("long.rbn")); });
+      EXPECT_TRUE(contains_text(message, dir.file("long.rbn"))) << message;
+    }
+  }
+}
+
+/// Offsets of the fields a reader cannot check (any value is a valid filter, answering
+/// differently): the seed, the key kind, the bucket thresholds and the layer salts.
+bool unverifiable_field(std::uint64_t offset, std::uint32_t num_layers) {
+  auto in = [offset](std::uint64_t begin, std::uint64_t bytes) {
+    return offset >= begin && offset < begin + bytes;
+  };
+  if (in(offsetof(file_header, seed), 8) || in(offsetof(file_header, key_kind), 4) ||
+      in(offsetof(file_header, threshold_light), 4) ||
+      in(offsetof(file_header, threshold_heavy), 4)) {
+    return true;
+  }
+  for (std::uint32_t l = 0; l < num_layers; ++l) {
+    if (in(sizeof(file_header) + l * sizeof(layer_descriptor) + offsetof(layer_descriptor, salt),
+           8)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST_P(SmallFile, MetadataChangesWithRecomputedChecksumsAreValidatedNeverCrash) {
+  // An adversarial file with correct checksums: every byte of the header and descriptors is
+  // changed and the checksums recomputed. Structural fields must be rejected; only fields
+  // that no reader can verify may be accepted, and an accepted file must be queryable.
+  small_filter s = make_small(GetParam());
+  const file_header h = header_of(s.bytes);
+  const std::uint64_t metadata = sizeof(file_header) + h.num_layers * sizeof(layer_descriptor);
+  ribbon_test::aligned_buffer image(s.bytes.size());
+  std::uint64_t accepted = 0, rejected = 0;
+  for (std::uint64_t i = 0; i < metadata; ++i) {
+    if (i >= offsetof(file_header, descriptors_checksum) && i < sizeof(file_header)) continue;
+    for (unsigned mask : {0x01u, 0x02u, 0x80u, 0xFFu}) {
+      std::memcpy(image.data(), s.bytes.data(), s.bytes.size());
+      image.data()[i] ^= static_cast<unsigned char>(mask);
+      fix_checksums(image.data(), image.size());
+      const bool parse = rejected_by_parse(image.data(), image.size(), true);
+      const bool adopt = rejected_by_from_bytes(image.data(), image.size(), true);
+      EXPECT_EQ(parse, adopt) << "byte " << i;
+      if (adopt) {
+        ++rejected;
+      } else {
+        ++accepted;
+        EXPECT_TRUE(unverifiable_field(i, h.num_layers))
+            << "structural change accepted: byte " << i << " ^= " << mask;
+      }
+    }
+  }
+  std::cout << "metadata changes with valid checksums: " << rejected << " rejected, " << accepted
+            << " accepted (seed, key kind, thresholds, salts)\n";
+  EXPECT_GT(rejected, accepted);
+}
+
+TEST_P(SmallFile, BumpedFormatVersionIsRejectedWithTheVersionInTheMessage) {
+  small_filter s = make_small(GetParam());
+  ribbon_test::temp_dir dir;
+  for (std::uint32_t version : {0u, 2u, 3u, 0xFFFFFFFFu}) {
+    std::vector<unsigned char> bytes = s.bytes;
+    file_header h = header_of(bytes);
+    h.format_version = version;
+    std::memcpy(bytes.data(), &h, sizeof(h));
+    fix_checksums(bytes.data(), bytes.size());
+    // Only the version (and its checksum) differ from the valid file.
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      const bool checksum_byte = i >= offsetof(file_header, header_checksum) && i < 128;
+      const bool version_byte = i >= offsetof(file_header, format_version) &&
+                                i < offsetof(file_header, format_version) + 4;
+      if (!checksum_byte && !version_byte) differing += bytes[i] != s.bytes[i];
+    }
+    ASSERT_EQ(differing, 0u);
+    const std::string message =
+        error_message([&] { (void)ribbon::filter::from_bytes(bytes.data(), bytes.size()); });
+    EXPECT_TRUE(contains_text(message, "version")) << message;
+    EXPECT_TRUE(contains_text(message, std::to_string(version))) << message;
+    const std::string path = dir.file("v" + std::to_string(version) + ".rbn");
+    write_bytes(path, bytes.data(), bytes.size());
+    const std::string from_file = error_message([&] { (void)ribbon::filter::load(path); });
+    EXPECT_TRUE(contains_text(from_file, "version")) << from_file;
+    EXPECT_TRUE(contains_text(from_file, path)) << from_file;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SmallFile,
+                         ::testing::Values(small_case{64, 8, 950, false},
+                                           small_case{32, 3, 500, true},
+                                           small_case{128, 2, 10000, false}),
+                         [](const ::testing::TestParamInfo<small_case>& param_info) {
+                           return case_name(param_info.param);
+                         });
+
+TEST(Format, EmptyFilterRoundTrips) {
+  const ribbon::filter f = ribbon::filter::build(static_cast<const std::uint64_t*>(nullptr), 0);
+  const std::vector<unsigned char> bytes = f.serialize();
+  EXPECT_EQ(bytes.size(), sizeof(file_header));
+  const ribbon::filter g = ribbon::filter::from_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(g.num_layers(), 0u);
+  EXPECT_FALSE(g.contains(std::uint64_t{1}));
+  for (std::uint64_t size = 0; size < bytes.size(); ++size) {
+    EXPECT_THROW((void)ribbon::filter::from_bytes(bytes.data(), size), ribbon::error);
+  }
+}
+
+TEST(Format, MisalignedImageIsRejectedByParseImage) {
+  const std::vector<std::uint64_t> keys = ribbon_test::keys_range(22, 0, 500);
+  const std::vector<unsigned char> bytes = ribbon::filter::build(keys.data(), 500).serialize();
+  ribbon_test::aligned_buffer buffer(bytes.size() + 64);
+  for (std::size_t shift : {1u, 8u, 32u}) {
+    std::memcpy(buffer.data() + shift, bytes.data(), bytes.size());
+    const std::string message = error_message([&] {
+      (void)ribbon::format::parse_image(buffer.data() + shift, bytes.size(), true, "image");
+    });
+    EXPECT_TRUE(contains_text(message, "aligned")) << message;
+  }
+  // from_bytes copies into aligned memory, so any input address works.
+  std::memcpy(buffer.data() + 1, bytes.data(), bytes.size());
+  const ribbon::filter f = ribbon::filter::from_bytes(buffer.data() + 1, bytes.size());
+  for (std::uint64_t k : keys) ASSERT_TRUE(f.contains(k));
+}
+
+TEST(Format, WrongMagicAndGarbageAreRejected) {
+  const std::vector<std::uint64_t> keys = ribbon_test::keys_range(22, 0, 500);
+  std::vector<unsigned char> bytes = ribbon::filter::build(keys.data(), 500).serialize();
+  bytes[0] = 'X';
+  const std::string message =
+      error_message([&] { (void)ribbon::filter::from_bytes(bytes.data(), bytes.size()); });
+  EXPECT_TRUE(contains_text(message, "magic")) << message;
+  ribbon_test::rng random(5);
+  for (std::size_t size : {0u, 1u, 127u, 128u, 129u, 1000u, 4096u}) {
+    std::vector<unsigned char> garbage(size);
+    for (auto& b : garbage) b = static_cast<unsigned char>(random.next());
+    EXPECT_THROW((void)ribbon::filter::from_bytes(garbage.data(), size), ribbon::error);
+    // Garbage behind a valid magic.
+    if (size >= 8) {
+      std::memcpy(garbage.data(), ribbon::format::magic, 8);
+      EXPECT_THROW((void)ribbon::filter::from_bytes(garbage.data(), size), ribbon::error);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and saving files.
+
+TEST(Files, LoadErrorsNameThePath) {
+  ribbon_test::temp_dir dir;
+  const std::string missing = dir.file("missing.rbn");
+  const std::string directory = dir.file("a-directory");
+  const std::string empty = dir.file("empty.rbn");
+  const std::string text = dir.file("text.rbn");
+  fs::create_directory(directory);
+  write_bytes(empty, nullptr, 0);
+  const std::string words = "this is not a ribbon filter, just some text in a file\n";
+  write_bytes(text, reinterpret_cast<const unsigned char*>(words.data()), words.size());
+  for (bool use_mmap : {true, false}) {
+    ribbon::load_options lo;
+    lo.use_mmap = use_mmap;
+    for (const std::string& path : {missing, directory, empty, text}) {
+      const std::string message = error_message([&] { (void)ribbon::filter::load(path, lo); });
+      EXPECT_FALSE(message.empty()) << path << " loaded";
+      EXPECT_TRUE(contains_text(message, path)) << "'" << message << "' does not name " << path;
+    }
+  }
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"a-directory", "empty.rbn", "text.rbn"}));
+}
+
+ribbon::filter some_filter(std::uint64_t n) {
+  const std::vector<std::uint64_t> keys = ribbon_test::keys_range(23, 0, n);
+  return ribbon::filter::build(keys.data(), n);
+}
+
+TEST(Files, SaveToAMissingDirectoryFailsAndLeavesNothing) {
+  ribbon_test::temp_dir dir;
+  const ribbon::filter f = some_filter(1000);
+  const std::string path = (dir.path() / "no-such-dir" / "f.rbn").string();
+  const std::string message = error_message([&] { f.save(path); });
+  EXPECT_TRUE(contains_text(message, path)) << "'" << message << "'";
+  EXPECT_TRUE(dir.entries().empty());
+  EXPECT_FALSE(fs::exists(path));
+}
+
+TEST(Files, SaveBelowARegularFileFails) {
+  ribbon_test::temp_dir dir;
+  write_bytes(dir.file("plain-file"), reinterpret_cast<const unsigned char*>("x"), 1);
+  const ribbon::filter f = some_filter(1000);
+  const std::string path = dir.file("plain-file") + "/f.rbn";
+  const std::string message = error_message([&] { f.save(path); });
+  EXPECT_TRUE(contains_text(message, path)) << "'" << message << "'";
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"plain-file"});
+}
+
+TEST(Files, SaveOverADirectoryFailsAndRemovesTheTemporaryFile) {
+  // The temporary file is created and written, then the rename fails: it must be removed.
+  ribbon_test::temp_dir dir;
+  fs::create_directory(dir.path() / "target");
+  const ribbon::filter f = some_filter(1000);
+  const std::string path = dir.file("target");
+  const std::string message = error_message([&] { f.save(path); });
+  EXPECT_TRUE(contains_text(message, path)) << "'" << message << "'";
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"target"}) << "temporary file left behind";
+  EXPECT_TRUE(fs::is_directory(path));
+  EXPECT_TRUE(fs::is_empty(path));
+}
+
+/// Lowers the file size limit (and ignores SIGXFSZ) for its lifetime, so writes beyond
+/// `bytes` fail with EFBIG.
+class file_size_limit {
+ public:
+  explicit file_size_limit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    previous_ = signal(SIGXFSZ, SIG_IGN);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = bytes;
+    ok_ = setrlimit(RLIMIT_FSIZE, &lowered) == 0;
+  }
+  ~file_size_limit() {
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    signal(SIGXFSZ, previous_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  void (*previous_)(int) = nullptr;
+  bool ok_ = false;
+};
+
+TEST(Files, FailedWriteKeepsTheExistingFileIntact) {
+  ribbon_test::temp_dir dir;
+  const std::string path = dir.file("existing.rbn");
+  const ribbon::filter old_filter = some_filter(500);
+  old_filter.save(path);
+  const std::vector<unsigned char> old_bytes = read_bytes(path);
+  ASSERT_EQ(old_bytes, old_filter.serialize());
+  const ribbon::filter big = some_filter(20000);  // ~20 KB
+  ASSERT_GT(big.size_bytes(), 8 * old_bytes.size());
+  std::string message;
+  {
+    file_size_limit limit(old_bytes.size() * 2);
+    ASSERT_TRUE(limit.ok());
+    message = error_message([&] { big.save(path); });
+  }
+  EXPECT_TRUE(contains_text(message, path)) << "'" << message << "'";
+  EXPECT_EQ(read_bytes(path), old_bytes) << "the existing file changed";
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"existing.rbn"}) << "temporary file left";
+  EXPECT_EQ(ribbon::filter::load(path).serialize(), old_bytes);
+  // Once writes work again the same save succeeds.
+  big.save(path);
+  EXPECT_EQ(read_bytes(path), big.serialize());
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"existing.rbn"});
+}
+
+TEST(Files, SavedFilesGetTheUsualPermissions) {
+  ribbon_test::temp_dir dir;
+  const mode_t saved = ::umask(022);
+  some_filter(100).save(dir.file("f.rbn"));
+  ::umask(027);
+  some_filter(100).save(dir.file("g.rbn"));
+  ::umask(saved);
+  struct stat st;
+  ASSERT_EQ(::stat(dir.file("f.rbn").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  ASSERT_EQ(::stat(dir.file("g.rbn").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+}
+
+}  // namespace
