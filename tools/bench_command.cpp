@@ -57,6 +57,7 @@ struct bench_settings {
   std::uint64_t negatives = 0;  // 0: as many as keys
   std::uint32_t width = 64;
   std::uint32_t bits = 8;
+  double fpr = 0;  // if set, chooses bits
   std::uint32_t threads = 0;
   std::uint64_t seed = 1;
   std::uint64_t shard_size = 0;
@@ -81,6 +82,7 @@ int run_bench(const bench_settings& s) {
   build_options options;
   options.width = s.width;
   options.result_bits = s.bits;
+  options.target_fpr = s.fpr;
   options.threads = threads;
   options.seed = s.seed;
   options.shard_size = s.shard_size;
@@ -127,9 +129,10 @@ int run_bench(const bench_settings& s) {
   const double per_key = n > 0 ? 1e9 / static_cast<double>(n) : 0;
   const double per_negative = 1e9 / static_cast<double>(m);
   const double bits_per_key = f.bits_per_key();
-  const double fpr_expected = std::ldexp(1.0, -static_cast<int>(s.bits));
+  const std::uint32_t bits = f.params().result_bits;
+  const double fpr_expected = std::ldexp(1.0, -static_cast<int>(bits));
   const double fpr_measured = static_cast<double>(false_positives) / static_cast<double>(m);
-  const double overhead_pct = 100.0 * (bits_per_key / s.bits - 1.0);
+  const double overhead_pct = 100.0 * (bits_per_key / bits - 1.0);
 
   if (s.json) {
     std::printf(
@@ -148,7 +151,7 @@ int run_bench(const bench_settings& s) {
         "\"batched_negative\": %.3f, \"batched_negative_per_thread\": %.3f, "
         "\"batched_negative_one_thread\": %.3f}, "
         "\"peak_rss_bytes_per_key\": %.3f}\n",
-        static_cast<unsigned long long>(n), static_cast<unsigned long long>(m), s.width, s.bits,
+        static_cast<unsigned long long>(n), static_cast<unsigned long long>(m), s.width, bits,
         threads, s.backend.c_str(), static_cast<unsigned long long>(s.seed),
         static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
         build_seconds * per_key, stats.hash_seconds * per_key, stats.partition_seconds * per_key,
@@ -163,7 +166,7 @@ int run_bench(const bench_settings& s) {
         peak_rss_per_key);
   } else {
     std::printf("ribbon bench: %llu keys, w=%u, r=%u, %u threads, backend %s\n",
-                static_cast<unsigned long long>(n), s.width, s.bits, threads, s.backend.c_str());
+                static_cast<unsigned long long>(n), s.width, bits, threads, s.backend.c_str());
     std::printf(
         "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
         "gather %.2f, later layers %.2f ns/key)\n",
@@ -204,6 +207,8 @@ std::function<int()> add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({32, 64, 128}));
   cmd->add_option("-r,--bits", settings->bits, "result bits r (FPR 2^-r), 1..32")
       ->check(CLI::Range(1, 32));
+  cmd->add_option("--fpr", settings->fpr, "target false-positive rate (chooses r)")
+      ->check(CLI::Range(1e-10, 0.75));
   cmd->add_option("-t,--threads", settings->threads, "threads (default: all cores)");
   cmd->add_option("--seed", settings->seed, "seed for keys and hashing");
   cmd->add_option("--shard-size", settings->shard_size, "slots per shard (power of two)");

@@ -262,7 +262,12 @@ filter build_with(const filter_params& p, std::uint64_t n, const Source& key_has
 }
 
 filter_params params_from(const build_options& o, key_kind keys) {
-  return make_params(o.width, o.result_bits, o.shard_size, o.seed, keys);
+  std::uint32_t bits = o.result_bits;
+  if (o.target_fpr != 0) {
+    bits = result_bits_for_fpr(o.target_fpr);
+    if (bits == 0) throw error("invalid build options: target FPR must be in (0, 1)");
+  }
+  return make_params(o.width, bits, o.shard_size, o.seed, keys);
 }
 
 }  // namespace

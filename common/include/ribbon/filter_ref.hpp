@@ -22,10 +22,12 @@ RIBBON_HD RIBBON_FORCE_INLINE bool is_bumped(const filter_params& p, const layer
   if (!layer.geometry.bumping()) return false;
   const std::uint64_t in_shard = start & (layer.geometry.shard_size() - 1);
   if (start >= layer.geometry.shard_size() && in_shard < p.width) return true;  // shard head
-  const std::uint64_t bucket = start / p.bucket_size;
+  // B is a power of two: shift and mask rather than divide (a division per query is slow).
+  const int bucket_bits = count_trailing_zeros(p.bucket_size);
+  const std::uint64_t bucket = start >> bucket_bits;
   const unsigned code =
       static_cast<unsigned>(layer.thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
-  return (start % p.bucket_size) < p.threshold(code);
+  return (start & (p.bucket_size - 1)) < p.threshold(code);
 }
 
 /// The r-bit result of the row (start, coeff) against the interleaved solution.

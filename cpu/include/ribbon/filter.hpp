@@ -20,6 +20,7 @@ namespace ribbon {
 struct build_options {
   std::uint32_t width = 64;       ///< ribbon width: 32, 64 or 128
   std::uint32_t result_bits = 8;  ///< r, 1..32: false-positive rate 2^-r
+  double target_fpr = 0;          ///< if > 0, r is the smallest with 2^-r <= target_fpr
   std::uint64_t shard_size = 0;   ///< start positions per shard (power of two); 0: default
   std::uint64_t seed = 0;         ///< hash seed; the file is a function of keys, params, seed
   std::uint32_t threads = 0;      ///< worker threads; 0: all hardware threads
