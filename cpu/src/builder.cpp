@@ -170,7 +170,7 @@ class layered_builder {
     // smaller layers). The grouping does not change the output: shards are independent.
     const auto threads = static_cast<std::uint64_t>(tbb::this_task_arena::max_concurrency());
     const std::uint64_t per_group =
-        std::clamp<std::uint64_t>(shards / threads, 1, interleaved_shards);
+        std::clamp<std::uint64_t>(detail::divide_round_up(shards, threads), 1, interleaved_shards);
     const std::uint64_t groups = detail::divide_round_up(shards, per_group);
     auto solve_group = [&](std::uint64_t group) {
       workspace<Width, Result>& ws = workspaces_.local();
