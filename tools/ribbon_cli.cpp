@@ -1,8 +1,7 @@
-// The ribbon command-line tool.
+// The ribbon command-line tool. Exit status: 0 success, 1 a check failed, 2 an error.
 #include <cstdio>
-#include <exception>
 #include <functional>
-#include <vector>
+#include <new>
 
 #include "commands.hpp"
 #include "ribbon/error.hpp"
@@ -10,8 +9,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"ribbon: static Ribbon filters built in bulk"};
   app.require_subcommand(1);
-  std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
-  auto bench = ribbon::cli::add_bench_command(app);
+  const std::function<int()> bench = ribbon::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -21,10 +19,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("bench")) return bench();
   } catch (const ribbon::error& e) {
     std::fprintf(stderr, "ribbon: %s\n", e.what());
-    return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "ribbon: out of memory\n");
-    return 2;
   }
   return 2;
 }
