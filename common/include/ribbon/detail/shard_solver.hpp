@@ -344,20 +344,19 @@ RIBBON_HD shard_outcome eliminate_shard(const filter_params& p, const layer_geom
   return eliminator.outcome();
 }
 
-/// BACK-SUBSTITUTE for the columns a shard owns, written as interleaved blocks: per block of
-/// `Width` columns, r words whose bit j is the solution bit of column block*Width + j.
-/// Free (pivot-less) columns get 0.
-template <unsigned Width, class Result>
-RIBBON_HD void back_substitute_shard(const filter_params& p, const layer_geometry& g,
-                                     std::uint64_t shard, const word_t<Width>* coeffs,
-                                     const Result* results, word_t<Width>* solution) {
+/// Back-substitution with the number of result bits known at compile time (`Bits` > 0) or
+/// at run time (`Bits` == 0, r = `result_bits`); a constant lets the compiler keep the r
+/// state words in registers.
+template <unsigned Width, class Result, std::uint32_t Bits>
+RIBBON_HD void back_substitute_columns(std::uint32_t result_bits, std::uint64_t begin,
+                                       std::uint64_t end_column, std::uint64_t first_column,
+                                       const word_t<Width>* coeffs, const Result* results,
+                                       word_t<Width>* solution) {
   using word = word_t<Width>;
-  const std::uint32_t r = p.result_bits;
-  const std::uint64_t begin = g.shard_begin(shard);
-  const std::uint64_t first_owned = shard == 0 ? 0 : Width;
-  word state[32];
+  const std::uint32_t r = Bits != 0 ? Bits : result_bits;
+  word state[Bits != 0 ? Bits : 32];
   for (std::uint32_t j = 0; j < r; ++j) state[j] = 0;
-  for (std::uint64_t column = shard_columns(g, shard, Width); column-- > first_owned;) {
+  for (std::uint64_t column = end_column; column-- > first_column;) {
     const word coeff = coeffs[column];
     // Free columns get 0, whatever an undone row left in `results`: the solution is then the
     // unique one with zeros at the free columns, a function of the kept rows alone and not of
@@ -372,6 +371,27 @@ RIBBON_HD void back_substitute_shard(const filter_params& p, const layer_geometr
       word* block = solution + (begin + column) / Width * r;
       for (std::uint32_t j = 0; j < r; ++j) block[j] = state[j];
     }
+  }
+}
+
+/// BACK-SUBSTITUTE for the columns a shard owns, written as interleaved blocks: per block of
+/// `Width` columns, r words whose bit j is the solution bit of column block*Width + j.
+/// Free (pivot-less) columns get 0.
+template <unsigned Width, class Result>
+RIBBON_HD void back_substitute_shard(const filter_params& p, const layer_geometry& g,
+                                     std::uint64_t shard, const word_t<Width>* coeffs,
+                                     const Result* results, word_t<Width>* solution) {
+  const std::uint64_t begin = g.shard_begin(shard);
+  const std::uint64_t end = shard_columns(g, shard, Width);
+  const std::uint64_t first = shard == 0 ? 0 : Width;
+  const std::uint32_t r = p.result_bits;
+  // The common sizes get their own code; others run the generic loop.
+  if (r == 8 && sizeof(Result) == 1) {
+    back_substitute_columns<Width, Result, 8>(r, begin, end, first, coeffs, results, solution);
+  } else if (r == 16 && sizeof(Result) == 2) {
+    back_substitute_columns<Width, Result, 16>(r, begin, end, first, coeffs, results, solution);
+  } else {
+    back_substitute_columns<Width, Result, 0>(r, begin, end, first, coeffs, results, solution);
   }
 }
 
