@@ -4,6 +4,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "ribbon/filter.hpp"
 
@@ -14,7 +15,8 @@ namespace {
 /// a group with the work on the previous one.
 constexpr std::uint64_t prefetch_group = 16;
 
-template <unsigned Width, class KeyHash>
+/// Bits > 0: r known at compile time (the common sizes), so the r-word loop unrolls.
+template <unsigned Width, std::uint32_t Bits, class KeyHash>
 void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                     const KeyHash& key_hash, bool* out) {
   if (f.num_layers == 0) {
@@ -22,8 +24,9 @@ void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
     return;
   }
   const filter_params& p = f.params;
+  const std::uint32_t r = Bits != 0 ? Bits : p.result_bits;
   const layer_ref& first = f.layers[0];
-  const std::uint64_t block_bytes = std::uint64_t{p.result_bits} * (Width / 8);
+  const std::uint64_t block_bytes = std::uint64_t{r} * (Width / 8);
   const auto* solution = static_cast<const char*>(first.solution);
   std::uint64_t hashes[prefetch_group];
   std::uint64_t starts[prefetch_group];
@@ -44,9 +47,8 @@ void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
       const std::uint64_t s = starts[i];
       bool found;
       if (!detail::is_bumped(p, first, s)) {
-        found = detail::row_result<Width>(first.solution, p.result_bits, s,
-                                          detail::coefficients<Width>(h)) ==
-                detail::fingerprint(h, p.result_bits);
+        found = detail::row_result<Width>(first.solution, r, s, detail::coefficients<Width>(h)) ==
+                detail::fingerprint(h, r);
       } else if (f.num_layers > 1) {
         found = detail::contains_from_layer<Width>(p, f.layers, f.num_layers, 1,
                                                    remix(h, f.layers[1].salt));
@@ -62,10 +64,18 @@ template <class KeyHash>
 void contains_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key_hash, bool* out,
                     std::uint32_t threads) {
   auto run = [&](std::uint64_t begin, std::uint64_t end) {
+    auto with_width = [&](auto width) {
+      constexpr unsigned w = decltype(width)::value;
+      switch (f.params.result_bits) {
+        case 8: return contains_range<w, 8>(f, begin, end, key_hash, out);
+        case 16: return contains_range<w, 16>(f, begin, end, key_hash, out);
+        default: return contains_range<w, 0>(f, begin, end, key_hash, out);
+      }
+    };
     switch (f.params.width) {
-      case 32: return contains_range<32>(f, begin, end, key_hash, out);
-      case 64: return contains_range<64>(f, begin, end, key_hash, out);
-      default: return contains_range<128>(f, begin, end, key_hash, out);
+      case 32: return with_width(std::integral_constant<unsigned, 32>{});
+      case 64: return with_width(std::integral_constant<unsigned, 64>{});
+      default: return with_width(std::integral_constant<unsigned, 128>{});
     }
   };
   constexpr std::uint64_t parallel_threshold = std::uint64_t{1} << 16;
