@@ -29,8 +29,8 @@ def main():
         flatten("", json.loads(result.stdout), series)
     print(f"{runs} runs of: {' '.join(command)}")
     for name, values in series.items():
-        print(f"  {name:50s} median {statistics.median(values):12.4f}"
-              f"   [{min(values):.4f} .. {max(values):.4f}]")
+        print(f"  {name:50s} median {statistics.median(values):14.6g}"
+              f"   [{min(values):.6g} .. {max(values):.6g}]")
 
 
 if __name__ == "__main__":
