@@ -120,9 +120,9 @@ class shard_eliminator {
       ws_.coeffs[c] = 0;
       ws_.results[c] = 0;
     }
-    bucket_ = ~std::uint64_t{0};
+    bucket_ = no_bucket;
     bucket_end_ = 0;
-    start_bucket();
+    next_bucket();
   }
 
   RIBBON_HD bool done() const { return done_; }
@@ -195,25 +195,25 @@ class shard_eliminator {
  private:
   RIBBON_HD std::uint64_t bucket_begin() const { return bucket_ * bucket_size_; }
 
-  /// Loads the key at row_ (of the current bucket, descending) as the current row, or ends
-  /// the bucket when none is left.
-  RIBBON_HD void load_row() {
-    if (row_ > bucket_first_) {
-      const std::uint64_t h = hashes_[row_ - 1];
-      const std::uint64_t start = local_start(h, g_, begin_);
-      if (start >= rule_limit_) {  // keys below the rule limit are bumped by rule
-        --row_;
-        row_start_ = start;
-        column_ = start;
-        coeff_ = coefficients<Width>(h);
-        result_ = static_cast<Result>(fingerprint(h, p_.result_bits));
-        return;
-      }
-    }
-    finish_bucket();
+  /// Loads the next key of the current bucket (descending) as the current row; false when
+  /// the bucket has none left.
+  RIBBON_HD bool load_row() {
+    if (row_ == bucket_first_) return false;
+    const std::uint64_t h = hashes_[row_ - 1];
+    const std::uint64_t start = local_start(h, g_, begin_);
+    if (start < rule_limit_) return false;  // the rest of the bucket is bumped by rule
+    --row_;
+    row_start_ = start;
+    column_ = start;
+    coeff_ = coefficients<Width>(h);
+    result_ = static_cast<Result>(fingerprint(h, p_.result_bits));
+    return true;
   }
 
-  RIBBON_HD void next_row() { load_row(); }
+  /// The current row is done (stored or redundant): load the next one.
+  RIBBON_HD void next_row() {
+    if (!load_row()) next_bucket();
+  }
 
   RIBBON_HD void fail_row() {
     if (!g_.bumping()) {
@@ -228,46 +228,49 @@ class shard_eliminator {
       --undo_size_;
       ws_.coeffs[ws_.undo_columns[undo_size_]] = 0;
     }
-    finish_bucket();
+    next_bucket();
   }
 
-  /// Records the bucket's code, moves its bumped keys (a prefix, sorted by start) to the
-  /// front, and starts the next bucket.
+  /// Finishes the current bucket and moves on to the next bucket that has a row to insert
+  /// (a loop, not recursion: runs of empty buckets can be long); done after the last.
+  RIBBON_HD void next_bucket() {
+    for (;;) {
+      if (bucket_ != no_bucket) finish_bucket();
+      if (++bucket_ == num_buckets_) {
+        done_ = true;
+        return;
+      }
+      code_ = 0;
+      undo_size_ = 0;
+      bucket_first_ = bucket_end_;
+      std::uint64_t end = bucket_first_;
+      const std::uint64_t limit = bucket_begin() + bucket_size_;
+      while (end < count_ && local_start(hashes_[end], g_, begin_) < limit) ++end;
+      bucket_end_ = end;
+      row_ = end;
+      if (load_row()) return;
+    }
+  }
+
+  /// Records the bucket's code and moves its bumped keys (a prefix, sorted by start) to the
+  /// front.
   RIBBON_HD void finish_bucket() {
-    if (g_.bumping()) {
-      std::uint64_t bump_below = bucket_begin() + p_.threshold(code_);
-      if (bump_below < rule_limit_) bump_below = rule_limit_;
-      for (std::uint64_t i = bucket_first_;
-           i < bucket_end_ && local_start(hashes_[i], g_, begin_) < bump_below; ++i) {
-        hashes_[kept_++] = hashes_[i];
-      }
-      const std::uint64_t bucket = first_bucket_ + bucket_;
-      code_word_ |= std::uint64_t{code_} << (2 * (bucket % 32));
-      if (bucket % 32 == 31 || bucket_ + 1 == num_buckets_) {
-        threshold_words_[bucket / 32] = code_word_;
-        code_word_ = 0;
-      }
+    if (!g_.bumping()) return;
+    std::uint64_t bump_below = bucket_begin() + p_.threshold(code_);
+    if (bump_below < rule_limit_) bump_below = rule_limit_;
+    for (std::uint64_t i = bucket_first_;
+         i < bucket_end_ && local_start(hashes_[i], g_, begin_) < bump_below; ++i) {
+      hashes_[kept_++] = hashes_[i];
     }
-    start_bucket();
+    const std::uint64_t bucket = first_bucket_ + bucket_;
+    code_word_ |= std::uint64_t{code_} << (2 * (bucket % 32));
+    if (bucket % 32 == 31 || bucket_ + 1 == num_buckets_) {
+      threshold_words_[bucket / 32] = code_word_;
+      code_word_ = 0;
+    }
   }
 
-  /// Moves to the next bucket and loads its first row; finishes the shard after the last.
-  RIBBON_HD void start_bucket() {
-    ++bucket_;
-    if (bucket_ == num_buckets_) {
-      done_ = true;
-      return;
-    }
-    code_ = 0;
-    undo_size_ = 0;
-    bucket_first_ = bucket_end_;
-    std::uint64_t end = bucket_first_;
-    const std::uint64_t limit = bucket_begin() + bucket_size_;
-    while (end < count_ && local_start(hashes_[end], g_, begin_) < limit) ++end;
-    bucket_end_ = end;
-    row_ = end;
-    load_row();
-  }
+  static constexpr std::uint64_t no_bucket = ~std::uint64_t{0};
 
   filter_params p_;
   layer_geometry g_;
