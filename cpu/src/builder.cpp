@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -68,6 +69,9 @@ std::int64_t nanoseconds_since(clock_type::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start).count();
 }
 
+/// Tries of the final plain layer before giving up (only adversarial keys get near it).
+constexpr std::uint32_t max_plain_attempts = 32;
+
 /// Builds the layers of one filter for one (width, result type) combination.
 template <unsigned Width, class Result>
 class layered_builder {
@@ -91,7 +95,13 @@ class layered_builder {
       if (plain) {
         std::vector<std::uint64_t> hashes(remaining);
         for (std::uint32_t attempt = 0;; ++attempt) {
-          if (attempt == 1000) throw error("the final plain layer failed to build 1000 times");
+          // Each retry has a fresh salt, and from the fifth on 25 % more slots: with random
+          // hashes the first try almost always succeeds (see plain_layer_attempts).
+          if (attempt == max_plain_attempts) {
+            throw error("the final plain layer failed to build " +
+                        std::to_string(max_plain_attempts) + " times (" +
+                        std::to_string(remaining) + " keys)");
+          }
           layer.salt = layer_salt(p_.seed, l, attempt);
           for (std::uint64_t i = 0; i < remaining; ++i) hashes[i] = remix(bumped[i], layer.salt);
           std::sort(hashes.begin(), hashes.end());
