@@ -1,6 +1,4 @@
 // `ribbon bench`: end-to-end benchmark on random 64-bit keys held in memory.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -9,11 +9,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "ribbon/detail/partition.hpp"
@@ -195,6 +194,7 @@ class layered_builder {
       threads_.sort_ns += nanoseconds_since(t);
       t = clock_type::now();
       using eliminator = detail::shard_eliminator<Width, Result>;
+      static_assert(std::is_trivially_destructible_v<eliminator>, "placed without destruction");
       alignas(eliminator) unsigned char storage[interleaved_shards * sizeof(eliminator)];
       auto* eliminators = reinterpret_cast<eliminator*>(storage);
       for (unsigned lane = 0; lane < lanes; ++lane) {

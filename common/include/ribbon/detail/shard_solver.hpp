@@ -17,6 +17,22 @@ namespace ribbon::detail {
 
 enum class insert_outcome { stored, redundant, failed };
 
+/// One round of INSERT-ROW: eliminate the row's leading column with the (non-zero) pivot
+/// stored there, then shift the row to its next set bit. Returns false when the row has
+/// become zero (then `result` says redundant, 0, or inconsistent, non-zero).
+template <class Word, class Result>
+RIBBON_HD RIBBON_FORCE_INLINE bool reduce_with_pivot(Word pivot, Result pivot_result,
+                                                     std::uint64_t& column, Word& coeff,
+                                                     Result& result) {
+  coeff ^= pivot;
+  result ^= pivot_result;
+  if (coeff == 0) return false;
+  const int shift = count_trailing_zeros(coeff);
+  coeff >>= shift;
+  column += static_cast<std::uint64_t>(shift);
+  return true;
+}
+
 /// INSERT-ROW of the seeds on row-major working arrays indexed by local column: eliminate
 /// `coeff` (relative to `column`, bit 0 set) against stored pivots until it finds a free
 /// pivot column. A row that reduces to 0 = 0 is redundant (a duplicate key); 0 = f != 0 fails.
@@ -25,20 +41,14 @@ template <class Word, class Result>
 RIBBON_HD RIBBON_FORCE_INLINE insert_outcome insert_row(Word* coeffs, Result* results,
                                                         std::uint64_t& column, Word coeff,
                                                         Result result) {
-  for (;;) {
-    const Word pivot = coeffs[column];
-    if (pivot == 0) {
-      coeffs[column] = coeff;
-      results[column] = result;
-      return insert_outcome::stored;
+  while (coeffs[column] != 0) {
+    if (!reduce_with_pivot(coeffs[column], results[column], column, coeff, result)) {
+      return result == 0 ? insert_outcome::redundant : insert_outcome::failed;
     }
-    coeff ^= pivot;
-    result ^= results[column];
-    if (coeff == 0) return result == 0 ? insert_outcome::redundant : insert_outcome::failed;
-    const int shift = count_trailing_zeros(coeff);
-    coeff >>= shift;
-    column += static_cast<std::uint64_t>(shift);
   }
+  coeffs[column] = coeff;
+  results[column] = result;
+  return insert_outcome::stored;
 }
 
 /// The working memory one shard needs, owned by the caller.
@@ -131,12 +141,7 @@ class shard_eliminator {
   RIBBON_HD RIBBON_FORCE_INLINE void step() {
     const word pivot = ws_.coeffs[column_];
     if (RIBBON_LIKELY(pivot != 0)) {
-      coeff_ ^= pivot;
-      result_ ^= ws_.results[column_];
-      if (RIBBON_LIKELY(coeff_ != 0)) {
-        const int shift = count_trailing_zeros(coeff_);
-        coeff_ >>= shift;
-        column_ += static_cast<std::uint64_t>(shift);
+      if (RIBBON_LIKELY(reduce_with_pivot(pivot, ws_.results[column_], column_, coeff_, result_))) {
         return;
       }
       if (result_ == 0) {
@@ -174,13 +179,8 @@ class shard_eliminator {
   /// non-zero row. Returns false, changing nothing, for any other step (call slow_step()).
   RIBBON_HD RIBBON_FORCE_INLINE bool fast_step(row_state& r) const {
     const word pivot = ws_.coeffs[r.column];
-    const word reduced = r.coeff ^ pivot;
-    if (pivot == 0 || reduced == 0) return false;
-    r.result ^= ws_.results[r.column];
-    const int shift = count_trailing_zeros(reduced);
-    r.coeff = reduced >> shift;
-    r.column += static_cast<std::uint64_t>(shift);
-    return true;
+    if (pivot == 0 || pivot == r.coeff) return false;  // free column, or the row becomes 0
+    return reduce_with_pivot(pivot, ws_.results[r.column], r.column, r.coeff, r.result);
   }
 
   /// Any step, on a row held by the caller.
