@@ -98,6 +98,29 @@ TEST(HashBytes, MatchesLibxxhashOnSpecialContents) {
   EXPECT_EQ(ribbon::hash_bytes("", 0, 0), 0xEF46DB3751D8E999ULL);
 }
 
+TEST(Xxh64Stream, EqualsLibxxhashOverAnySplitIntoPieces) {
+  // Sections are checksummed one shard range at a time: the pieces' sizes are arbitrary.
+  std::vector<unsigned char> data(2000);
+  rng random(11);
+  for (auto& byte : data) byte = static_cast<unsigned char>(random.next());
+  for (std::uint64_t seed : kSeeds) {
+    for (std::size_t length : {0u, 5u, 31u, 32u, 33u, 64u, 100u, 1999u, 2000u}) {
+      for (int trial = 0; trial < 20; ++trial) {
+        ribbon::detail::xxh64_stream stream(seed);
+        std::size_t fed = 0;
+        while (fed < length) {
+          const std::size_t piece =
+              std::min<std::size_t>(length - fed, random.next() % (trial < 10 ? 8 : 80));
+          stream.update(data.data() + fed, piece);
+          fed += piece;
+        }
+        ASSERT_EQ(stream.digest(), XXH64(data.data(), length, seed))
+            << "length " << length << " trial " << trial;
+      }
+    }
+  }
+}
+
 TEST(HashBytes, DependsOnEveryBitOfTheInput) {
   // Flipping any bit of a 300-byte input changes the hash.
   std::vector<unsigned char> data(300);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "ribbon/detail/temp_files.hpp"
 #include "ribbon/detail/xxhash64.hpp"
 #include "ribbon/error.hpp"
 
@@ -58,8 +59,7 @@ std::uint64_t image_bytes(const filter_image& image) {
   return layout(image.params, geometries.data(), geometries.size(), sections.data());
 }
 
-void write_image(const filter_image& image,
-                 const std::function<void(const void*, std::size_t)>& sink) {
+void write_image(const filter_image& image, const byte_sink& sink, const section_source& external) {
   const filter_params& p = image.params;
   const std::size_t n = image.layers.size();
   if (n > max_layers) throw error("a filter has at most 16 layers");
@@ -81,10 +81,14 @@ void write_image(const filter_image& image,
     d.bumped_keys = li.bumped_keys;
     d.threshold_offset = sections[l].threshold_offset;
     d.threshold_bytes = sections[l].threshold_bytes;
-    d.threshold_checksum = checksum(li.thresholds, d.threshold_bytes);
+    d.threshold_checksum = li.thresholds || d.threshold_bytes == 0
+                               ? checksum(li.thresholds, d.threshold_bytes)
+                               : li.threshold_checksum;
     d.solution_offset = sections[l].solution_offset;
     d.solution_bytes = sections[l].solution_bytes;
-    d.solution_checksum = checksum(li.solution, d.solution_bytes);
+    d.solution_checksum = li.solution || d.solution_bytes == 0
+                              ? checksum(li.solution, d.solution_bytes)
+                              : li.solution_checksum;
   }
 
   file_header h;
@@ -120,13 +124,21 @@ void write_image(const filter_image& image,
   };
   emit(&h, sizeof(h));
   emit(descriptors.data(), n * sizeof(layer_descriptor));
+  auto emit_section = [&](std::size_t l, section which, const void* data, std::uint64_t bytes) {
+    if (data != nullptr || bytes == 0) return emit(data, bytes);
+    if (!external) throw error("write_image: a section is neither in memory nor external");
+    const std::uint64_t end = written + bytes;
+    external(l, which, [&](const void* piece, std::size_t size) { emit(piece, size); });
+    if (written != end) throw error("write_image: an external section has the wrong size");
+  };
   for (std::size_t l = 0; l < n; ++l) {
+    const layer_image& li = image.layers[l];
     if (sections[l].threshold_bytes) {
       pad_to(sections[l].threshold_offset);
-      emit(image.layers[l].thresholds, sections[l].threshold_bytes);
+      emit_section(l, section::thresholds, li.thresholds, sections[l].threshold_bytes);
     }
     pad_to(sections[l].solution_offset);
-    emit(image.layers[l].solution, sections[l].solution_bytes);
+    emit_section(l, section::solution, li.solution, sections[l].solution_bytes);
   }
 }
 
@@ -140,12 +152,14 @@ std::vector<unsigned char> serialize(const filter_image& image) {
   return bytes;
 }
 
-void write_file(const std::string& path, const filter_image& image) {
+void write_file(const std::string& path, const filter_image& image,
+                const section_source& external) {
   std::string temp = path + ".tmp-XXXXXX";
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) {
     throw error("cannot create a temporary file next to " + path + ": " + std::strerror(errno));
   }
+  const detail::temp_path removed_on_signal(temp, false);
   // Until the rename succeeds, any exit removes the temporary file.
   struct temp_guard {
     int fd;
@@ -159,18 +173,21 @@ void write_file(const std::string& path, const filter_image& image) {
   auto fail_io = [&](const char* what) {
     throw error("cannot write " + path + ": " + what + std::strerror(errno));
   };
-  write_image(image, [&](const void* data, std::size_t size) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    while (size > 0) {
-      const ssize_t n = ::write(fd, p, size);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail_io("");
-      }
-      p += n;
-      size -= static_cast<std::size_t>(n);
-    }
-  });
+  write_image(
+      image,
+      [&](const void* data, std::size_t size) {
+        const auto* p = static_cast<const unsigned char*>(data);
+        while (size > 0) {
+          const ssize_t n = ::write(fd, p, size);
+          if (n < 0) {
+            if (errno == EINTR) continue;
+            fail_io("");
+          }
+          p += n;
+          size -= static_cast<std::size_t>(n);
+        }
+      },
+      external);
   // mkstemp creates the file 0600; give it the permissions a new file normally gets.
   const mode_t mask = ::umask(0);
   ::umask(mask);

@@ -77,7 +77,22 @@ struct layer_image {
   std::uint64_t bumped_keys = 0;
   const void* thresholds = nullptr;  ///< geometry.threshold_words(B) * 8 bytes
   const void* solution = nullptr;    ///< geometry.solution_bytes(w, r) bytes
+  /// A section that is not in memory (its pointer null, its size not 0), e.g. one that an
+  /// out-of-core build wrote to a spill file, comes from the writer's section_source; its
+  /// checksum is then given here.
+  std::uint64_t threshold_checksum = 0;
+  std::uint64_t solution_checksum = 0;
 };
+
+/// Which section of a layer.
+enum class section : std::uint32_t { thresholds = 0, solution = 1 };
+
+/// Receives file bytes in order.
+using byte_sink = std::function<void(const void*, std::size_t)>;
+
+/// Produces the bytes of a section not held in memory: section_source(layer, which, sink)
+/// must pass exactly that section's bytes to `sink`.
+using section_source = std::function<void(std::size_t, section, const byte_sink&)>;
 
 /// Everything the writer needs.
 struct filter_image {
@@ -90,16 +105,18 @@ struct filter_image {
 std::uint64_t image_bytes(const filter_image& image);
 
 /// Streams the file bytes to `sink` in order (header, descriptors, padded sections).
-void write_image(const filter_image& image,
-                 const std::function<void(const void*, std::size_t)>& sink);
+void write_image(const filter_image& image, const byte_sink& sink,
+                 const section_source& external = {});
 
 /// The file bytes in memory.
 std::vector<unsigned char> serialize(const filter_image& image);
 
 /// Writes the file atomically: to a temporary file in the same directory, flushed, then
 /// renamed over `path`. On failure nothing is left behind and an existing `path` is intact.
-/// Throws ribbon::error naming the path and the cause.
-void write_file(const std::string& path, const filter_image& image);
+/// Throws ribbon::error naming the path and the cause. The temporary file is also removed if
+/// the process dies of a signal while writing (see detail/temp_files.hpp).
+void write_file(const std::string& path, const filter_image& image,
+                const section_source& external = {});
 
 /// A parsed, validated file image.
 struct parsed_image {

@@ -40,6 +40,18 @@ struct layer_geometry {
   RIBBON_HD std::uint64_t num_buckets(std::uint32_t bucket_size) const {
     return bumping() ? num_starts / bucket_size : 0;
   }
+  /// First solution block that shard `shard` owns (num_blocks() for shard num_shards()).
+  RIBBON_HD std::uint64_t shard_first_block(std::uint64_t shard, std::uint32_t width) const {
+    if (shard == 0) return 0;
+    return shard >= num_shards() ? num_blocks(width) : shard_begin(shard) / width + 1;
+  }
+  /// First threshold word of shard `shard` (threshold_words() for shard num_shards()). Shards
+  /// hold at least 32 buckets, so no word is shared between shards.
+  RIBBON_HD std::uint64_t shard_first_threshold_word(std::uint64_t shard,
+                                                     std::uint32_t bucket_size) const {
+    return shard >= num_shards() ? threshold_words(bucket_size)
+                                 : shard_begin(shard) / bucket_size / 32;
+  }
   /// 64-bit words of 2-bit bucket codes.
   RIBBON_HD std::uint64_t threshold_words(std::uint32_t bucket_size) const {
     return detail::divide_round_up(num_buckets(bucket_size), 32);

@@ -98,8 +98,10 @@ struct shard_outcome {
 /// order: at the first failure in a bucket the smallest threshold above the failing offset is
 /// chosen, the bucket's rows below it (the most recent insertions) are undone, and those keys
 /// are bumped. Keys bumped (by threshold or, at the head of shards k > 0, by rule) are moved
-/// to the front of `hashes`, in ascending order. Bucket codes go to `threshold_words` (the
-/// layer's array; this shard's words only). A plain layer is one bucket that may not bump.
+/// to the front of `hashes`, in ascending order. Bucket codes go to `threshold_words`, whose
+/// element 0 is the layer's threshold word `threshold_origin` (a window of the layer's array,
+/// e.g. one shard range of an out-of-core build); the shard writes its own words only. A plain
+/// layer is one bucket that may not bump.
 ///
 /// The work is a state machine advanced by step(): one xor with one pivot in the common case.
 /// A step's latency is a chain of dependent loads, so a CPU thread interleaves the steps of
@@ -112,13 +114,15 @@ class shard_eliminator {
 
   RIBBON_HD shard_eliminator(const filter_params& p, const layer_geometry& g, std::uint64_t shard,
                              std::uint64_t* hashes, std::uint64_t count,
-                             shard_workspace<Width, Result> ws, std::uint64_t* threshold_words)
+                             shard_workspace<Width, Result> ws, std::uint64_t* threshold_words,
+                             std::uint64_t threshold_origin = 0)
       : p_(p),
         g_(g),
         ws_(ws),
         hashes_(hashes),
         count_(count),
         threshold_words_(threshold_words),
+        threshold_origin_(threshold_origin),
         begin_(g.shard_begin(shard)),
         first_bucket_(g.bumping() ? g.shard_begin(shard) / p.bucket_size : 0),
         bucket_size_(g.bumping() ? p.bucket_size : g.shard_end(shard) - g.shard_begin(shard)),
@@ -265,7 +269,7 @@ class shard_eliminator {
     const std::uint64_t bucket = first_bucket_ + bucket_;
     code_word_ |= std::uint64_t{code_} << (2 * (bucket % 32));
     if (bucket % 32 == 31 || bucket_ + 1 == num_buckets_) {
-      threshold_words_[bucket / 32] = code_word_;
+      threshold_words_[bucket / 32 - threshold_origin_] = code_word_;
       code_word_ = 0;
     }
   }
@@ -278,8 +282,9 @@ class shard_eliminator {
   std::uint64_t* hashes_;
   std::uint64_t count_;
   std::uint64_t* threshold_words_;
-  std::uint64_t begin_;         // first start position of the shard
-  std::uint64_t first_bucket_;  // layer index of the shard's first bucket
+  std::uint64_t threshold_origin_;  // layer index of threshold_words_[0]
+  std::uint64_t begin_;             // first start position of the shard
+  std::uint64_t first_bucket_;      // layer index of the shard's first bucket
   std::uint64_t bucket_size_;
   std::uint64_t num_buckets_;
   std::uint64_t rule_limit_;  // local starts below this are bumped by rule
@@ -354,7 +359,7 @@ template <unsigned Width, class Result, std::uint32_t Bits>
 RIBBON_HD void back_substitute_columns(std::uint32_t result_bits, std::uint64_t begin,
                                        std::uint64_t end_column, std::uint64_t first_column,
                                        const word_t<Width>* coeffs, const Result* results,
-                                       word_t<Width>* solution) {
+                                       word_t<Width>* solution, std::uint64_t block_origin) {
   using word = word_t<Width>;
   const std::uint32_t r = Bits != 0 ? Bits : result_bits;
   word state[Bits != 0 ? Bits : 32];
@@ -371,7 +376,7 @@ RIBBON_HD void back_substitute_columns(std::uint32_t result_bits, std::uint64_t 
       state[j] = shifted | bit;
     }
     if (column % Width == 0) {  // begin is a multiple of Width
-      word* block = solution + (begin + column) / Width * r;
+      word* block = solution + ((begin + column) / Width - block_origin) * r;
       for (std::uint32_t j = 0; j < r; ++j) block[j] = state[j];
     }
   }
@@ -379,22 +384,27 @@ RIBBON_HD void back_substitute_columns(std::uint32_t result_bits, std::uint64_t 
 
 /// BACK-SUBSTITUTE for the columns a shard owns, written as interleaved blocks: per block of
 /// `Width` columns, r words whose bit j is the solution bit of column block*Width + j.
-/// Free (pivot-less) columns get 0.
+/// Free (pivot-less) columns get 0. solution[0] is the layer's block `block_origin` (a window,
+/// as for the threshold words).
 template <unsigned Width, class Result>
 RIBBON_HD void back_substitute_shard(const filter_params& p, const layer_geometry& g,
                                      std::uint64_t shard, const word_t<Width>* coeffs,
-                                     const Result* results, word_t<Width>* solution) {
+                                     const Result* results, word_t<Width>* solution,
+                                     std::uint64_t block_origin = 0) {
   const std::uint64_t begin = g.shard_begin(shard);
   const std::uint64_t end = shard_columns(g, shard, Width);
   const std::uint64_t first = shard == 0 ? 0 : Width;
   const std::uint32_t r = p.result_bits;
   // The common sizes get their own code; others run the generic loop.
   if (r == 8 && sizeof(Result) == 1) {
-    back_substitute_columns<Width, Result, 8>(r, begin, end, first, coeffs, results, solution);
+    back_substitute_columns<Width, Result, 8>(r, begin, end, first, coeffs, results, solution,
+                                              block_origin);
   } else if (r == 16 && sizeof(Result) == 2) {
-    back_substitute_columns<Width, Result, 16>(r, begin, end, first, coeffs, results, solution);
+    back_substitute_columns<Width, Result, 16>(r, begin, end, first, coeffs, results, solution,
+                                               block_origin);
   } else {
-    back_substitute_columns<Width, Result, 0>(r, begin, end, first, coeffs, results, solution);
+    back_substitute_columns<Width, Result, 0>(r, begin, end, first, coeffs, results, solution,
+                                              block_origin);
   }
 }
 

@@ -3,6 +3,7 @@
 /// specification. Tests check it against libxxhash byte for byte.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -44,33 +45,28 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t xxh64_merge(std::uint64_t acc, std::
   return acc * xxh_prime1 + xxh_prime4;
 }
 
-/// XXH64 of `length` bytes at `data` with `seed`; equals libxxhash's XXH64().
-RIBBON_HD inline std::uint64_t xxh64(const void* data, std::size_t length, std::uint64_t seed) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  const unsigned char* const end = p + length;
-  std::uint64_t h;
-  if (length >= 32) {
-    std::uint64_t v1 = seed + xxh_prime1 + xxh_prime2;
-    std::uint64_t v2 = seed + xxh_prime2;
-    std::uint64_t v3 = seed;
-    std::uint64_t v4 = seed - xxh_prime1;
-    const unsigned char* const last_stripe = end - 32;
-    do {
-      v1 = xxh64_round(v1, load_le64(p));
-      v2 = xxh64_round(v2, load_le64(p + 8));
-      v3 = xxh64_round(v3, load_le64(p + 16));
-      v4 = xxh64_round(v4, load_le64(p + 24));
-      p += 32;
-    } while (p <= last_stripe);
-    h = rotate_left(v1, 1) + rotate_left(v2, 7) + rotate_left(v3, 12) + rotate_left(v4, 18);
-    h = xxh64_merge(h, v1);
-    h = xxh64_merge(h, v2);
-    h = xxh64_merge(h, v3);
-    h = xxh64_merge(h, v4);
-  } else {
-    h = seed + xxh_prime5;
+/// The four lanes of XXH64's bulk loop.
+struct xxh64_lanes {
+  std::uint64_t v[4];
+  RIBBON_HD explicit xxh64_lanes(std::uint64_t seed)
+      : v{seed + xxh_prime1 + xxh_prime2, seed + xxh_prime2, seed, seed - xxh_prime1} {}
+  RIBBON_HD RIBBON_FORCE_INLINE void consume(const unsigned char* stripe) {
+    v[0] = xxh64_round(v[0], load_le64(stripe));
+    v[1] = xxh64_round(v[1], load_le64(stripe + 8));
+    v[2] = xxh64_round(v[2], load_le64(stripe + 16));
+    v[3] = xxh64_round(v[3], load_le64(stripe + 24));
   }
-  h += static_cast<std::uint64_t>(length);
+  RIBBON_HD std::uint64_t merged() const {
+    std::uint64_t h =
+        rotate_left(v[0], 1) + rotate_left(v[1], 7) + rotate_left(v[2], 12) + rotate_left(v[3], 18);
+    for (int i = 0; i < 4; ++i) h = xxh64_merge(h, v[i]);
+    return h;
+  }
+};
+
+/// XXH64's end: the last (length mod 32) bytes and the avalanche. `h` already has the length.
+RIBBON_HD inline std::uint64_t xxh64_finish(std::uint64_t h, const unsigned char* p,
+                                            const unsigned char* end) {
   while (end - p >= 8) {
     h ^= xxh64_round(0, load_le64(p));
     h = rotate_left(h, 27) * xxh_prime1 + xxh_prime4;
@@ -93,5 +89,57 @@ RIBBON_HD inline std::uint64_t xxh64(const void* data, std::size_t length, std::
   h ^= h >> 32;
   return h;
 }
+
+/// XXH64 of `length` bytes at `data` with `seed`; equals libxxhash's XXH64().
+RIBBON_HD inline std::uint64_t xxh64(const void* data, std::size_t length, std::uint64_t seed) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  const unsigned char* const end = p + length;
+  std::uint64_t h = seed + xxh_prime5;
+  if (length >= 32) {
+    xxh64_lanes lanes(seed);
+    for (const unsigned char* const last_stripe = end - 32; p <= last_stripe; p += 32) {
+      lanes.consume(p);
+    }
+    h = lanes.merged();
+  }
+  return xxh64_finish(h + static_cast<std::uint64_t>(length), p, end);
+}
+
+/// XXH64 over data given in pieces (a section written one shard range at a time): the same
+/// value as xxh64() over the concatenation.
+class xxh64_stream {
+ public:
+  explicit xxh64_stream(std::uint64_t seed = 0) : lanes_(seed), seed_(seed) {}
+
+  void update(const void* data, std::size_t length) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    const unsigned char* const end = p + length;
+    total_ += length;
+    if (buffered_ > 0) {  // complete the stripe begun by an earlier piece
+      const std::size_t take = std::min<std::size_t>(32 - buffered_, length);
+      std::memcpy(buffer_ + buffered_, p, take);
+      buffered_ += take;
+      p += take;
+      if (buffered_ < 32) return;
+      lanes_.consume(buffer_);
+      buffered_ = 0;
+    }
+    for (; end - p >= 32; p += 32) lanes_.consume(p);
+    buffered_ = static_cast<std::size_t>(end - p);
+    std::memcpy(buffer_, p, buffered_);
+  }
+
+  std::uint64_t digest() const {
+    const std::uint64_t h = total_ >= 32 ? lanes_.merged() : seed_ + xxh_prime5;
+    return xxh64_finish(h + total_, buffer_, buffer_ + buffered_);
+  }
+
+ private:
+  xxh64_lanes lanes_;
+  std::uint64_t seed_;
+  std::uint64_t total_ = 0;
+  unsigned char buffer_[32] = {};
+  std::size_t buffered_ = 0;
+};
 
 }  // namespace ribbon::detail

@@ -22,24 +22,28 @@ inline std::uint64_t partition_chunk_size(std::uint64_t n) {
   return std::max<std::uint64_t>(std::uint64_t{1} << 16, divide_round_up(n, 256));
 }
 
-/// Scatters source(i), i < n, into `out` grouped by shard (MSD partition). Two passes over
-/// the source (count, then scatter) so that no second n-sized buffer is needed: recomputing a
-/// hash is cheaper than the memory. shard_offsets gets num_shards + 1 entries.
+/// Scatters source(i), i < n, into `out` grouped by shard (MSD partition), for hashes whose
+/// shards all lie in [first_shard, end_shard) (a shard range of an out-of-core build; the
+/// whole layer otherwise). Two passes over the source (count, then scatter) so that no second
+/// n-sized buffer is needed: recomputing a hash is cheaper than the memory. shard_offsets gets
+/// end_shard - first_shard + 1 entries, shard s's hashes at [offsets[s - first_shard], ...).
 template <class Source>
-void partition_by_shard(std::uint64_t n, const Source& source, const layer_geometry& g,
-                        std::uint64_t* out, std::vector<std::uint64_t>& shard_offsets,
-                        double* count_seconds, double* scatter_seconds) {
-  const std::uint64_t shards = g.num_shards();
+void partition_shard_range(std::uint64_t n, const Source& source, const layer_geometry& g,
+                           std::uint64_t first_shard, std::uint64_t end_shard, std::uint64_t* out,
+                           std::vector<std::uint64_t>& shard_offsets, double* count_seconds,
+                           double* scatter_seconds) {
+  const std::uint64_t shards = end_shard - first_shard;
   const std::uint64_t chunk = partition_chunk_size(n);
   const std::uint64_t chunks = divide_round_up(n, chunk);
   std::vector<std::uint64_t> counts(chunks * shards, 0);
+  auto shard_of = [&](std::uint64_t h) {
+    return (fastrange64(h, g.num_starts) >> g.shard_bits) - first_shard;
+  };
   auto start = std::chrono::steady_clock::now();
   tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
     std::uint64_t* row = counts.data() + c * shards;
     const std::uint64_t end = std::min(n, (c + 1) * chunk);
-    for (std::uint64_t i = c * chunk; i < end; ++i) {
-      ++row[fastrange64(source(i), g.num_starts) >> g.shard_bits];
-    }
+    for (std::uint64_t i = c * chunk; i < end; ++i) ++row[shard_of(source(i))];
   });
   shard_offsets.assign(shards + 1, 0);
   std::uint64_t total = 0;
@@ -61,12 +65,21 @@ void partition_by_shard(std::uint64_t n, const Source& source, const layer_geome
     const std::uint64_t end = std::min(n, (c + 1) * chunk);
     for (std::uint64_t i = c * chunk; i < end; ++i) {
       const std::uint64_t h = source(i);
-      out[cursor[fastrange64(h, g.num_starts) >> g.shard_bits]++] = h;
+      out[cursor[shard_of(h)]++] = h;
     }
   });
   if (scatter_seconds)
     *scatter_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// partition_shard_range() over every shard of the layer.
+template <class Source>
+void partition_by_shard(std::uint64_t n, const Source& source, const layer_geometry& g,
+                        std::uint64_t* out, std::vector<std::uint64_t>& shard_offsets,
+                        double* count_seconds, double* scatter_seconds) {
+  partition_shard_range(n, source, g, 0, g.num_shards(), out, shard_offsets, count_seconds,
+                        scatter_seconds);
 }
 
 /// Sorts a shard's hashes ascending: LSD radix sort on the local start (a few passes of at

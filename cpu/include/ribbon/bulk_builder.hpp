@@ -1,0 +1,105 @@
+/// @file bulk_builder.hpp
+/// Builds a filter file from a stream of keys of any size, in bounded memory.
+///
+/// Keys (or their hashes) are added in chunks as they are read. While the hashes fit in the
+/// memory limit they stay in memory and finish() runs the in-memory builder. Past the limit
+/// they are spilled to partition files (by the top bits of the hash, so by shard range) in a
+/// private temporary directory, and finish() builds each layer one shard range at a time.
+/// Either way the file is byte-identical to filter::build() over the same keys and options.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ribbon/filter.hpp"
+
+namespace ribbon {
+
+/// What a build is doing, for progress displays. The builder stores into these atomics
+/// (relaxed) and never calls back: a display thread polls them.
+struct build_progress {
+  enum stage : std::uint32_t {
+    adding = 0,  ///< keys are being added (the caller's reading stage)
+    spilling,    ///< flushing in-memory hashes to partition files
+    solving,     ///< solving a layer; done/total count shards of `layer`
+    writing,     ///< writing the output file; done/total count bytes
+    finished,
+  };
+  std::atomic<std::uint32_t> current{adding};
+  std::atomic<std::uint32_t> layer{0};
+  std::atomic<std::uint64_t> keys{0};  ///< keys added so far
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<std::uint64_t> total{0};
+};
+
+/// Options of a bulk build.
+struct bulk_options {
+  build_options build;                 ///< width, r or target FPR, seed, threads, shard size
+  std::uint64_t memory_limit = 0;      ///< bytes the build may use; 0: default_memory_limit()
+  std::string tmp_dir;                 ///< where partition files go; empty: $TMPDIR or /tmp
+  std::uint64_t expected_keys = 0;     ///< a hint (e.g. from file sizes) to size the partitions
+  build_progress* progress = nullptr;  ///< optional; must outlive the builder
+};
+
+/// What finish() built.
+struct bulk_result {
+  filter_params params;
+  std::uint64_t key_count = 0;
+  std::uint64_t file_bytes = 0;
+  std::uint32_t num_layers = 0;
+  std::vector<format::layer_image> layers;  ///< geometry and key counts (no section pointers)
+  bool out_of_core = false;                 ///< hashes were spilled to partition files
+  std::uint32_t partitions = 0;             ///< partition files of layer 0 (0 in memory)
+  std::uint64_t spilled_bytes = 0;          ///< bytes written to partition and spill files
+  std::uint64_t shard_ranges = 0;           ///< shard ranges solved out of core (all layers)
+  double seconds = 0;                       ///< finish() wall time
+  build_stats stats;                        ///< stage times of the in-memory layers
+  double bits_per_key() const {
+    return key_count ? 8.0 * static_cast<double>(file_bytes) / static_cast<double>(key_count) : 0.0;
+  }
+};
+
+/// A safe share of this machine's memory: half of the physical memory, or of the cgroup's
+/// memory limit where that is lower.
+std::uint64_t default_memory_limit();
+
+/// Installs SIGINT, SIGTERM, SIGHUP and SIGPIPE handlers that remove every temporary file of
+/// live bulk builders (and of writers in progress), then die of the same signal. For tools.
+void remove_temp_files_on_signals();
+
+/// Streaming builder of one filter file. Not thread-safe: one thread adds (the caller may
+/// hash in parallel and add in order or not: the file does not depend on the order).
+class bulk_builder {
+ public:
+  /// Throws ribbon::error on invalid options or an unusable tmp_dir.
+  bulk_builder(key_kind keys, const bulk_options& options);
+  ~bulk_builder();  ///< removes the temporary directory and everything in it
+  bulk_builder(const bulk_builder&) = delete;
+  bulk_builder& operator=(const bulk_builder&) = delete;
+
+  /// The parameters the file will have (the seed hashes the keys).
+  const filter_params& params() const;
+
+  /// Adds key hashes: hash_u64(key, seed_mix(params().seed)) for integer keys,
+  /// hash_bytes(data, size, params().seed) for byte strings.
+  void add_hashes(const std::uint64_t* hashes, std::uint64_t count);
+  /// Adds keys (hashes them here, in parallel for large chunks).
+  void add(const std::uint64_t* keys, std::uint64_t count);
+  void add(const std::string_view* keys, std::uint64_t count);
+
+  std::uint64_t key_count() const;
+
+  /// Builds and writes the file atomically (temporary file in the same directory, renamed
+  /// over `path`; an existing file stays intact if anything fails). Call once.
+  bulk_result finish(const std::string& path);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace ribbon

@@ -1,0 +1,628 @@
+// The bulk builder: keys stream in; hashes stay in memory while they fit, else they are
+// spilled to partition files by their top bits and each layer is built one shard range at a
+// time (see bulk_builder.hpp and README "Out-of-core builds").
+#include "ribbon/bulk_builder.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layered_builder.hpp"
+#include "ribbon/detail/temp_files.hpp"
+#include "ribbon/detail/xxhash64.hpp"
+
+namespace ribbon {
+
+namespace {
+
+[[noreturn]] void fail_io(const std::string& what, const std::string& path) {
+  throw error("cannot " + what + " " + path + ": " + std::strerror(errno));
+}
+
+/// A temporary file of 64-bit hashes (or raw bytes), appended through a buffer and read back
+/// with pread. Removed when destroyed, and by the signal handler if the process is killed.
+class spill_file {
+ public:
+  spill_file(const std::string& path, std::uint64_t buffer_bytes)
+      : path_(path), registration_(path, false) {
+    fd_ = ::open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) fail_io("create", path);
+    buffer_.reserve(std::max<std::uint64_t>(buffer_bytes / 8, 64));
+  }
+  ~spill_file() {
+    ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+  spill_file(const spill_file&) = delete;
+  spill_file& operator=(const spill_file&) = delete;
+
+  void push(std::uint64_t hash) {
+    buffer_.push_back(hash);
+    if (buffer_.size() == buffer_.capacity()) flush();
+  }
+  void append(const std::uint64_t* hashes, std::uint64_t count) {
+    for (std::uint64_t i = 0; i < count; ++i) push(hashes[i]);
+  }
+  /// Appends bytes directly (no buffering).
+  void write_bytes(const void* data, std::uint64_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    while (bytes > 0) {
+      const ssize_t n =
+          ::pwrite(fd_, p, std::min<std::uint64_t>(bytes, 1u << 30), static_cast<off_t>(size_));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail_io("write", path_);
+      }
+      p += n;
+      bytes -= static_cast<std::uint64_t>(n);
+      size_ += static_cast<std::uint64_t>(n);
+    }
+  }
+  void flush() {
+    write_bytes(buffer_.data(), buffer_.size() * 8);
+    buffer_.clear();
+  }
+  /// Bytes written so far (after flush()).
+  std::uint64_t size() const { return size_; }
+  std::uint64_t hashes() const { return size_ / 8 + buffer_.size(); }
+
+  /// Reads `bytes` at `offset` (which must exist).
+  void read(void* data, std::uint64_t bytes, std::uint64_t offset) const {
+    auto* p = static_cast<unsigned char*>(data);
+    while (bytes > 0) {
+      const ssize_t n =
+          ::pread(fd_, p, std::min<std::uint64_t>(bytes, 1u << 30), static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (n == 0) errno = EIO;  // the file is ours: a short read means it was damaged
+        fail_io("read", path_);
+      }
+      p += n;
+      bytes -= static_cast<std::uint64_t>(n);
+      offset += static_cast<std::uint64_t>(n);
+    }
+  }
+
+  /// Calls f(const uint64_t* hashes, count) for the file's hashes, in pieces of `piece`.
+  template <class F>
+  void for_each_piece(std::vector<std::uint64_t>& buffer, F&& f) const {
+    const std::uint64_t total = size_ / 8;
+    for (std::uint64_t done = 0; done < total;) {
+      const std::uint64_t count = std::min<std::uint64_t>(buffer.size(), total - done);
+      read(buffer.data(), count * 8, done * 8);
+      f(static_cast<const std::uint64_t*>(buffer.data()), count);
+      done += count;
+    }
+  }
+
+ private:
+  std::string path_;
+  detail::temp_path registration_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  std::vector<std::uint64_t> buffer_;
+};
+
+/// A private directory under tmp_dir for one build's spill files.
+class spill_directory {
+ public:
+  explicit spill_directory(const std::string& parent) {
+    std::string pattern = (parent.empty() ? default_parent() : parent) + "/ribbon-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw error("cannot create a temporary directory in " +
+                  pattern.substr(0, pattern.size() - 14) + ": " + std::strerror(errno));
+    }
+    path_ = pattern;
+    registration_ = std::make_unique<detail::temp_path>(path_, true);
+  }
+  ~spill_directory() { ::rmdir(path_.c_str()); }  // after its files (members of the owner)
+  spill_directory(const spill_directory&) = delete;
+  spill_directory& operator=(const spill_directory&) = delete;
+
+  /// A new file named after its kind and a serial number.
+  std::unique_ptr<spill_file> create(const std::string& kind, std::uint64_t buffer_bytes) {
+    return std::make_unique<spill_file>(path_ + "/" + kind + "-" + std::to_string(files_++),
+                                        buffer_bytes);
+  }
+
+ private:
+  static std::string default_parent() {
+    const char* env = std::getenv("TMPDIR");
+    return env && *env ? env : "/tmp";
+  }
+  std::string path_;
+  std::unique_ptr<detail::temp_path> registration_;
+  std::uint64_t files_ = 0;
+};
+
+/// A number from a cgroup file, or 0 ("max", missing, unreadable).
+std::uint64_t read_limit_file(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text.empty() || text[0] < '0' || text[0] > '9') return 0;
+  return std::strtoull(text.c_str(), nullptr, 10);
+}
+
+/// In-memory hashes are kept in chunks of this many (no reallocation copies).
+constexpr std::uint64_t chunk_shift = 20;
+constexpr std::uint64_t chunk_hashes = std::uint64_t{1} << chunk_shift;
+
+/// Partition files of a layer: at most this many (one buffer each).
+constexpr std::uint32_t max_partition_bits = 10;
+
+/// Bytes per key of the in-memory build: the key hashes, the layer's partitioned copy and
+/// the solution (r bits per slot, slots about equal to keys) plus a byte of slack.
+std::uint64_t in_memory_bytes_per_key(const filter_params& p) {
+  return 8 + 8 + detail::divide_round_up(p.result_bits, 8) + 1;
+}
+
+void on_fatal_signal(int sig) {
+  detail::remove_temp_paths();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+/// One out-of-core bumped layer: the keys come from partition files (by top hash bits); each
+/// file's shards are solved in ranges that fit the budget. Shards are monotone in the hash,
+/// so a file's keys fall in shards [first, limit], limit being the shard of the next file's
+/// first possible hash; the keys of shard `limit` are carried to the next file.
+template <unsigned Width, class Result>
+class out_of_core_layer {
+ public:
+  using files = std::vector<std::unique_ptr<spill_file>>;
+
+  out_of_core_layer(spill_directory& directory, std::uint64_t budget,
+                    detail::layered_builder<Width, Result>& builder, const filter_params& p,
+                    std::uint32_t l, std::uint64_t n)
+      : builder_(builder), p_(p), l_(l) {
+    layer_.input_keys = n;
+    layer_.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
+    layer_.geometry = bumped_geometry(bumped_layer_starts(n, p_, builder.sizing()), p_);
+    const layer_geometry& g = layer_.geometry;
+    thresholds_ = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
+    solution_file_ = directory.create("solution", 0);
+    bumped_file_ = directory.create("bumped", 1 << 20);
+    // Keys per pass: what is left of the budget after the thresholds and buffers, at the
+    // pass's bytes per key (loaded, partitioned, its share of the solution). At least a few
+    // shards, whatever the limit.
+    const double solution_per_key =
+        static_cast<double>(g.solution_bytes(p_.width, p_.result_bits)) / static_cast<double>(n);
+    const std::uint64_t fixed = g.threshold_words(p_.bucket_size) * 8 + (4 << 20);
+    const std::uint64_t room = budget > fixed ? budget - fixed : 0;
+    pass_keys_ = std::max<std::uint64_t>(
+        static_cast<std::uint64_t>(static_cast<double>(room) / (16.0 + solution_per_key)),
+        4 * g.shard_size());
+    read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, 1 << 17));
+  }
+
+  /// Solves the layer over `parts` (2^bits files); returns its image (the solution section
+  /// stays in solution_file()).
+  format::layer_image run(const files& parts, std::uint32_t bits) {
+    const layer_geometry& g = layer_.geometry;
+    builder_.start_layer(l_, g.num_shards());
+    std::vector<std::uint64_t> carry;
+    std::uint64_t next_shard = 0;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const std::uint64_t limit =
+          k + 1 < parts.size() ? shard_of(std::uint64_t{k + 1} << (64 - bits)) : g.num_shards();
+      parts[k]->flush();
+      std::vector<std::uint64_t> next_carry;
+      solve_span(*parts[k], carry, next_shard, limit, k + 1 < parts.size() ? &next_carry : nullptr);
+      carry.swap(next_carry);
+      next_shard = limit;
+    }
+    if (!carry.empty()) throw error("internal error: keys left over after the last shard");
+    bumped_file_->flush();
+    layer_.bumped_keys = bumped_file_->hashes();
+    layer_.thresholds = thresholds_.get();
+    layer_.solution = nullptr;
+    layer_.solution_checksum = solution_checksum_.digest();
+    if (solution_file_->size() != g.solution_bytes(p_.width, p_.result_bits)) {
+      throw error("internal error: out-of-core solution section has the wrong size");
+    }
+    return layer_;
+  }
+
+  aligned_bytes take_thresholds() { return std::move(thresholds_); }
+  std::unique_ptr<spill_file> take_solution_file() { return std::move(solution_file_); }
+  std::unique_ptr<spill_file> take_bumped_file() { return std::move(bumped_file_); }
+  /// Bytes written to the solution and bumped-key files; shard ranges solved.
+  std::uint64_t spilled_bytes() const { return spilled_bytes_; }
+  std::uint64_t ranges() const { return ranges_; }
+
+ private:
+  std::uint64_t shard_of(std::uint64_t hash) const {
+    return fastrange64(hash, layer_.geometry.num_starts) >> layer_.geometry.shard_bits;
+  }
+
+  /// Solves shards [lo, hi) from the keys of `file` and `carry` in those shards. With
+  /// `next_carry`, keys in shards >= hi go there. Splits the span when its keys exceed a
+  /// pass (a single shard is always solved, however many keys it has).
+  void solve_span(const spill_file& file, const std::vector<std::uint64_t>& carry, std::uint64_t lo,
+                  std::uint64_t hi, std::vector<std::uint64_t>* next_carry) {
+    std::vector<std::uint64_t> keys;
+    bool overflow = false;
+    auto take = [&](const std::uint64_t* hashes, std::uint64_t count) {
+      for (std::uint64_t i = 0; i < count; ++i) {
+        const std::uint64_t shard = shard_of(hashes[i]);
+        if (shard >= hi) {
+          if (next_carry) next_carry->push_back(hashes[i]);
+        } else if (shard >= lo) {
+          keys.push_back(hashes[i]);
+        }
+      }
+      if (keys.size() > pass_keys_ && hi - lo > 1) overflow = true;
+    };
+    const std::size_t carry_mark = next_carry ? next_carry->size() : 0;
+    take(carry.data(), carry.size());
+    if (!overflow) {
+      file.for_each_piece(read_buffer_, [&](const std::uint64_t* hashes, std::uint64_t count) {
+        if (!overflow) take(hashes, count);
+      });
+    }
+    if (overflow) {  // skewed keys (or a bad estimate): halve the span and read again
+      keys = {};
+      if (next_carry) next_carry->resize(carry_mark);
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      solve_span(file, carry, lo, mid, nullptr);
+      solve_span(file, carry, mid, hi, next_carry);
+      return;
+    }
+    if (lo < hi) solve_range(keys, lo, hi);
+  }
+
+  void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
+    const layer_geometry& g = layer_.geometry;
+    const std::uint64_t n = keys.size();
+    auto partitioned = allocate_array<std::uint64_t>(std::max<std::uint64_t>(n, 1));
+    std::vector<std::uint64_t> offsets;
+    const std::uint64_t* loaded = keys.data();
+    detail::partition_shard_range(
+        n, [loaded](std::uint64_t i) { return loaded[i]; }, g, lo, hi, partitioned.get(), offsets,
+        nullptr, nullptr);
+    keys = {};  // the pass's peak is the partitioned copy plus the solution window
+    const std::uint64_t block_bytes = std::uint64_t{p_.result_bits} * (Width / 8);
+    const std::uint64_t window_bytes =
+        (g.shard_first_block(hi, Width) - g.shard_first_block(lo, Width)) * block_bytes;
+    aligned_bytes window = allocate_aligned(window_bytes);
+    auto* threshold_window = reinterpret_cast<std::uint64_t*>(thresholds_.get()) +
+                             g.shard_first_threshold_word(lo, p_.bucket_size);
+    std::vector<std::uint64_t> bumped_counts(hi - lo);
+    if (!builder_.solve_range(g, lo, hi, partitioned.get(), offsets,
+                              {threshold_window, window.get()}, &bumped_counts)) {
+      throw error("internal error: a bumped layer failed to solve");
+    }
+    solution_file_->write_bytes(window.get(), window_bytes);
+    solution_checksum_.update(window.get(), window_bytes);
+    const std::uint64_t bumped = detail::gather_bumped(partitioned.get(), offsets, bumped_counts);
+    bumped_file_->append(partitioned.get(), bumped);
+    spilled_bytes_ += window_bytes + bumped * 8;
+    ++ranges_;
+  }
+
+  detail::layered_builder<Width, Result>& builder_;
+  filter_params p_;
+  std::uint32_t l_;
+  format::layer_image layer_;
+  aligned_bytes thresholds_;
+  std::unique_ptr<spill_file> solution_file_, bumped_file_;
+  detail::xxh64_stream solution_checksum_;
+  std::uint64_t pass_keys_ = 0;
+  std::uint64_t spilled_bytes_ = 0, ranges_ = 0;
+  mutable std::vector<std::uint64_t> read_buffer_;
+};
+
+}  // namespace
+
+std::uint64_t default_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  std::uint64_t memory = pages > 0 && page_size > 0 ? static_cast<std::uint64_t>(pages) *
+                                                          static_cast<std::uint64_t>(page_size)
+                                                    : std::uint64_t{4} << 30;
+  for (const char* cgroup :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    const std::uint64_t limit = read_limit_file(cgroup);
+    if (limit != 0 && limit < memory) memory = limit;
+  }
+  return memory / 2;
+}
+
+void remove_temp_files_on_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_fatal_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &action, nullptr);
+}
+
+struct bulk_builder::impl {
+  filter_params params;
+  bulk_options options;
+  std::uint64_t budget = 0;  ///< bytes for hashes and sections: the limit less a reserve
+  std::uint64_t count = 0;
+  bool finished = false;
+
+  // In memory: hashes in chunks.
+  std::vector<aligned_array<std::uint64_t>> chunks;
+
+  // Spilled: partition files of layer 0 by the top `partition_bits` bits of the hash. The
+  // directory is declared first so that it is removed after its files.
+  std::unique_ptr<spill_directory> directory;
+  std::vector<std::unique_ptr<spill_file>> partitions;
+  std::uint32_t partition_bits = 0;
+  std::uint64_t spilled_bytes = 0;
+  std::uint64_t shard_ranges = 0;
+
+  bool spilled() const { return directory != nullptr; }
+
+  void set_stage(build_progress::stage s, std::uint64_t total = 0) {
+    if (!options.progress) return;
+    options.progress->done.store(0, std::memory_order_relaxed);
+    options.progress->total.store(total, std::memory_order_relaxed);
+    options.progress->current.store(s, std::memory_order_relaxed);
+  }
+
+  /// Opens 2^bits partition files with buffers that share an eighth of the budget.
+  std::vector<std::unique_ptr<spill_file>> open_partitions(std::uint32_t bits) {
+    const std::uint64_t files = std::uint64_t{1} << bits;
+    const std::uint64_t buffer = std::clamp<std::uint64_t>(budget / 8 / files, 64 << 10, 4 << 20);
+    std::vector<std::unique_ptr<spill_file>> out;
+    for (std::uint64_t i = 0; i < files; ++i) out.push_back(directory->create("part", buffer));
+    return out;
+  }
+
+  /// Partition files for an expected number of keys: enough that one file's keys fit a
+  /// shard-range pass in the budget twice over.
+  std::uint32_t partition_bits_for(std::uint64_t expected) const {
+    const std::uint64_t per_pass =
+        std::max<std::uint64_t>(budget / in_memory_bytes_per_key(params), 1);
+    const std::uint64_t files =
+        detail::divide_round_up(expected, std::max<std::uint64_t>(per_pass / 2, 1));
+    std::uint32_t bits = 1;
+    while (bits < max_partition_bits && (std::uint64_t{1} << bits) < files) ++bits;
+    return bits;
+  }
+
+  static void scatter(std::vector<std::unique_ptr<spill_file>>& files, std::uint32_t bits,
+                      const std::uint64_t* hashes, std::uint64_t n) {
+    for (std::uint64_t i = 0; i < n; ++i) files[hashes[i] >> (64 - bits)]->push(hashes[i]);
+  }
+
+  /// Moves the in-memory hashes to partition files; later hashes go straight there.
+  void spill() {
+    set_stage(build_progress::spilling, count);
+    directory = std::make_unique<spill_directory>(options.tmp_dir);
+    partition_bits = partition_bits_for(std::max(options.expected_keys, 2 * count));
+    partitions = open_partitions(partition_bits);
+    std::uint64_t left = count;
+    for (auto& chunk : chunks) {
+      const std::uint64_t n = std::min(left, chunk_hashes);
+      scatter(partitions, partition_bits, chunk.get(), n);
+      left -= n;
+      chunk.reset();
+      if (options.progress) options.progress->done.fetch_add(n, std::memory_order_relaxed);
+    }
+    chunks.clear();
+    set_stage(build_progress::adding);
+  }
+
+  void add_hashes(const std::uint64_t* hashes, std::uint64_t n) {
+    if (finished) throw error("bulk_builder: keys added after finish()");
+    if (spilled()) {
+      scatter(partitions, partition_bits, hashes, n);
+    } else {
+      for (std::uint64_t done = 0; done < n;) {
+        const std::uint64_t fill = count & (chunk_hashes - 1);
+        if (fill == 0) chunks.push_back(allocate_array<std::uint64_t>(chunk_hashes));
+        const std::uint64_t take = std::min(n - done, chunk_hashes - fill);
+        std::copy_n(hashes + done, take, chunks.back().get() + fill);
+        done += take;
+        count += take;
+      }
+      if (count * in_memory_bytes_per_key(params) > budget) spill();
+      if (options.progress) options.progress->keys.store(count, std::memory_order_relaxed);
+      return;
+    }
+    count += n;
+    if (options.progress) options.progress->keys.store(count, std::memory_order_relaxed);
+  }
+
+  bulk_result finish_in_memory(const std::string& path) {
+    bulk_result result;
+    const auto* chunk_table = chunks.data();
+    auto source = [chunk_table](std::uint64_t i) {
+      return chunk_table[i >> chunk_shift][i & (chunk_hashes - 1)];
+    };
+    filter f = detail::build_in_memory(params, count, source, options.build.threads, &result.stats,
+                                       options.progress);
+    chunks.clear();
+    set_stage(build_progress::writing, f.size_bytes());
+    f.save(path);
+    result.layers = f.layers();
+    result.file_bytes = f.size_bytes();
+    return result;
+  }
+
+  template <unsigned Width, class Result>
+  bulk_result finish_out_of_core(const std::string& path);
+
+  bulk_result finish(const std::string& path) {
+    if (finished) throw error("bulk_builder: finish() called twice");
+    finished = true;
+    const auto start = detail::clock_type::now();
+    bulk_result result = detail::run_with_threads(options.build.threads, [&] {
+      if (!spilled()) return finish_in_memory(path);
+      return detail::dispatch_layout(params, [&](auto width_tag, auto result_tag) {
+        return finish_out_of_core<decltype(width_tag)::value, decltype(result_tag)>(path);
+      });
+    });
+    for (auto& layer : result.layers) {
+      layer.thresholds = nullptr;
+      layer.solution = nullptr;
+    }
+    result.params = params;
+    result.key_count = count;
+    result.num_layers = static_cast<std::uint32_t>(result.layers.size());
+    result.out_of_core = spilled();
+    result.partitions = spilled() ? 1u << partition_bits : 0;
+    result.spilled_bytes = spilled_bytes;
+    result.shard_ranges = shard_ranges;
+    result.seconds = detail::seconds_since(start);
+    set_stage(build_progress::finished);
+    return result;
+  }
+};
+
+template <unsigned Width, class Result>
+bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
+  bulk_result result;
+  const auto build_start = detail::clock_type::now();
+  detail::layered_builder<Width, Result> builder(params, result.stats, options.progress);
+  std::vector<format::layer_image> layers;
+  std::vector<aligned_bytes> buffers;
+  std::vector<std::unique_ptr<spill_file>> solution_files;  // by layer; null when in memory
+
+  std::vector<std::unique_ptr<spill_file>> parts = std::move(partitions);
+  std::uint32_t bits = partition_bits;
+  std::uint64_t remaining = count;
+  for (std::uint32_t l = 0; remaining > 0; ++l) {
+    const auto layer_start = detail::clock_type::now();
+    for (auto& part : parts) part->flush();
+    for (auto& part : parts) spilled_bytes += part->size();
+    out_of_core_layer<Width, Result> layer_builder(*directory, budget, builder, params, l,
+                                                   remaining);
+    layers.push_back(layer_builder.run(parts, bits));
+    spilled_bytes += layer_builder.spilled_bytes();
+    shard_ranges += layer_builder.ranges();
+    parts.clear();
+    buffers.push_back(layer_builder.take_thresholds());
+    solution_files.push_back(layer_builder.take_solution_file());
+    std::unique_ptr<spill_file> bumped = layer_builder.take_bumped_file();
+    remaining = layers.back().bumped_keys;
+    if (l == 0) result.stats.solve_seconds = detail::seconds_since(layer_start);
+    if (l > 0) result.stats.later_layers_seconds += detail::seconds_since(layer_start);
+    if (remaining == 0) break;
+
+    const bool fits = remaining * in_memory_bytes_per_key(params) <= budget;
+    if (fits || detail::is_plain_layer(l + 1, remaining, builder.sizing())) {
+      auto previous = allocate_array<std::uint64_t>(remaining);
+      bumped->read(previous.get(), remaining * 8, 0);
+      bumped.reset();
+      const auto rest_start = detail::clock_type::now();
+      builder.build_rest(l + 1, std::move(previous), remaining, layers, buffers);
+      result.stats.later_layers_seconds += detail::seconds_since(rest_start);
+      break;
+    }
+    // Still too big: partition the bumped keys by their next-layer hash, on disk.
+    const std::uint64_t salt = layer_salt(params.seed, l + 1, 0);
+    bits = partition_bits_for(remaining);
+    parts = open_partitions(bits);
+    std::vector<std::uint64_t> buffer(1 << 17);
+    bumped->for_each_piece(buffer, [&](const std::uint64_t* hashes, std::uint64_t n) {
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint64_t h = remix(hashes[i], salt);
+        parts[h >> (64 - bits)]->push(h);
+      }
+    });
+  }
+  result.stats.total_seconds = detail::seconds_since(build_start);
+
+  const format::filter_image image{params, count, layers};
+  const std::uint64_t file_bytes = format::image_bytes(image);
+  set_stage(build_progress::writing, file_bytes);
+  std::vector<unsigned char> buffer(4 << 20);
+  format::write_file(
+      path, image, [&](std::size_t l, format::section, const format::byte_sink& sink) {
+        const spill_file& file = *solution_files.at(l);  // only solutions are ever external
+        for (std::uint64_t done = 0; done < file.size();) {
+          const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), file.size() - done);
+          file.read(buffer.data(), n, done);
+          sink(buffer.data(), n);
+          done += n;
+          if (options.progress) options.progress->done.store(done, std::memory_order_relaxed);
+        }
+      });
+  result.layers = layers;
+  result.file_bytes = file_bytes;
+  return result;
+}
+
+bulk_builder::bulk_builder(key_kind keys, const bulk_options& options)
+    : impl_(std::make_unique<impl>()) {
+  impl_->options = options;
+  impl_->params = detail::params_from(options.build, keys);
+  if (const char* problem = check_params(impl_->params))
+    throw error(std::string("invalid build options: ") + problem);
+  const std::uint64_t limit = options.memory_limit ? options.memory_limit : default_memory_limit();
+  // An eighth stays in reserve for what the budget does not count: the caller's read
+  // buffers, the threads' solver workspaces, allocator slack.
+  impl_->budget = limit - limit / 8;
+}
+
+bulk_builder::~bulk_builder() = default;
+
+const filter_params& bulk_builder::params() const {
+  return impl_->params;
+}
+
+std::uint64_t bulk_builder::key_count() const {
+  return impl_->count;
+}
+
+void bulk_builder::add_hashes(const std::uint64_t* hashes, std::uint64_t count) {
+  impl_->add_hashes(hashes, count);
+}
+
+namespace {
+
+/// Hashes keys in parallel pieces and passes the hashes on.
+template <class Hash>
+void add_hashed(bulk_builder& builder, std::uint64_t count, const Hash& hash) {
+  constexpr std::uint64_t piece = 1 << 16;
+  std::vector<std::uint64_t> hashes(std::min(count, piece * 16));
+  for (std::uint64_t done = 0; done < count;) {
+    const std::uint64_t n = std::min<std::uint64_t>(hashes.size(), count - done);
+    tbb::parallel_for(std::uint64_t{0}, detail::divide_round_up(n, piece), [&](std::uint64_t b) {
+      const std::uint64_t end = std::min(n, (b + 1) * piece);
+      for (std::uint64_t i = b * piece; i < end; ++i) hashes[i] = hash(done + i);
+    });
+    builder.add_hashes(hashes.data(), n);
+    done += n;
+  }
+}
+
+}  // namespace
+
+void bulk_builder::add(const std::uint64_t* keys, std::uint64_t count) {
+  if (impl_->params.keys != key_kind::u64)
+    throw error("bulk_builder: integer keys added to a byte-string build");
+  const std::uint64_t mixed = seed_mix(impl_->params.seed);
+  add_hashed(*this, count, [keys, mixed](std::uint64_t i) { return hash_u64(keys[i], mixed); });
+}
+
+void bulk_builder::add(const std::string_view* keys, std::uint64_t count) {
+  if (impl_->params.keys != key_kind::bytes)
+    throw error("bulk_builder: byte-string keys added to an integer build");
+  const std::uint64_t seed = impl_->params.seed;
+  add_hashed(*this, count, [keys, seed](std::uint64_t i) {
+    return hash_bytes(keys[i].data(), keys[i].size(), seed);
+  });
+}
+
+bulk_result bulk_builder::finish(const std::string& path) {
+  return impl_->finish(path);
+}
+
+}  // namespace ribbon

@@ -1,0 +1,361 @@
+// The oneTBB layer builder shared by the in-memory build (builder.cpp) and the out-of-core
+// bulk build (bulk_builder.cpp): hash -> partition by shard -> per shard (sort, eliminate,
+// back-substitute) -> gather bumped keys -> next layer; the last layer is plain and retried.
+#pragma once
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ribbon/bulk_builder.hpp"
+#include "ribbon/detail/partition.hpp"
+#include "ribbon/detail/shard_solver.hpp"
+#include "ribbon/error.hpp"
+#include "ribbon/filter.hpp"
+#include "storage.hpp"
+
+namespace ribbon::detail {
+
+using clock_type = std::chrono::steady_clock;
+
+inline double seconds_since(clock_type::time_point start) {
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+inline std::int64_t nanoseconds_since(clock_type::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start).count();
+}
+
+/// Shards whose elimination steps one thread interleaves.
+inline constexpr unsigned interleaved_shards = 8;  // detail::interleave() takes 1 to 8
+
+/// Tries of the final plain layer before giving up (only adversarial keys get near it).
+inline constexpr std::uint32_t max_plain_attempts = 32;
+
+/// Is layer `l` with `keys` keys the final plain one?
+inline bool is_plain_layer(std::uint32_t l, std::uint64_t keys, const layer_sizing& sizing) {
+  return l + 1 == max_layers || (l > 0 && keys <= sizing.plain_max_keys);
+}
+
+/// Per-thread working memory of the shard solver: one set of arrays per interleaved shard.
+template <unsigned Width, class Result>
+struct workspace {
+  struct lane_arrays {
+    std::vector<word_t<Width>> coeffs;
+    std::vector<Result> results;
+    std::vector<std::uint32_t> undo_columns, undo_offsets;
+  };
+  lane_arrays lanes[interleaved_shards];
+  std::vector<std::uint64_t> scratch;
+
+  shard_workspace<Width, Result> lane(unsigned index, std::uint64_t columns,
+                                      std::uint32_t bucket_size) {
+    lane_arrays& a = lanes[index];
+    if (a.coeffs.size() < columns) {
+      a.coeffs.resize(columns);
+      a.results.resize(columns);
+    }
+    const std::uint32_t undo = undo_capacity(bucket_size, Width);
+    if (a.undo_columns.size() < undo) {
+      a.undo_columns.resize(undo);
+      a.undo_offsets.resize(undo);
+    }
+    return {a.coeffs.data(), a.results.data(), a.undo_columns.data(), a.undo_offsets.data()};
+  }
+};
+
+/// Where a shard range's output goes: windows of the layer's two sections that start at the
+/// range's first threshold word and first solution block.
+struct section_windows {
+  std::uint64_t* thresholds;
+  void* solution;
+};
+
+/// Moves each shard's bumped keys (at the front of its group) to the front of `hashes`, in
+/// shard order; returns how many there are.
+inline std::uint64_t gather_bumped(std::uint64_t* hashes, const std::vector<std::uint64_t>& offsets,
+                                   const std::vector<std::uint64_t>& bumped_counts) {
+  std::uint64_t gathered = 0;
+  for (std::size_t s = 0; s < bumped_counts.size(); ++s) {
+    std::copy_n(hashes + offsets[s], bumped_counts[s], hashes + gathered);
+    gathered += bumped_counts[s];
+  }
+  return gathered;
+}
+
+/// Builds the layers of one filter for one (width, result type) combination.
+template <unsigned Width, class Result>
+class layered_builder {
+ public:
+  layered_builder(const filter_params& p, build_stats& stats, build_progress* progress)
+      : p_(p), stats_(stats), progress_(progress) {}
+
+  /// In-memory build of every layer; layer 0's hashes are key_hash(i), i < n.
+  template <class Source>
+  filter build(std::uint64_t n, const Source& key_hash) {
+    const auto build_start = clock_type::now();
+    std::vector<format::layer_image> layers;
+    std::vector<aligned_bytes> buffers;
+    aligned_array<std::uint64_t> bumped;
+    std::uint64_t remaining = n;
+    if (n > 0) {  // layer 0 is always bumped
+      format::layer_image layer;
+      bumped = bumped_layer(0, n, key_hash, layer, buffers);
+      remaining = layer.bumped_keys;
+      layers.push_back(layer);
+    }
+    build_rest(static_cast<std::uint32_t>(layers.size()), std::move(bumped), remaining, layers,
+               buffers);
+    stats_.total_seconds = seconds_since(build_start);
+    return builder_access::make(p_, n, std::move(layers), std::move(buffers));
+  }
+
+  /// Layers `first_layer`, ... for the `remaining` keys whose previous-layer hashes are in
+  /// `previous` (for first_layer 0, the key hashes themselves).
+  void build_rest(std::uint32_t first_layer, aligned_array<std::uint64_t> previous,
+                  std::uint64_t remaining, std::vector<format::layer_image>& layers,
+                  std::vector<aligned_bytes>& buffers) {
+    for (std::uint32_t l = first_layer; remaining > 0; ++l) {
+      const auto layer_start = clock_type::now();
+      format::layer_image layer;
+      if (is_plain_layer(l, remaining, sizing_)) {
+        plain_layer(l, previous.get(), remaining, layer, buffers);
+        remaining = 0;
+      } else {
+        const std::uint64_t salt = layer_salt(p_.seed, l, 0);
+        const std::uint64_t* prev = previous.get();
+        auto source = [prev, salt](std::uint64_t i) { return remix(prev[i], salt); };
+        previous = bumped_layer(l, remaining, source, layer, buffers);
+        remaining = layer.bumped_keys;
+      }
+      layers.push_back(layer);
+      stats_.later_layers_seconds += seconds_since(layer_start);
+    }
+    finish_stats();
+  }
+
+  /// Solves shards [first_shard, end_shard) of a layer with geometry `g` over `hashes`,
+  /// grouped by shard at `offsets` (relative to first_shard), into `windows`. Per shard, the
+  /// bumped keys are left at the front of its group and counted in bumped_counts (relative).
+  /// Returns false if a plain layer failed.
+  bool solve_range(const layer_geometry& g, std::uint64_t first_shard, std::uint64_t end_shard,
+                   std::uint64_t* hashes, const std::vector<std::uint64_t>& offsets,
+                   section_windows windows, std::vector<std::uint64_t>* bumped_counts) {
+    auto* solution_words = static_cast<word_t<Width>*>(windows.solution);
+    const std::uint64_t threshold_origin =
+        g.shard_first_threshold_word(first_shard, p_.bucket_size);
+    const std::uint64_t block_origin = g.shard_first_block(first_shard, Width);
+    const std::uint64_t columns = max_shard_columns(g, Width);
+    std::atomic<bool> solved{true};
+    const std::uint64_t shards = end_shard - first_shard;
+    // Fewer shards per group when a layer has too few to keep every thread busy (the later,
+    // smaller layers). The grouping does not change the output: shards are independent.
+    const auto threads = static_cast<std::uint64_t>(tbb::this_task_arena::max_concurrency());
+    const std::uint64_t per_group =
+        std::clamp<std::uint64_t>(divide_round_up(shards, threads), 1, interleaved_shards);
+    const std::uint64_t groups = divide_round_up(shards, per_group);
+    auto solve_group = [&](std::uint64_t group) {
+      workspace<Width, Result>& ws = workspaces_.local();
+      const std::uint64_t first = group * per_group;  // relative to first_shard
+      const auto lanes = static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
+      auto t = clock_type::now();
+      for (unsigned lane = 0; lane < lanes; ++lane) {
+        const std::uint64_t s = first + lane;
+        sort_shard(hashes + offsets[s], offsets[s + 1] - offsets[s], g, first_shard + s,
+                   ws.scratch);
+      }
+      sort_ns_ += nanoseconds_since(t);
+      t = clock_type::now();
+      using eliminator = shard_eliminator<Width, Result>;
+      static_assert(std::is_trivially_destructible_v<eliminator>, "placed without destruction");
+      alignas(eliminator) unsigned char storage[interleaved_shards * sizeof(eliminator)];
+      auto* eliminators = reinterpret_cast<eliminator*>(storage);
+      for (unsigned lane = 0; lane < lanes; ++lane) {
+        const std::uint64_t s = first + lane;
+        new (eliminators + lane) eliminator(
+            p_, g, first_shard + s, hashes + offsets[s], offsets[s + 1] - offsets[s],
+            ws.lane(lane, columns, p_.bucket_size), windows.thresholds, threshold_origin);
+      }
+      interleave(eliminators, lanes);
+      eliminate_ns_ += nanoseconds_since(t);
+      t = clock_type::now();
+      for (unsigned lane = 0; lane < lanes; ++lane) {
+        const std::uint64_t s = first + lane;
+        const shard_outcome outcome = eliminators[lane].outcome();
+        if (!outcome.solved) {
+          solved = false;
+          continue;
+        }
+        if (bumped_counts) (*bumped_counts)[s] = outcome.bumped;
+        const auto view = ws.lane(lane, columns, p_.bucket_size);
+        back_substitute_shard<Width, Result>(p_, g, first_shard + s, view.coeffs, view.results,
+                                             solution_words, block_origin);
+      }
+      back_substitute_ns_ += nanoseconds_since(t);
+      if (progress_) progress_->done.fetch_add(lanes, std::memory_order_relaxed);
+    };
+    if (groups == 1) {
+      solve_group(0);
+    } else {
+      tbb::parallel_for(std::uint64_t{0}, groups, solve_group);
+    }
+    return solved;
+  }
+
+  /// Announces a layer to the progress display.
+  void start_layer(std::uint32_t l, std::uint64_t shards) {
+    if (!progress_) return;
+    progress_->layer.store(l, std::memory_order_relaxed);
+    progress_->done.store(0, std::memory_order_relaxed);
+    progress_->total.store(shards, std::memory_order_relaxed);
+    progress_->current.store(build_progress::solving, std::memory_order_relaxed);
+  }
+
+  const layer_sizing& sizing() const { return sizing_; }
+
+ private:
+  /// Builds bumped layer `l` over source(i), i < n, into `layer` and `buffers`; returns the
+  /// layer-l hashes of the bumped keys (the first layer.bumped_keys entries).
+  template <class Source>
+  aligned_array<std::uint64_t> bumped_layer(std::uint32_t l, std::uint64_t n, const Source& source,
+                                            format::layer_image& layer,
+                                            std::vector<aligned_bytes>& buffers) {
+    layer.input_keys = n;
+    layer.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
+    layer.geometry = bumped_geometry(bumped_layer_starts(n, p_, sizing_), p_);
+    const layer_geometry& g = layer.geometry;
+    start_layer(l, g.num_shards());
+    auto hashes = allocate_array<std::uint64_t>(n);
+    std::vector<std::uint64_t> offsets;
+    partition_by_shard(n, source, g, hashes.get(), offsets, l == 0 ? &stats_.hash_seconds : nullptr,
+                       l == 0 ? &stats_.partition_seconds : nullptr);
+    const auto solve_start = clock_type::now();
+    aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
+    aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
+    std::vector<std::uint64_t> bumped_counts(g.num_shards());
+    solve_range(g, 0, g.num_shards(), hashes.get(), offsets,
+                {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()},
+                &bumped_counts);
+    if (l == 0) stats_.solve_seconds += seconds_since(solve_start);
+    layer.thresholds = thresholds.get();
+    layer.solution = solution.get();
+    buffers.push_back(std::move(thresholds));
+    buffers.push_back(std::move(solution));
+
+    // Gather the bumped hashes (each shard left them at the front of its range) at the front
+    // of the same array: no second buffer at the layer's peak. Sequential, because the
+    // ranges overlap; the bumped keys are a few percent of the layer.
+    const auto gather_start = clock_type::now();
+    layer.bumped_keys = gather_bumped(hashes.get(), offsets, bumped_counts);
+    if (l == 0) stats_.gather_seconds += seconds_since(gather_start);
+    return hashes;
+  }
+
+  /// The final plain layer over the `n` keys with previous-layer hashes `previous`.
+  void plain_layer(std::uint32_t l, const std::uint64_t* previous, std::uint64_t n,
+                   format::layer_image& layer, std::vector<aligned_bytes>& buffers) {
+    layer.input_keys = n;
+    layer.bumped_keys = 0;
+    std::vector<std::uint64_t> hashes(n);
+    const std::vector<std::uint64_t> offsets{0, n};
+    for (std::uint32_t attempt = 0;; ++attempt) {
+      // Each retry has a fresh salt, and from the fifth on 25 % more slots: with random
+      // hashes the first try almost always succeeds (see plain_layer_attempts).
+      if (attempt == max_plain_attempts) {
+        throw error("the final plain layer failed to build " + std::to_string(max_plain_attempts) +
+                    " times (" + std::to_string(n) + " keys)");
+      }
+      layer.salt = layer_salt(p_.seed, l, attempt);
+      for (std::uint64_t i = 0; i < n; ++i) hashes[i] = remix(previous[i], layer.salt);
+      std::sort(hashes.begin(), hashes.end());
+      layer.geometry = plain_geometry(plain_layer_starts(n, p_, sizing_, attempt));
+      const layer_geometry& g = layer.geometry;
+      start_layer(l, 1);
+      aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
+      aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
+      if (solve_range(g, 0, 1, hashes.data(), offsets,
+                      {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()},
+                      nullptr)) {
+        stats_.plain_layer_attempts = attempt + 1;
+        layer.thresholds = thresholds.get();
+        layer.solution = solution.get();
+        buffers.push_back(std::move(thresholds));
+        buffers.push_back(std::move(solution));
+        return;
+      }
+    }
+  }
+
+  void finish_stats() {
+    stats_.sort_thread_seconds = 1e-9 * static_cast<double>(sort_ns_);
+    stats_.eliminate_thread_seconds = 1e-9 * static_cast<double>(eliminate_ns_);
+    stats_.back_substitute_thread_seconds = 1e-9 * static_cast<double>(back_substitute_ns_);
+  }
+
+  filter_params p_;
+  layer_sizing sizing_ = default_sizing(p_.width);
+  build_stats& stats_;
+  build_progress* progress_;
+  std::atomic<std::int64_t> sort_ns_{0}, eliminate_ns_{0}, back_substitute_ns_{0};
+  tbb::enumerable_thread_specific<workspace<Width, Result>> workspaces_;
+};
+
+/// Calls f(std::integral_constant<unsigned, W>{}, Result{}) for the parameters' width and
+/// the narrowest result type holding r bits.
+template <class F>
+decltype(auto) dispatch_layout(const filter_params& p, F&& f) {
+  auto with_width = [&](auto width_tag) -> decltype(auto) {
+    if (p.result_bits <= 8) return f(width_tag, std::uint8_t{});
+    if (p.result_bits <= 16) return f(width_tag, std::uint16_t{});
+    return f(width_tag, std::uint32_t{});
+  };
+  switch (p.width) {
+    case 32: return with_width(std::integral_constant<unsigned, 32>{});
+    case 64: return with_width(std::integral_constant<unsigned, 64>{});
+    default: return with_width(std::integral_constant<unsigned, 128>{});
+  }
+}
+
+/// Runs f() in an arena of `threads` threads (0: all). An explicit count above the machine's
+/// is honoured too (tests use it to check that the output does not depend on it).
+template <class F>
+decltype(auto) run_with_threads(std::uint32_t threads, F&& f) {
+  std::optional<tbb::global_control> allow;
+  if (static_cast<int>(threads) > tbb::this_task_arena::max_concurrency()) {
+    allow.emplace(tbb::global_control::max_allowed_parallelism, threads);
+  }
+  tbb::task_arena arena(threads == 0 ? tbb::task_arena::automatic : static_cast<int>(threads));
+  return arena.execute(std::forward<F>(f));
+}
+
+/// The parameters of a build: r from the target FPR where one is given.
+filter_params params_from(const build_options& o, key_kind keys);
+
+/// In-memory build of every layer from key_hash(i), i < n.
+template <class Source>
+filter build_in_memory(const filter_params& p, std::uint64_t n, const Source& key_hash,
+                       std::uint32_t threads, build_stats* stats, build_progress* progress) {
+  if (const char* problem = check_params(p))
+    throw error(std::string("invalid build options: ") + problem);
+  build_stats local_stats;
+  build_stats& s = stats ? *stats : local_stats;
+  s = build_stats{};
+  return run_with_threads(threads, [&]() -> filter {
+    return dispatch_layout(p, [&](auto width_tag, auto result_tag) -> filter {
+      constexpr unsigned width = decltype(width_tag)::value;
+      using result = decltype(result_tag);
+      return layered_builder<width, result>(p, s, progress).build(n, key_hash);
+    });
+  });
+}
+
+}  // namespace ribbon::detail
