@@ -265,6 +265,10 @@ class out_of_core_layer {
       }
       if (keys.size() > pass_keys_ && hi - lo > 1) overflow = true;
     };
+    // Room for all of them, or for a pass and the piece that shows it is too much: the
+    // vector never grows past the budget by doubling.
+    keys.reserve(std::min<std::uint64_t>(file.hashes() + carry.size(),
+                                         pass_keys_ + read_buffer_.size() + carry.size()));
     const std::size_t carry_mark = next_carry ? next_carry->size() : 0;
     take(carry.data(), carry.size());
     if (!overflow) {

@@ -1,0 +1,845 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `ribbon` command: build / query / info / verify on real files,
+# every input format, and the bad-input cases of issue #3 (each must fail cleanly: exit 2,
+# a message naming the file and place, no output file, no temporary file left).
+#
+# Usage: test_cli.sh RIBBON_BINARY SCRATCH_DIR [GROUP...]
+#   GROUP: lines integers query errors files outofcore (default: all). Each case prints
+#   PASS, FAIL or SKIP; the script exits 1 if any case failed.
+# RIBBON_TEST_SCALE (default 1) scales the number of keys (CI uses 0.1 under sanitizers).
+
+# SC2002: `cat FILE | ribbon` is on purpose: stdin must be a pipe, not a redirected file.
+# shellcheck disable=SC2002
+set -u
+
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 RIBBON_BINARY SCRATCH_DIR [GROUP...]" >&2
+  exit 2
+fi
+RIBBON=$(realpath "$1")
+SCRATCH=$2
+shift 2
+SELECTED=("$@")
+[[ ${#SELECTED[@]} -eq 0 ]] && SELECTED=(lines integers query errors files outofcore)
+
+rm -rf "$SCRATCH"
+mkdir -p "$SCRATCH"
+D=$(realpath "$SCRATCH")
+OUT=$D/.stdout
+ERR=$D/.stderr
+
+# Keys per test set: 20000 at scale 1, never fewer than 2000.
+N=$(awk -v s="${RIBBON_TEST_SCALE:-1}" 'BEGIN { n = int(20000 * s); print (n < 2000 ? 2000 : n) }')
+
+PASSED=0 FAILED=0 SKIPPED=0 REASON=""
+
+fail() {
+  REASON="$*"
+  return 1
+}
+skip() {
+  REASON="$*"
+  return 77
+}
+
+# t NAME FUNCTION: runs one case and reports it.
+t() {
+  local name=$1 status
+  REASON=""
+  "$2"
+  status=$?
+  if [[ $status -eq 0 ]]; then
+    echo "PASS $name"
+    PASSED=$((PASSED + 1))
+  elif [[ $status -eq 77 ]]; then
+    echo "SKIP $name: $REASON"
+    SKIPPED=$((SKIPPED + 1))
+  else
+    echo "FAIL $name: $REASON"
+    FAILED=$((FAILED + 1))
+  fi
+}
+
+# run ARGS...: runs ribbon with stdin from /dev/null; sets RC, OUT and ERR hold its output.
+run() {
+  "$RIBBON" "$@" </dev/null >"$OUT" 2>"$ERR"
+  RC=$?
+}
+# run_in FILE ARGS...: the same with stdin from FILE.
+run_in() {
+  local input=$1
+  shift
+  "$RIBBON" "$@" <"$input" >"$OUT" 2>"$ERR"
+  RC=$?
+}
+
+stderr_text() { head -c 600 "$ERR" | tr '\n' '|'; }
+rc_is() {
+  [[ $RC -eq $1 ]] || fail "exit status $RC, expected $1 (ribbon $2); stderr: $(stderr_text)"
+}
+err_has() {
+  grep -qF -- "$1" "$ERR" || fail "stderr lacks '$1': $(stderr_text)"
+}
+out_has() {
+  grep -qF -- "$1" "$OUT" || fail "stdout lacks '$1': $(head -c 600 "$OUT" | tr '\n' '|')"
+}
+out_is() {
+  [[ "$(cat "$OUT")" == "$1" ]] || fail "stdout is '$(head -c 300 "$OUT")', expected '$1'"
+}
+same_file() {
+  cmp -s "$1" "$2" || fail "$(basename "$1") and $(basename "$2") differ"
+}
+absent() {
+  [[ ! -e "$1" ]] || fail "$1 exists but should not"
+}
+# Only the named entries in a directory (no partial output, no temporary files).
+dir_holds() {
+  local dir=$1
+  shift
+  local have want
+  # shellcheck disable=SC2012  # the names are the test's own
+  have=$(ls -A "$dir" | sort | tr '\n' ' ')
+  want=$(printf '%s\n' "$@" | sed '/^$/d' | sort | tr '\n' ' ')
+  [[ "$have" == "$want" ]] || fail "$dir holds '$have', expected '$want'"
+}
+
+# A build that must succeed; extra arguments are passed on.
+build_ok() {
+  run build "$@"
+  rc_is 0 "build $*"
+}
+
+# u64 keys: in binary (little-endian), hex (mixed styles, some CRLF) and decimal.
+make_integer_keys() {
+  perl -e '
+    my ($n, $dir) = @ARGV;
+    open(my $bin, ">", "$dir/ints.u64") or die;
+    open(my $hex, ">", "$dir/ints.hex") or die;
+    open(my $dec, ">", "$dir/ints.dec") or die;
+    binmode $bin;
+    for my $i (0 .. $n - 1) {
+      my $x = ((($i * 2654435761) % 4294967296) << 32) | $i;
+      $x = 18446744073709551615 if $i == 1;
+      my $s = $i % 4;
+      my $h = $s == 0 ? sprintf("%x", $x) : $s == 1 ? sprintf("0x%016X", $x)
+            : $s == 2 ? sprintf("0X%x\r", $x) : sprintf("%016x", $x);
+      print $bin pack("Q<", $x);
+      print $hex "$h\n";
+      print $dec "$x\n";
+    }' "$N" "$D"
+}
+
+make_line_keys() {
+  seq -f 'key-%.0f' 1 "$N" >"$D/keys.txt"
+  seq -f 'other-%.0f' 1 1000 >"$D/others.txt"
+}
+
+# ------------------------------------------------------------------------------------------
+# lines: the `lines` format's key semantics, chunking, several inputs, stdin.
+
+case_lines_round_trip() {
+  build_ok -i "$D/keys.txt" -o "$D/keys.rbn" -r 16 || return 1
+  run query "$D/keys.rbn" -i "$D/keys.txt"
+  rc_is 0 query || return 1
+  same_file "$OUT" "$D/keys.txt" || return 1
+  run query "$D/keys.rbn" -i "$D/keys.txt" --count
+  rc_is 0 "query --count" || return 1
+  out_is "$N queried, $N positive"
+}
+
+case_lines_crlf_empty_last_line() {
+  local long
+  long=$(head -c 3000 /dev/zero | tr '\0' 'x')
+  # CRLF lines, empty lines (a key: the empty string), a line longer than the chunk size, a
+  # last line without "\n", and "\r" inside a line (part of the key).
+  printf 'alpha\r\n\nbeta\n\r\n%s\nmid\rdle\ngamma' "$long" >"$D/special.txt"
+  printf 'alpha\n\nbeta\n\n%s\nmid\rdle\ngamma\n' "$long" >"$D/normal.txt"
+  RIBBON_CLI_CHUNK_BYTES=64 build_ok -i "$D/special.txt" -o "$D/special-small.rbn" -r 16 ||
+    return 1
+  build_ok -i "$D/special.txt" -o "$D/special.rbn" -r 16 || return 1
+  build_ok -i "$D/normal.txt" -o "$D/normal.rbn" -r 16 || return 1
+  same_file "$D/special-small.rbn" "$D/special.rbn" || return 1
+  same_file "$D/special.rbn" "$D/normal.rbn" || return 1
+  run query "$D/special.rbn" alpha beta gamma "" "$long" "mid$(printf '\r')dle" --count
+  out_is "6 queried, 6 positive" || return 1
+  printf 'gamma\r\nalpha\n' >"$D/probe.txt"
+  run query "$D/special.rbn" -i "$D/probe.txt"
+  rc_is 0 query || return 1
+  out_is "$(printf 'gamma\nalpha')" || return 1
+  # Without an empty line, the empty key is not in the set.
+  printf 'alpha\nbeta\n' >"$D/two.txt"
+  build_ok -i "$D/two.txt" -o "$D/two.rbn" -r 16 || return 1
+  run query "$D/two.rbn" ""
+  rc_is 1 "query ''" || return 1
+  out_is ""
+}
+
+case_lines_trailing_newline() {
+  printf 'alpha\nbeta\n' >"$D/nl.txt"
+  printf 'alpha\nbeta' >"$D/no-nl.txt"
+  build_ok -i "$D/nl.txt" -o "$D/nl.rbn" || return 1
+  build_ok -i "$D/no-nl.txt" -o "$D/no-nl.rbn" || return 1
+  same_file "$D/nl.rbn" "$D/no-nl.rbn" || return 1
+  run info --json "$D/nl.rbn"
+  out_has '"key_count": 2,'
+}
+
+case_lines_long_lines_small_chunks() {
+  # Every line is longer than the chunk: the buffer must grow, keys stay whole.
+  awk -v n=300 'BEGIN { for (i = 1; i <= n; i++) { s = sprintf("%05d", i); while (length(s) < 200 + i) s = s "y"; print s } }' \
+    >"$D/long.txt"
+  RIBBON_CLI_CHUNK_BYTES=16 build_ok -i "$D/long.txt" -o "$D/long-small.rbn" -r 16 || return 1
+  build_ok -i "$D/long.txt" -o "$D/long.rbn" -r 16 || return 1
+  same_file "$D/long-small.rbn" "$D/long.rbn" || return 1
+  RIBBON_CLI_CHUNK_BYTES=16 run query "$D/long.rbn" -i "$D/long.txt"
+  rc_is 0 query || return 1
+  same_file "$OUT" "$D/long.txt"
+}
+
+case_lines_chunking_does_not_matter() {
+  RIBBON_CLI_CHUNK_BYTES=100 build_ok -i "$D/keys.txt" -o "$D/keys-100.rbn" -r 16 -t 2 || return 1
+  build_ok -i "$D/keys.txt" -o "$D/keys-1t.rbn" -r 16 -t 1 || return 1
+  same_file "$D/keys-100.rbn" "$D/keys.rbn" || return 1
+  same_file "$D/keys-1t.rbn" "$D/keys.rbn"
+}
+
+case_stdin() {
+  run_in "$D/keys.txt" build -o "$D/stdin-redirect.rbn" -r 16
+  rc_is 0 "build < file" || return 1
+  same_file "$D/stdin-redirect.rbn" "$D/keys.rbn" || return 1
+  cat "$D/keys.txt" | "$RIBBON" build -i - -o "$D/stdin-pipe.rbn" -r 16 2>"$ERR"
+  RC=$?
+  rc_is 0 "build -i - from a pipe" || return 1
+  same_file "$D/stdin-pipe.rbn" "$D/keys.rbn" || return 1
+  cat "$D/keys.txt" | "$RIBBON" query "$D/keys.rbn" --count >"$OUT" 2>"$ERR"
+  out_is "$N queried, $N positive"
+}
+
+case_several_inputs() {
+  local half=$((N / 2))
+  head -n "$half" "$D/keys.txt" >"$D/part1.txt"
+  tail -n +"$((half + 1))" "$D/keys.txt" | head -n 10 >"$D/part2.txt"
+  tail -n +"$((half + 11))" "$D/keys.txt" >"$D/part3.txt"
+  build_ok -i "$D/part1.txt" -i "$D/part2.txt" -i "$D/part3.txt" -o "$D/parts.rbn" -r 16 ||
+    return 1
+  same_file "$D/parts.rbn" "$D/keys.rbn" || return 1
+  cat "$D/part2.txt" | "$RIBBON" build -i "$D/part1.txt" -i - -i "$D/part3.txt" \
+    -o "$D/parts-stdin.rbn" -r 16 2>"$ERR"
+  RC=$?
+  rc_is 0 "build with - among files" || return 1
+  same_file "$D/parts-stdin.rbn" "$D/keys.rbn" || return 1
+  # A file's last line ends at its end: it does not run on into the next file.
+  printf 'ab' >"$D/x1.txt"
+  printf 'cd\n' >"$D/x2.txt"
+  printf 'ab\ncd\n' >"$D/x12.txt"
+  build_ok -i "$D/x1.txt" -i "$D/x2.txt" -o "$D/x-parts.rbn" || return 1
+  build_ok -i "$D/x12.txt" -o "$D/x-whole.rbn" || return 1
+  same_file "$D/x-parts.rbn" "$D/x-whole.rbn"
+}
+
+group_lines() {
+  make_line_keys
+  t lines.round_trip case_lines_round_trip
+  t lines.crlf_empty_lines_last_line case_lines_crlf_empty_last_line
+  t lines.trailing_newline_adds_no_key case_lines_trailing_newline
+  t lines.lines_longer_than_a_chunk case_lines_long_lines_small_chunks
+  t lines.chunk_size_and_threads_do_not_matter case_lines_chunking_does_not_matter
+  t lines.stdin case_stdin
+  t lines.several_inputs_equal_their_concatenation case_several_inputs
+}
+
+# ------------------------------------------------------------------------------------------
+# integers: u64 and hex64.
+
+case_u64_round_trip() {
+  build_ok -i "$D/ints.u64" --format u64 -o "$D/ints-u64.rbn" -r 16 || return 1
+  run query "$D/ints-u64.rbn" -i "$D/ints.u64" --format u64
+  rc_is 0 query || return 1
+  same_file "$OUT" "$D/ints.dec" || return 1
+  RIBBON_CLI_CHUNK_BYTES=20 build_ok -i "$D/ints.u64" --format u64 -o "$D/ints-u64-small.rbn" \
+    -r 16 || return 1
+  same_file "$D/ints-u64-small.rbn" "$D/ints-u64.rbn"
+}
+
+case_hex64_equals_u64() {
+  build_ok -i "$D/ints.hex" --format hex64 -o "$D/ints-hex.rbn" -r 16 || return 1
+  same_file "$D/ints-hex.rbn" "$D/ints-u64.rbn" || return 1
+  run query "$D/ints-hex.rbn" -i "$D/ints.hex" --format hex64
+  rc_is 0 query || return 1
+  tr -d '\r' <"$D/ints.hex" >"$D/ints-nocr.hex"
+  same_file "$OUT" "$D/ints-nocr.hex" || return 1
+  # The same numbers queried in the other format.
+  run query "$D/ints-hex.rbn" -i "$D/ints.u64" --format u64 --count
+  out_is "$N queried, $N positive"
+}
+
+case_integer_arguments() {
+  run query "$D/ints-u64.rbn" --format u64 18446744073709551615 0 1
+  rc_is 0 "query u64 arguments" || return 1
+  out_has 18446744073709551615 || return 1
+  run query "$D/ints-u64.rbn" --format hex64 0xFFFFFFFFFFFFFFFF ffffffffffffffff
+  rc_is 0 "query hex64 arguments" || return 1
+  out_is "$(printf '0xFFFFFFFFFFFFFFFF\nffffffffffffffff')" || return 1
+  run query "$D/ints-u64.rbn" --format u64 12x
+  rc_is 2 "query u64 '12x'" || return 1
+  err_has "12x" || return 1
+  run query "$D/ints-u64.rbn" --format u64 18446744073709551616
+  rc_is 2 "query u64 2^64" || return 1
+  run query "$D/ints-u64.rbn" --format hex64 0x
+  rc_is 2 "query hex64 '0x'" || return 1
+  run query "$D/ints-u64.rbn" --format hex64 10000000000000000
+  rc_is 2 "query hex64 with 17 digits"
+}
+
+case_key_kind_mismatch() {
+  run query "$D/ints-u64.rbn" abc
+  rc_is 2 "query an integer filter with lines" || return 1
+  err_has "64-bit integer keys" || return 1
+  err_has "--format lines" || return 1
+  run verify "$D/ints-u64.rbn" -i "$D/ints.dec"
+  rc_is 2 "verify an integer filter with lines" || return 1
+  printf 'a\n' >"$D/a.txt"
+  build_ok -i "$D/a.txt" -o "$D/a.rbn" || return 1
+  run query "$D/a.rbn" --format u64 1
+  rc_is 2 "query a lines filter with u64" || return 1
+  err_has "byte-string keys"
+}
+
+group_integers() {
+  make_integer_keys
+  t integers.u64_round_trip case_u64_round_trip
+  t integers.hex64_identical_to_u64 case_hex64_equals_u64
+  t integers.key_arguments case_integer_arguments
+  t integers.key_kind_mismatch case_key_kind_mismatch
+}
+
+# ------------------------------------------------------------------------------------------
+# query, verify, info.
+
+case_query_prints_members() {
+  # Members and non-members interleaved: every member printed, in order; at r=16 the
+  # non-members are almost never positive (expected N * 2^-16 < 1).
+  paste -d '\n' "$D/keys.txt" <(seq -f 'absent-%.0f' 1 "$N") >"$D/mixed.txt"
+  run query "$D/keys.rbn" -i "$D/mixed.txt"
+  rc_is 0 query || return 1
+  grep -v '^absent-' "$OUT" >"$D/members-printed.txt"
+  same_file "$D/members-printed.txt" "$D/keys.txt" || return 1
+  local false_positives
+  false_positives=$(grep -c '^absent-' "$OUT")
+  [[ $false_positives -le 5 ]] || fail "$false_positives false positives at r=16" || return 1
+  run query "$D/keys.rbn" -i "$D/mixed.txt" --count
+  rc_is 0 "query --count" || return 1
+  out_is "$((2 * N)) queried, $((N + false_positives)) positive"
+}
+
+case_query_exit_status() {
+  run query "$D/keys.rbn" -i "$D/others.txt"
+  rc_is 1 "query of non-members" || return 1
+  [[ ! -s "$OUT" ]] || fail "printed $(wc -l <"$OUT") keys" || return 1
+  run query "$D/keys.rbn" -i "$D/others.txt" --count
+  rc_is 1 "query --count of non-members" || return 1
+  out_is "1000 queried, 0 positive" || return 1
+  run query "$D/keys.rbn" other-1 key-7 other-2
+  rc_is 0 "query with one member" || return 1
+  out_is "key-7" || return 1
+  run query "$D/keys.rbn" -i "$D/missing-file.txt"
+  rc_is 2 "query of a missing key file"
+}
+
+case_verify() {
+  run verify "$D/keys.rbn"
+  rc_is 0 verify || return 1
+  out_has "OK" || return 1
+  run verify "$D/keys.rbn" -i "$D/keys.txt"
+  rc_is 0 "verify -i keys" || return 1
+  out_has "OK" || return 1
+  out_has "$N keys" || return 1
+  # A superset with 1000 keys not in the set: at r=16 all 1000 being false positives has
+  # probability 2^-16000.
+  cat "$D/keys.txt" "$D/others.txt" >"$D/superset.txt"
+  run verify "$D/keys.rbn" -i "$D/superset.txt"
+  rc_is 1 "verify -i superset" || return 1
+  out_has "FAILED" || return 1
+  out_has "of $((N + 1000)) keys are not in the filter" || return 1
+  out_has "'other-1' (" || return 1
+  out_has "superset.txt:$((N + 1)))" || return 1
+  run verify "$D/keys.rbn" -i "$D/superset.txt" --quiet
+  rc_is 1 "verify --quiet" || return 1
+  [[ ! -s "$OUT" ]] || fail "verify --quiet printed something"
+}
+
+case_info() {
+  run info "$D/keys.rbn" --json
+  rc_is 0 "info --json" || return 1
+  local field
+  for field in '"key_count": '"$N"',' '"format_version": 1,' '"key_kind": "bytes",' \
+    '"result_bits": 16,' '"width": 64,' '"builder": "any: CPU and GPU builders write identical files",' \
+    '"layers": [' '"bumped_fraction": ' '"seed": 0,' '"file_bytes": '"$(stat -c %s "$D/keys.rbn")"','; do
+    out_has "$field" || return 1
+  done
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -m json.tool "$OUT" >/dev/null || fail "info --json is not valid JSON" || return 1
+  fi
+  run info "$D/keys.rbn"
+  rc_is 0 info || return 1
+  out_has "keys            $N" || return 1
+  out_has "layer 0" || return 1
+  out_has "expected FPR" || return 1
+  out_has "builder"
+}
+
+case_empty_input() {
+  : >"$D/empty.txt"
+  build_ok -i "$D/empty.txt" -o "$D/empty.rbn" || return 1
+  run verify "$D/empty.rbn"
+  rc_is 0 "verify of the empty filter" || return 1
+  run query "$D/empty.rbn" -i "$D/keys.txt"
+  rc_is 1 "query of the empty filter" || return 1
+  run info --json "$D/empty.rbn"
+  out_has '"key_count": 0,' || return 1
+  run_in /dev/null build -o "$D/empty-stdin.rbn" --format u64
+  rc_is 0 "build --format u64 < /dev/null" || return 1
+  run verify "$D/empty-stdin.rbn" -i /dev/null --format u64
+  rc_is 0 "verify of the empty u64 filter"
+}
+
+case_help() {
+  local command
+  for command in build query info verify bench; do
+    run "$command" --help
+    rc_is 0 "$command --help" || return 1
+    out_has "Usage" || return 1
+  done
+  run build --help
+  out_has "--memory-limit" || return 1
+  run --help
+  rc_is 0 --help || return 1
+  run frobnicate
+  rc_is 2 "unknown subcommand"
+}
+
+group_query() {
+  make_line_keys
+  build_ok -i "$D/keys.txt" -o "$D/keys.rbn" -r 16 || {
+    echo "FAIL query.setup: $REASON"
+    FAILED=$((FAILED + 1))
+    return
+  }
+  t query.prints_exactly_the_members case_query_prints_members
+  t query.exit_status case_query_exit_status
+  t verify.ok_and_missing_keys case_verify
+  t info.fields case_info
+  t build.empty_input case_empty_input
+  t help case_help
+}
+
+# ------------------------------------------------------------------------------------------
+# errors: bad input and bad options.
+
+case_missing_input() {
+  run build -i "$D/no-such-file.txt" -o "$D/out/missing.rbn"
+  rc_is 2 "build of a missing file" || return 1
+  err_has "no-such-file.txt" || return 1
+  err_has "No such file or directory" || return 1
+  dir_holds "$D/out"
+}
+
+# Permissions do not stop root: as root, permission cases run as user nobody (setpriv)
+# in a world-writable directory, or are skipped. Sets AS_USER to the command prefix.
+unprivileged() {
+  mkdir -p "$D/world"
+  chmod 777 "$D/world"
+  AS_USER=()
+  [[ $(id -u) -ne 0 ]] && return 0
+  command -v setpriv >/dev/null 2>&1 || return 1
+  AS_USER=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  "${AS_USER[@]}" "$RIBBON" --help >/dev/null 2>&1 && "${AS_USER[@]}" test -w "$D/world"
+}
+
+case_unreadable_input() {
+  unprivileged || skip "running as root without setpriv: root can read a chmod 000 file" ||
+    return
+  printf 'a\n' >"$D/world/unreadable.txt"
+  chmod 000 "$D/world/unreadable.txt"
+  "${AS_USER[@]}" "$RIBBON" build -i "$D/world/unreadable.txt" -o "$D/world/unreadable.rbn" \
+    </dev/null >"$OUT" 2>"$ERR"
+  RC=$?
+  rc_is 2 "build of an unreadable file" || return 1
+  err_has "unreadable.txt" || return 1
+  err_has "Permission denied" || return 1
+  dir_holds "$D/world" unreadable.txt
+}
+
+case_directory_input() {
+  run build -i "$D/out" -o "$D/out/dir.rbn"
+  rc_is 2 "build of a directory" || return 1
+  err_has "is a directory" || return 1
+  dir_holds "$D/out"
+}
+
+case_invalid_hex_line() {
+  {
+    seq 1 499 | awk '{ printf "%x\n", $1 }'
+    echo "12g4"
+    seq 1 10
+  } >"$D/bad.hex"
+  RIBBON_CLI_CHUNK_BYTES=64 run build -i "$D/bad.hex" --format hex64 -o "$D/out/bad.rbn"
+  rc_is 2 "build of an invalid hex64 line" || return 1
+  err_has "bad.hex:500:" || return 1
+  err_has "12g4" || return 1
+  dir_holds "$D/out" || return 1
+  # The line count runs per file: the second file's line 3.
+  printf '1\n2\n\n4\n' >"$D/empty-line.hex"
+  run build -i "$D/ints.hex" -i "$D/empty-line.hex" --format hex64 -o "$D/out/bad.rbn"
+  rc_is 2 "build of an empty hex64 line" || return 1
+  err_has "empty-line.hex:3:" || return 1
+  err_has "empty line" || return 1
+  printf '0x\n' | "$RIBBON" build --format hex64 -o "$D/out/bad.rbn" 2>"$ERR"
+  RC=$?
+  rc_is 2 "build of '0x' from stdin" || return 1
+  err_has "<stdin>:1:" || return 1
+  dir_holds "$D/out"
+}
+
+case_u64_size_not_multiple_of_8() {
+  head -c 83 "$D/ints.u64" >"$D/odd.u64"
+  run build -i "$D/odd.u64" --format u64 -o "$D/out/odd.rbn"
+  rc_is 2 "build of an 83-byte u64 file" || return 1
+  err_has "odd.u64" || return 1
+  err_has "83 bytes" || return 1
+  err_has "3 trailing bytes at offset 80" || return 1
+  dir_holds "$D/out" || return 1
+  cat "$D/odd.u64" | "$RIBBON" build --format u64 -o "$D/out/odd.rbn" 2>"$ERR"
+  RC=$?
+  rc_is 2 "build of 83 bytes of u64 from a pipe" || return 1
+  err_has "<stdin>" || return 1
+  err_has "offset 80" || return 1
+  dir_holds "$D/out"
+}
+
+case_bad_options() {
+  run build -i "$D/keys.txt" -o "$D/out/x.rbn" --backend gpu
+  rc_is 2 "build --backend gpu" || return 1
+  err_has "the GPU backend is not available in this build" || return 1
+  local size
+  for size in 12Q abc 1.5 -5 "" 64KB 1e6 99999999999T; do
+    run build -i "$D/keys.txt" -o "$D/out/x.rbn" --memory-limit "$size"
+    rc_is 2 "build --memory-limit '$size'" || return 1
+    err_has "--memory-limit" || return 1
+  done
+  run build -i "$D/keys.txt" -o "$D/out/x.rbn" --progress --quiet
+  rc_is 2 "build --progress --quiet" || return 1
+  run build -i "$D/keys.txt" -o "$D/out/x.rbn" --fpr 0.01 --bits 7
+  rc_is 2 "build --fpr --bits" || return 1
+  run build -i "$D/keys.txt" -o "$D/out/x.rbn" --width 48
+  rc_is 2 "build --width 48" || return 1
+  run build -i "$D/keys.txt" -o "$D/out/x.rbn" --format csv
+  rc_is 2 "build --format csv" || return 1
+  run build -i "$D/keys.txt"
+  rc_is 2 "build without -o" || return 1
+  dir_holds "$D/out" || return 1
+  # Accepted sizes and backends.
+  for size in 0 1048576 64K 64k 1.5M 2MiB 1G 1gib; do
+    run build -i "$D/a.txt" -o "$D/out/x.rbn" --memory-limit "$size" --backend auto -q
+    rc_is 0 "build --memory-limit '$size'" || return 1
+    [[ ! -s "$ERR" ]] || fail "--quiet printed: $(stderr_text)" || return 1
+  done
+  rm -f "$D/out/x.rbn"
+}
+
+case_summary_line() {
+  run build -i "$D/keys.txt" -o "$D/out/summary.rbn" --fpr 0.001
+  rc_is 0 build || return 1
+  local part
+  for part in "summary.rbn" "$N keys" "bits/key" "over r=10" "expected FPR 2^-10" "keys/s" \
+    "/s input" "in memory"; do
+    err_has "$part" || return 1
+  done
+  rm -f "$D/out/summary.rbn"
+}
+
+case_progress_output() {
+  # Not a terminal: one plain line per finished stage, then the summary.
+  run build -i "$D/keys.txt" -o "$D/out/progress.rbn"
+  rc_is 0 build || return 1
+  err_has "ribbon build: read $N keys" || return 1
+  grep -qF $'\033[K' "$ERR" && fail "live progress line without a terminal or --progress" &&
+    return 1
+  # --progress: the live line (carriage return, clear to end of line) even here.
+  run build -i "$D/keys.txt" -o "$D/out/progress.rbn" --progress
+  rc_is 0 "build --progress" || return 1
+  grep -qF $'\r\033[K' "$ERR" || fail "no live progress line with --progress" || return 1
+  err_has "keys/s" || return 1
+  # --quiet: nothing at all.
+  run build -i "$D/keys.txt" -o "$D/out/progress.rbn" --quiet
+  rc_is 0 "build --quiet" || return 1
+  [[ ! -s "$ERR" && ! -s "$OUT" ]] || fail "build --quiet printed something" || return 1
+  rm -f "$D/out/progress.rbn"
+}
+
+case_no_input_on_a_terminal() {
+  if ! command -v script >/dev/null 2>&1 || ! script -qec true /dev/null >/dev/null 2>&1; then
+    skip "no usable script(1) to give the build a terminal"
+    return
+  fi
+  script -qec "'$RIBBON' build -o '$D/out/tty.rbn'" /dev/null >"$OUT" 2>&1
+  RC=$?
+  rc_is 2 "build with a terminal as stdin" || return 1
+  out_has "no input: give -i FILE or pipe keys into stdin" || return 1
+  dir_holds "$D/out"
+}
+
+group_errors() {
+  make_line_keys
+  make_integer_keys
+  printf 'a\n' >"$D/a.txt"
+  mkdir -p "$D/out"
+  t errors.missing_input case_missing_input
+  t errors.unreadable_input case_unreadable_input
+  t errors.directory_input case_directory_input
+  t errors.invalid_hex64_line_names_file_and_line case_invalid_hex_line
+  t errors.u64_size_not_multiple_of_8 case_u64_size_not_multiple_of_8
+  t errors.bad_options case_bad_options
+  t build.summary_line case_summary_line
+  t build.progress_output case_progress_output
+  t errors.no_input_on_a_terminal case_no_input_on_a_terminal
+}
+
+# ------------------------------------------------------------------------------------------
+# files: output paths, full disks, damaged filter files.
+
+case_unwritable_output() {
+  run build -i "$D/keys.txt" -o "$D/no-such-dir/out.rbn"
+  rc_is 2 "build into a missing directory" || return 1
+  err_has "no-such-dir/out.rbn" || return 1
+  err_has "No such file or directory" || return 1
+  run build -i "$D/keys.txt" -o "$D/keys.txt/out.rbn"
+  rc_is 2 "build under a regular file" || return 1
+  err_has "Not a directory" || return 1
+  run build -i "$D/keys.txt" -o "$D"
+  rc_is 2 "build onto a directory" || return 1
+  err_has "is a directory"
+}
+
+case_read_only_output_dir() {
+  unprivileged || skip "running as root without setpriv: root can write anywhere" || return
+  mkdir -p "$D/world/readonly"
+  chmod 555 "$D/world/readonly"
+  "${AS_USER[@]}" "$RIBBON" build -i "$D/keys.txt" -o "$D/world/readonly/out.rbn" \
+    </dev/null >"$OUT" 2>"$ERR"
+  RC=$?
+  chmod 755 "$D/world/readonly"
+  rc_is 2 "build into a read-only directory" || return 1
+  err_has "readonly/out.rbn" || return 1
+  err_has "Permission denied" || return 1
+  dir_holds "$D/world/readonly"
+}
+
+case_full_disk() {
+  mkdir -p "$D/full"
+  # A file size limit (ulimit -f, in KiB) stands in for a full disk: write() fails with
+  # EFBIG once SIGXFSZ is ignored.
+  (
+    trap '' XFSZ
+    ulimit -f 1
+    "$RIBBON" build -i "$D/keys.txt" -o "$D/full/out.rbn" -r 16 </dev/null >"$OUT" 2>"$ERR"
+  )
+  RC=$?
+  rc_is 2 "build past the file size limit" || return 1
+  err_has "out.rbn" || return 1
+  err_has "File too large" || return 1
+  dir_holds "$D/full"
+}
+
+case_existing_output_kept() {
+  mkdir -p "$D/keep"
+  build_ok -i "$D/keys.txt" -o "$D/keep/out.rbn" -r 16 || return 1
+  cp "$D/keep/out.rbn" "$D/saved.rbn"
+  printf 'zz\n' >"$D/bad.hex"
+  run build -i "$D/bad.hex" --format hex64 -o "$D/keep/out.rbn"
+  rc_is 2 "build of bad input over an existing file" || return 1
+  same_file "$D/keep/out.rbn" "$D/saved.rbn" || return 1
+  (
+    trap '' XFSZ
+    ulimit -f 1
+    "$RIBBON" build -i "$D/keys.txt" -o "$D/keep/out.rbn" -r 8 </dev/null >"$OUT" 2>"$ERR"
+  )
+  RC=$?
+  rc_is 2 "build past the file size limit over an existing file" || return 1
+  same_file "$D/keep/out.rbn" "$D/saved.rbn" || return 1
+  dir_holds "$D/keep" out.rbn || return 1
+  # A successful build replaces it.
+  build_ok -i "$D/a.txt" -o "$D/keep/out.rbn" || return 1
+  run info --json "$D/keep/out.rbn"
+  out_has '"key_count": 1,' || return 1
+  dir_holds "$D/keep" out.rbn
+}
+
+# damaged_filter_fails FILE MESSAGE: query, info and verify all exit 2 naming the problem.
+damaged_filter_fails() {
+  run query "$1" key-1
+  rc_is 2 "query of $(basename "$1")" || return 1
+  err_has "$2" || return 1
+  run info "$1"
+  rc_is 2 "info of $(basename "$1")" || return 1
+  err_has "$2" || return 1
+  run info --json "$1"
+  rc_is 2 "info --json of $(basename "$1")" || return 1
+  run verify "$1" -i "$D/keys.txt"
+  rc_is 2 "verify -i of $(basename "$1")" || return 1
+  run verify "$1"
+  rc_is 2 "verify of $(basename "$1")" || return 1
+  err_has "$2"
+}
+
+case_corrupt_filter() {
+  cp "$D/keys.rbn" "$D/corrupt.rbn"
+  local size middle byte
+  size=$(stat -c %s "$D/corrupt.rbn")
+  middle=$((size / 2))
+  byte=$(od -An -tu1 -j "$middle" -N1 "$D/corrupt.rbn" | tr -d ' ')
+  # shellcheck disable=SC2059  # the format is the octal escape of the new byte
+  printf "\\$(printf '%03o' $((byte ^ 0x5a)))" |
+    dd of="$D/corrupt.rbn" bs=1 seek="$middle" conv=notrunc status=none
+  cmp -s "$D/corrupt.rbn" "$D/keys.rbn" && fail "the byte was not changed" && return 1
+  damaged_filter_fails "$D/corrupt.rbn" "checksum mismatch"
+}
+
+case_newer_version() {
+  cp "$D/keys.rbn" "$D/v2.rbn"
+  printf '\002' | dd of="$D/v2.rbn" bs=1 seek=8 conv=notrunc status=none
+  damaged_filter_fails "$D/v2.rbn" "unsupported format version 2"
+}
+
+case_truncated_and_foreign() {
+  head -c 1000 "$D/keys.rbn" >"$D/truncated.rbn"
+  damaged_filter_fails "$D/truncated.rbn" "truncated" || return 1
+  damaged_filter_fails "$D/keys.txt" "not a ribbon filter" || return 1
+  run query "$D/no-such.rbn" key-1
+  rc_is 2 "query of a missing filter" || return 1
+  err_has "no-such.rbn" || return 1
+  err_has "No such file or directory"
+}
+
+group_files() {
+  make_line_keys
+  printf 'a\n' >"$D/a.txt"
+  build_ok -i "$D/keys.txt" -o "$D/keys.rbn" -r 16 || {
+    echo "FAIL files.setup: $REASON"
+    FAILED=$((FAILED + 1))
+    return
+  }
+  t files.unwritable_output case_unwritable_output
+  t files.read_only_output_directory case_read_only_output_dir
+  t files.full_disk_leaves_nothing case_full_disk
+  t files.existing_output_replaced_atomically case_existing_output_kept
+  t files.corrupt_filter case_corrupt_filter
+  t files.newer_format_version case_newer_version
+  t files.truncated_or_foreign_file case_truncated_and_foreign
+}
+
+# ------------------------------------------------------------------------------------------
+# outofcore: a memory limit far below the keys' size spills to --tmp-dir; the file must be
+# the same bytes, and the temporary directory empty afterwards, whatever happened.
+
+case_out_of_core_identical() {
+  mkdir -p "$D/tmp"
+  build_ok -i "$D/keys.txt" -o "$D/keys.rbn" -r 16 || return 1
+  build_ok -i "$D/keys.txt" -o "$D/keys-ooc.rbn" -r 16 --memory-limit 64K --tmp-dir "$D/tmp" ||
+    return 1
+  err_has "out of core" || return 1
+  same_file "$D/keys-ooc.rbn" "$D/keys.rbn" || return 1
+  dir_holds "$D/tmp" || return 1
+  build_ok -i "$D/ints.u64" --format u64 -o "$D/ints.rbn" -w 32 -r 7 --seed 99 || return 1
+  build_ok -i "$D/ints.u64" --format u64 -o "$D/ints-ooc.rbn" -w 32 -r 7 --seed 99 \
+    --memory-limit 64K --tmp-dir "$D/tmp" || return 1
+  same_file "$D/ints-ooc.rbn" "$D/ints.rbn" || return 1
+  dir_holds "$D/tmp"
+}
+
+case_out_of_core_failures_clean_up() {
+  mkdir -p "$D/tmp" "$D/ooc-out"
+  # Bad input at the end, after the spill started.
+  { cat "$D/ints.hex"; echo "not-hex"; } >"$D/late-error.hex"
+  run build -i "$D/late-error.hex" --format hex64 -o "$D/ooc-out/out.rbn" --memory-limit 64K \
+    --tmp-dir "$D/tmp"
+  rc_is 2 "out-of-core build of bad input" || return 1
+  err_has "late-error.hex:$((N + 1)):" || return 1
+  dir_holds "$D/tmp" || return 1
+  dir_holds "$D/ooc-out" || return 1
+  # Spill files past the file size limit.
+  (
+    trap '' XFSZ
+    ulimit -f 1
+    "$RIBBON" build -i "$D/keys.txt" -o "$D/ooc-out/out.rbn" --memory-limit 64K \
+      --tmp-dir "$D/tmp" </dev/null >"$OUT" 2>"$ERR"
+  )
+  RC=$?
+  rc_is 2 "out-of-core build past the file size limit" || return 1
+  err_has "File too large" || return 1
+  dir_holds "$D/tmp" || return 1
+  dir_holds "$D/ooc-out" || return 1
+  # An unusable --tmp-dir.
+  run build -i "$D/keys.txt" -o "$D/ooc-out/out.rbn" --memory-limit 64K --tmp-dir "$D/nowhere"
+  rc_is 2 "build with a missing --tmp-dir" || return 1
+  err_has "nowhere" || return 1
+  dir_holds "$D/ooc-out"
+}
+
+case_signal_removes_temp_files() {
+  mkdir -p "$D/tmp" "$D/sig-out"
+  rm -f "$D/fifo"
+  mkfifo "$D/fifo"
+  # Read-write: never blocks, and keeps a writer so that the build never sees the end.
+  exec 3<>"$D/fifo"
+  "$RIBBON" build -i "$D/fifo" -o "$D/sig-out/out.rbn" --memory-limit 64K --tmp-dir "$D/tmp" \
+    </dev/null >"$OUT" 2>"$ERR" &
+  local pid=$! waited=0 status
+  timeout 10 cat "$D/keys.txt" >&3
+  # Wait (up to 10 s) until keys were spilled.
+  while [[ -z "$(find "$D/tmp" -type f 2>/dev/null)" && $waited -lt 100 ]]; do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  local spilled
+  spilled=$(find "$D/tmp" -type f | wc -l)
+  kill -TERM "$pid"
+  wait "$pid"
+  status=$?
+  exec 3>&-
+  rm -f "$D/fifo"
+  [[ $spilled -gt 0 ]] || fail "no spill files appeared under --tmp-dir with --memory-limit 64K" ||
+    return 1
+  [[ $status -eq 143 ]] || fail "exit status $status after SIGTERM, expected 143" || return 1
+  dir_holds "$D/tmp" || return 1
+  dir_holds "$D/sig-out"
+}
+
+group_outofcore() {
+  # Enough keys to exceed a 64K memory limit several times, whatever the scale.
+  [[ $N -lt 20000 ]] && N=20000
+  echo "(out-of-core cases use $N keys)"
+  make_line_keys
+  make_integer_keys
+  t outofcore.identical_to_in_memory case_out_of_core_identical
+  t outofcore.failures_leave_no_temp_files case_out_of_core_failures_clean_up
+  t outofcore.sigterm_removes_temp_files case_signal_removes_temp_files
+}
+
+# ------------------------------------------------------------------------------------------
+
+echo "ribbon: $RIBBON, $N keys per set"
+for group in "${SELECTED[@]}"; do
+  case "$group" in
+    lines | integers | query | errors | files | outofcore)
+      echo "== $group"
+      "group_$group"
+      ;;
+    *)
+      echo "unknown group '$group'" >&2
+      exit 2
+      ;;
+  esac
+done
+echo "== $PASSED passed, $FAILED failed, $SKIPPED skipped"
+[[ $FAILED -eq 0 ]]

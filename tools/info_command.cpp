@@ -1,0 +1,155 @@
+// `ribbon info`: every parameter of a filter file, its layers and what they cost.
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "commands.hpp"
+#include "ribbon/error.hpp"
+#include "ribbon/filter.hpp"
+#include "ribbon/format.hpp"
+#include "util.hpp"
+
+namespace ribbon::cli {
+namespace {
+
+// The file does not say which builder wrote it: every builder writes the same bytes.
+constexpr const char* builder_text = "any: CPU and GPU builders write identical files";
+
+struct info_settings {
+  std::string filter_path;
+  bool json = false;
+};
+
+/// The header of a file that filter::load has already validated (for the format version,
+/// which the loaded filter does not keep).
+format::file_header read_header(const std::string& path) {
+  format::file_header header;
+  std::ifstream file(path, std::ios::binary);
+  if (!file.read(reinterpret_cast<char*>(&header), sizeof(header))) {
+    throw error("cannot read " + path + ": the file changed while being read");
+  }
+  return header;
+}
+
+const char* key_kind_name(key_kind kind) {
+  return kind == key_kind::bytes ? "bytes" : "u64";
+}
+
+std::string number(double value, const char* format_spec) {
+  char text[64];
+  std::snprintf(text, sizeof(text), format_spec, value);
+  return text;
+}
+
+int run_info(const info_settings& s) {
+  const filter f = filter::load(s.filter_path);  // verifies every checksum
+  const format::file_header header = read_header(s.filter_path);
+  const filter_params& p = f.params();
+  const auto u = [](std::uint64_t v) { return std::to_string(v); };
+  const double bits_per_key = f.bits_per_key();
+  const double overhead_pct =
+      f.key_count() > 0 ? 100.0 * (bits_per_key / p.result_bits - 1.0) : 0.0;
+  const double fpr = std::ldexp(1.0, -static_cast<int>(p.result_bits));
+
+  std::string out;
+  if (s.json) {
+    out += "{\n";
+    auto field = [&](const char* name, const std::string& value) {
+      out += std::string("  \"") + name + "\": " + value + ",\n";
+    };
+    field("file", json_string(s.filter_path));
+    field("file_bytes", u(f.size_bytes()));
+    field("format_version", u(header.format_version));
+    field("key_kind", json_string(key_kind_name(p.keys)));
+    field("width", u(p.width));
+    field("result_bits", u(p.result_bits));
+    field("bucket_size", u(p.bucket_size));
+    field("threshold_light", u(p.threshold_light));
+    field("threshold_heavy", u(p.threshold_heavy));
+    field("shard_size", u(p.shard_size));
+    field("seed", u(p.seed));
+    field("key_count", u(f.key_count()));
+    field("num_layers", u(f.num_layers()));
+    field("bits_per_key", number(bits_per_key, "%.6f"));
+    field("overhead_pct", number(overhead_pct, "%.4f"));
+    field("expected_fpr", number(fpr, "%.10g"));
+    field("builder", json_string(builder_text));
+    out += "  \"layers\": [";
+    for (std::size_t l = 0; l < f.layers().size(); ++l) {
+      const format::layer_image& layer = f.layers()[l];
+      const layer_geometry& g = layer.geometry;
+      const double bumped = layer.input_keys > 0 ? static_cast<double>(layer.bumped_keys) /
+                                                       static_cast<double>(layer.input_keys)
+                                                 : 0.0;
+      out += l == 0 ? "\n" : ",\n";
+      out += "    {\"index\": " + u(l) + ", \"kind\": \"" + (g.bumping() ? "bumped" : "plain") +
+             "\", \"starts\": " + u(g.num_starts) + ", \"shards\": " + u(g.num_shards()) +
+             ", \"buckets\": " + u(g.num_buckets(p.bucket_size)) + ", \"salt\": " + u(layer.salt) +
+             ", \"input_keys\": " + u(layer.input_keys) +
+             ", \"bumped_keys\": " + u(layer.bumped_keys) +
+             ", \"bumped_fraction\": " + number(bumped, "%.6f") +
+             ", \"threshold_bytes\": " + u(g.threshold_words(p.bucket_size) * 8) +
+             ", \"solution_bytes\": " + u(g.solution_bytes(p.width, p.result_bits)) + "}";
+    }
+    out += f.layers().empty() ? "]\n}\n" : "\n  ]\n}\n";
+  } else {
+    auto line = [&](const char* name, const std::string& value) {
+      char label[32];
+      std::snprintf(label, sizeof(label), "%-16s", name);
+      out += std::string(label) + value + "\n";
+    };
+    line("file", s.filter_path);
+    line("file bytes", u(f.size_bytes()));
+    line("format version", u(header.format_version));
+    line("key kind", p.keys == key_kind::bytes ? "bytes (byte strings, query with --format lines)"
+                                               : "u64 (64-bit integers, --format u64 or hex64)");
+    line("width", u(p.width));
+    line("result bits", u(p.result_bits));
+    line("bucket size", u(p.bucket_size));
+    line("thresholds", "light " + u(p.threshold_light) + ", heavy " + u(p.threshold_heavy));
+    line("shard size", u(p.shard_size));
+    line("seed", u(p.seed));
+    line("keys", u(f.key_count()));
+    line("layers", u(f.num_layers()));
+    line("bits/key", f.key_count() > 0
+                         ? number(bits_per_key, "%.4f") + number(overhead_pct, " (%.3f%% over r)")
+                         : std::string("- (no keys)"));
+    line("expected FPR", "2^-" + u(p.result_bits) + " = " + number(fpr, "%.6g"));
+    line("builder", builder_text);
+    for (std::size_t l = 0; l < f.layers().size(); ++l) {
+      const format::layer_image& layer = f.layers()[l];
+      const layer_geometry& g = layer.geometry;
+      const double bumped_pct = layer.input_keys > 0
+                                    ? 100.0 * static_cast<double>(layer.bumped_keys) /
+                                          static_cast<double>(layer.input_keys)
+                                    : 0.0;
+      const std::string name = "layer " + u(l);
+      line(name.c_str(), std::string(g.bumping() ? "bumped" : "plain") + ", " + u(g.num_starts) +
+                             " starts, " + u(g.num_shards()) + " shards, " + u(layer.input_keys) +
+                             " keys in, " + u(layer.bumped_keys) + " bumped" +
+                             number(bumped_pct, " (%.3f%%)") + ", thresholds " +
+                             u(g.threshold_words(p.bucket_size) * 8) + " B, solution " +
+                             u(g.solution_bytes(p.width, p.result_bits)) + " B");
+    }
+  }
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {
+    throw error(std::string("cannot write to stdout: ") + std::strerror(errno));
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_info_command(CLI::App& app) {
+  auto s = std::make_shared<info_settings>();
+  CLI::App* cmd = app.add_subcommand(
+      "info", "Print a filter file's parameters, layers, space and expected FPR (checks it too)");
+  cmd->add_option("filter", s->filter_path, "filter file")->required();
+  cmd->add_flag("--json", s->json, "print one JSON object");
+  return [s] { return run_info(*s); };
+}
+
+}  // namespace ribbon::cli

@@ -1,0 +1,485 @@
+#include "input.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "ribbon/error.hpp"
+
+namespace ribbon::cli {
+
+namespace {
+
+constexpr std::size_t default_chunk_bytes = std::size_t{8} << 20;
+// Small enough for tests to cut lines across chunks; 8 keeps a u64 key whole.
+constexpr std::size_t min_chunk_bytes = 16;
+constexpr std::size_t largest_chunk_bytes = std::size_t{1} << 30;
+
+std::size_t chunk_bytes_from_environment() {
+  const char* text = std::getenv("RIBBON_CLI_CHUNK_BYTES");
+  if (text == nullptr || *text == '\0') return default_chunk_bytes;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || value == 0) {
+    throw error(std::string("RIBBON_CLI_CHUNK_BYTES: not a positive number: '") + text + "'");
+  }
+  return static_cast<std::size_t>(value);
+}
+
+int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// Optional 0x/0X prefix, then 1 to 16 hex digits, nothing else.
+bool parse_hex_text(const char* text, std::size_t length, std::uint64_t& value) {
+  if (length >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    text += 2;
+    length -= 2;
+  }
+  if (length == 0 || length > 16) return false;
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < length; ++i) {
+    const int d = hex_digit_value(text[i]);
+    if (d < 0) return false;
+    v = (v << 4) | static_cast<std::uint64_t>(d);
+  }
+  value = v;
+  return true;
+}
+
+}  // namespace
+
+std::string quote_for_message(std::string_view text) {
+  constexpr std::size_t max_shown = 40;
+  std::string out = "'";
+  for (std::size_t i = 0; i < text.size() && i < max_shown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  if (text.size() > max_shown) out += "...";
+  return out + "'";
+}
+
+namespace {
+
+std::string hex64_problem(std::string_view line) {
+  if (line.empty()) return "empty line: hex64 input needs one hex number per line";
+  return "invalid hex64 key " + quote_for_message(line) +
+         ": expected 1 to 16 hex digits with an optional 0x prefix";
+}
+
+/// Calls `on_line(begin, length)` for each line of [data, data + size): without its "\n" and
+/// one trailing "\r"; a last line without "\n" counts. Stops early when it returns false.
+template <class OnLine>
+void for_each_line(const char* data, std::size_t size, OnLine&& on_line) {
+  const char* p = data;
+  const char* const end = data + size;
+  while (p < end) {
+    const auto* newline = static_cast<const char*>(std::memchr(p, '\n', end - p));
+    const char* line_end = newline != nullptr ? newline : end;
+    std::size_t length = static_cast<std::size_t>(line_end - p);
+    if (length > 0 && p[length - 1] == '\r') --length;
+    if (!on_line(p, length)) return;
+    p = newline != nullptr ? newline + 1 : end;
+  }
+}
+
+/// Parses a chunk in place; on a bad line records it in chunk.error / error_line.
+void parse_chunk(input_chunk& c, input_format format, parse_output output, std::uint64_t seed) {
+  c.values.clear();
+  c.texts.clear();
+  const bool hashes = output == parse_output::hashes;
+  const std::uint64_t seed_mixed = seed_mix(seed);
+  switch (format) {
+    case input_format::u64: {
+      const std::size_t n = c.size / 8;
+      c.values.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint64_t key;
+        std::memcpy(&key, c.data + 8 * i, 8);
+        c.values[i] = hashes ? hash_u64(key, seed_mixed) : key;
+      }
+      c.key_count = n;
+      return;
+    }
+    case input_format::lines:
+      for_each_line(c.data, c.size, [&](const char* text, std::size_t length) {
+        if (hashes) {
+          c.values.push_back(hash_bytes(text, length, seed));
+        } else {
+          c.texts.emplace_back(text, length);
+        }
+        return true;
+      });
+      c.key_count = hashes ? c.values.size() : c.texts.size();
+      return;
+    case input_format::hex64: {
+      std::uint64_t line = 0;
+      for_each_line(c.data, c.size, [&](const char* text, std::size_t length) {
+        std::uint64_t key;
+        if (!parse_hex_text(text, length, key)) {
+          c.error = hex64_problem(std::string_view(text, length));
+          c.error_line = line;
+          return false;
+        }
+        c.values.push_back(hashes ? hash_u64(key, seed_mixed) : key);
+        if (!hashes) c.texts.emplace_back(text, length);
+        ++line;
+        return true;
+      });
+      c.key_count = c.values.size();
+      return;
+    }
+  }
+}
+
+std::string errno_text(int code) {
+  return std::strerror(code);
+}
+
+}  // namespace
+
+input_format parse_input_format(const std::string& name) {
+  if (name == "lines") return input_format::lines;
+  if (name == "u64") return input_format::u64;
+  if (name == "hex64") return input_format::hex64;
+  throw error("unknown input format '" + name + "' (lines, u64 or hex64)");
+}
+
+const char* input_format_name(input_format format) {
+  switch (format) {
+    case input_format::lines: return "lines";
+    case input_format::u64: return "u64";
+    case input_format::hex64: return "hex64";
+  }
+  return "?";
+}
+
+key_kind key_kind_of(input_format format) {
+  return format == input_format::lines ? key_kind::bytes : key_kind::u64;
+}
+
+std::uint64_t parse_u64_decimal(std::string_view text, const std::string& where) {
+  std::uint64_t value = 0;
+  bool ok = !text.empty() && text.size() <= 20;
+  for (std::size_t i = 0; ok && i < text.size(); ++i) {
+    const char c = text[i];
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    ok = c >= '0' && c <= '9' && value <= (UINT64_MAX - digit) / 10;
+    value = value * 10 + digit;
+  }
+  if (!ok) {
+    throw error(where + ": invalid u64 key " + quote_for_message(text) +
+                ": expected a decimal integer below 2^64");
+  }
+  return value;
+}
+
+std::uint64_t parse_hex64(std::string_view text, const std::string& where) {
+  std::uint64_t value = 0;
+  if (!parse_hex_text(text.data(), text.size(), value)) {
+    throw error(where + ": " + hex64_problem(text));
+  }
+  return value;
+}
+
+bool* input_chunk::found_buffer() {
+  if (found_capacity < key_count) {
+    found.reset(new bool[key_count]);
+    found_capacity = key_count;
+  }
+  return found.get();
+}
+
+input_reader::input_reader(std::vector<std::string> paths, input_format format,
+                           std::size_t max_chunk_bytes)
+    : format_(format),
+      chunk_bytes_(std::clamp(max_chunk_bytes != 0
+                                  ? std::min(max_chunk_bytes, chunk_bytes_from_environment())
+                                  : chunk_bytes_from_environment(),
+                              min_chunk_bytes, largest_chunk_bytes)) {
+  for (std::string& path : paths) {
+    source s;
+    s.name = path == "-" ? "<stdin>" : path;
+    s.path = std::move(path);
+    struct stat st;
+    if (s.path == "-") {
+      // A regular file redirected to stdin has a size too (from the current offset on).
+      const off_t position = ::lseek(STDIN_FILENO, 0, SEEK_CUR);
+      if (::fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) && position >= 0) {
+        s.regular = true;
+        s.size = static_cast<std::uint64_t>(std::max<off_t>(st.st_size - position, 0));
+      }
+    } else {
+      // O_NONBLOCK: opening a named pipe must not wait for its writer here.
+      const int fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0) {
+        const int open_errno = errno;
+        throw error("cannot open " + s.name + ": " + errno_text(open_errno));
+      }
+      const bool ok = ::fstat(fd, &st) == 0;
+      const int stat_errno = errno;
+      ::close(fd);
+      if (!ok) throw error("cannot stat " + s.name + ": " + errno_text(stat_errno));
+      if (S_ISDIR(st.st_mode)) throw error(s.name + ": is a directory");
+      if (S_ISREG(st.st_mode)) {
+        s.regular = true;
+        s.size = static_cast<std::uint64_t>(st.st_size);
+      }
+    }
+    if (s.regular) {
+      total_bytes_ += s.size;
+    } else {
+      all_sizes_known_ = false;
+    }
+    sources_.push_back(std::move(s));
+  }
+  estimate_keys();
+}
+
+input_reader::~input_reader() = default;
+
+void input_reader::estimate_keys() {
+  if (format_ == input_format::u64) {
+    estimated_keys_ = total_bytes_ / 8;
+    return;
+  }
+  // Lines: the average line length of the first bytes of the first regular input.
+  for (const source& s : sources_) {
+    if (!s.regular || s.size == 0) continue;
+    const int fd = s.path == "-" ? STDIN_FILENO : ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    const off_t start = s.path == "-" ? ::lseek(fd, 0, SEEK_CUR) : 0;
+    std::vector<char> sample(
+        std::min<std::uint64_t>(s.size, std::min(chunk_bytes_, std::size_t{1} << 20)));
+    const ssize_t got = start >= 0 ? ::pread(fd, sample.data(), sample.size(), start) : -1;
+    if (fd != STDIN_FILENO) ::close(fd);
+    if (got <= 0) return;
+    const auto lines =
+        static_cast<std::uint64_t>(std::count(sample.data(), sample.data() + got, '\n'));
+    const double bytes_per_line = lines > 0 ? static_cast<double>(got) / static_cast<double>(lines)
+                                            : static_cast<double>(got);
+    estimated_keys_ =
+        static_cast<std::uint64_t>(static_cast<double>(total_bytes_) / bytes_per_line) + 1;
+    return;
+  }
+}
+
+/// The serial read stage's position and the chunks in flight.
+struct input_reader::state {
+  // Chunks are owned here so that an exception anywhere in the pipeline frees them all.
+  std::mutex pool_mutex;
+  std::vector<std::unique_ptr<input_chunk>> all_chunks;
+  std::vector<input_chunk*> free_chunks;
+
+  std::size_t next_source = 0;
+  std::size_t current = 0;
+  int fd = -1;
+  bool eof = false;
+  bool stopped = false;      ///< an error chunk went out: read nothing more
+  std::uint64_t offset = 0;  ///< bytes read from the current source
+  std::vector<char> carry;   ///< the partial line (or key) after the last cut
+
+  input_chunk* take() {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    if (free_chunks.empty()) {
+      all_chunks.push_back(std::make_unique<input_chunk>());
+      return all_chunks.back().get();
+    }
+    input_chunk* c = free_chunks.back();
+    free_chunks.pop_back();
+    return c;
+  }
+  void give(input_chunk* c) {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    free_chunks.push_back(c);
+  }
+  void close_source() {
+    if (fd > STDIN_FILENO) ::close(fd);
+    fd = -1;
+  }
+  ~state() { close_source(); }
+};
+
+namespace {
+
+void reserve_buffer(input_chunk& c, std::size_t capacity, std::size_t keep) {
+  if (c.capacity >= capacity) return;
+  std::unique_ptr<char[]> bigger(new char[capacity]);
+  if (keep > 0) std::memcpy(bigger.get(), c.buffer.get(), keep);
+  c.buffer = std::move(bigger);
+  c.capacity = capacity;
+}
+
+}  // namespace
+
+void input_reader::run(std::uint32_t threads, parse_output output, std::uint64_t seed,
+                       const std::function<void(input_chunk&)>& process,
+                       const std::function<void(input_chunk&)>& consume) {
+  state st;
+  const input_format format = format_;
+
+  auto fail_chunk = [&](input_chunk* c, std::string message) {
+    c->error = std::move(message);
+    c->error_has_location = true;
+    c->size = 0;
+    st.stopped = true;
+    st.close_source();
+    return c;
+  };
+
+  // Serial, in order: the next chunk of whole lines (or whole keys) of the current input.
+  auto read_stage = [&](tbb::flow_control& fc) -> input_chunk* {
+    for (;;) {
+      if (st.stopped) break;
+      if (st.fd < 0) {
+        if (st.next_source == sources_.size()) break;
+        st.current = st.next_source++;
+        const source& s = sources_[st.current];
+        st.offset = 0;
+        st.eof = false;
+        st.carry.clear();
+        st.fd = s.path == "-" ? STDIN_FILENO : ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (st.fd < 0) {
+          const int open_errno = errno;
+          return fail_chunk(st.take(), "cannot open " + s.name + ": " + errno_text(open_errno));
+        }
+        if (s.regular) (void)::posix_fadvise(st.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+      }
+      const source& s = sources_[st.current];
+      input_chunk* c = st.take();
+      c->source = st.current;
+      c->byte_offset = st.offset - st.carry.size();
+      c->first_line = 0;
+      c->key_count = 0;
+      c->error.clear();
+      c->error_has_location = false;
+      c->output.clear();
+      c->positives = 0;
+      reserve_buffer(*c, std::max(chunk_bytes_, 2 * st.carry.size()), 0);
+      std::size_t size = st.carry.size();
+      if (size > 0) std::memcpy(c->buffer.get(), st.carry.data(), size);
+      st.carry.clear();
+      std::size_t cut = 0;
+      for (;;) {
+        while (size < c->capacity && !st.eof) {
+          const ssize_t n = ::read(st.fd, c->buffer.get() + size, c->capacity - size);
+          if (n < 0) {
+            const int read_errno = errno;
+            if (read_errno == EINTR) continue;
+            return fail_chunk(c, "cannot read " + s.name + " at byte " + std::to_string(st.offset) +
+                                     ": " + errno_text(read_errno));
+          }
+          if (n == 0) {
+            st.eof = true;
+            break;
+          }
+          size += static_cast<std::size_t>(n);
+          st.offset += static_cast<std::uint64_t>(n);
+          counters_.bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+        }
+        if (st.eof) break;
+        if (format == input_format::u64) {
+          cut = size - size % 8;
+          break;
+        }
+        const char* last_newline = static_cast<const char*>(::memrchr(c->buffer.get(), '\n', size));
+        if (last_newline != nullptr) {
+          cut = static_cast<std::size_t>(last_newline - c->buffer.get()) + 1;
+          break;
+        }
+        // A line longer than the buffer: grow it and read on.
+        reserve_buffer(*c, 2 * c->capacity, size);
+      }
+      if (st.eof) {
+        st.close_source();
+        if (format == input_format::u64 && size % 8 != 0) {
+          const std::size_t trailing = size % 8;
+          return fail_chunk(c, s.name + ": size " + std::to_string(st.offset) +
+                                   " bytes is not a multiple of 8 (u64 keys are 8-byte "
+                                   "integers): " +
+                                   std::to_string(trailing) + " trailing bytes at offset " +
+                                   std::to_string(st.offset - trailing));
+        }
+        if (size == 0) {
+          st.give(c);
+          continue;
+        }
+        cut = size;
+      } else {
+        st.carry.assign(c->buffer.get() + cut, c->buffer.get() + size);
+      }
+      c->data = c->buffer.get();
+      c->size = cut;
+      return c;
+    }
+    fc.stop();
+    return nullptr;
+  };
+
+  // Parallel: parse (and hash) the chunk, then the caller's work on it.
+  auto parse_stage = [&](input_chunk* c) -> input_chunk* {
+    if (!c->error.empty()) return c;
+    parse_chunk(*c, format, output, seed);
+    if (c->error.empty()) process(*c);
+    return c;
+  };
+
+  // Serial, in order: line numbers, errors with their location, the caller's consumer.
+  std::size_t line_source = 0;
+  std::uint64_t line_base = 0;  // lines of line_source before this chunk
+  auto consume_stage = [&](input_chunk* c) {
+    if (c->source != line_source) {
+      line_source = c->source;
+      line_base = 0;
+    }
+    c->first_line = line_base + 1;
+    if (!c->error.empty()) {
+      if (c->error_has_location) throw error(c->error);
+      throw error(sources_[c->source].name + ":" + std::to_string(c->first_line + c->error_line) +
+                  ": " + c->error);
+    }
+    consume(*c);
+    line_base += c->key_count;
+    counters_.keys.fetch_add(c->key_count, std::memory_order_relaxed);
+    st.give(c);
+  };
+
+  const int concurrency = threads != 0 ? static_cast<int>(threads) : tbb::task_arena::automatic;
+  tbb::task_arena arena(concurrency);
+  arena.execute([&] {
+    // Enough chunks in flight to keep every thread busy, few enough to bound memory (a
+    // thread count above the machine's does not add any).
+    const auto busy = std::min<unsigned>(static_cast<unsigned>(arena.max_concurrency()),
+                                         std::max(1u, std::thread::hardware_concurrency()));
+    const std::size_t tokens = 2 * std::size_t{busy} + 2;
+    tbb::parallel_pipeline(
+        tokens,
+        tbb::make_filter<void, input_chunk*>(tbb::filter_mode::serial_in_order, read_stage) &
+            tbb::make_filter<input_chunk*, input_chunk*>(tbb::filter_mode::parallel, parse_stage) &
+            tbb::make_filter<input_chunk*, void>(tbb::filter_mode::serial_in_order, consume_stage));
+  });
+  counters_.done.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace ribbon::cli

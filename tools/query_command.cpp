@@ -1,0 +1,262 @@
+// `ribbon query` (print the keys that may be in the set) and `ribbon verify` (checksums,
+// structure, and optionally that every given key is positive). Both read keys with the
+// input pipeline and use the batched CPU query path on each chunk.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "input.hpp"
+#include "progress.hpp"
+#include "ribbon/error.hpp"
+#include "ribbon/filter.hpp"
+#include "util.hpp"
+
+namespace ribbon::cli {
+namespace {
+
+const char* kind_description(key_kind kind) {
+  return kind == key_kind::bytes ? "byte-string keys (--format lines)"
+                                 : "64-bit integer keys (--format u64 or --format hex64)";
+}
+
+/// Loads with every checksum verified, and checks the filter's key kind against `format`.
+filter load_for_format(const std::string& path, input_format format) {
+  filter f = filter::load(path);
+  if (f.params().keys != key_kind_of(format)) {
+    throw error(path + ": the filter was built from " + kind_description(f.params().keys) +
+                " and cannot be queried with --format " + input_format_name(format));
+  }
+  return f;
+}
+
+/// found[i] for every key of the chunk (the pipeline runs chunks in parallel, so one thread
+/// per batch); sets c.positives.
+void query_chunk(const filter& f, input_format format, input_chunk& c) {
+  bool* found = c.found_buffer();
+  if (format == input_format::lines) {
+    f.contains(c.texts.data(), c.key_count, found);
+  } else {
+    f.contains(c.values.data(), c.key_count, found);
+  }
+  c.positives = static_cast<std::uint64_t>(std::count(found, found + c.key_count, true));
+}
+
+/// Key `i` of a chunk as text: as written for line formats, decimal for u64.
+void append_key_text(const input_chunk& c, input_format format, std::uint64_t i, std::string& out) {
+  if (format == input_format::u64) {
+    out += std::to_string(c.values[i]);
+  } else {
+    out.append(c.texts[i].data(), c.texts[i].size());
+  }
+}
+
+void write_stdout(const std::string& text) {
+  if (!text.empty() && std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
+    throw error(std::string("cannot write to stdout: ") + std::strerror(errno));
+  }
+}
+
+void finish_stdout() {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    throw error(std::string("cannot write to stdout: ") + std::strerror(errno));
+  }
+}
+
+/// Positional keys as a chunk (texts and values like the pipeline's).
+input_chunk chunk_of_arguments(const std::vector<std::string>& keys, input_format format) {
+  input_chunk c;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string where = "key argument " + std::to_string(i + 1);
+    if (format == input_format::u64) c.values.push_back(parse_u64_decimal(keys[i], where));
+    if (format == input_format::hex64) c.values.push_back(parse_hex64(keys[i], where));
+    c.texts.emplace_back(keys[i]);
+  }
+  c.key_count = keys.size();
+  return c;
+}
+
+struct query_settings {
+  std::string filter_path;
+  std::vector<std::string> inputs;
+  std::vector<std::string> keys;
+  std::string format = "lines";
+  bool count = false;
+  bool progress = false;
+};
+
+int run_query(query_settings s) {
+  const input_format format = parse_input_format(s.format);
+  if (s.inputs.empty() && s.keys.empty()) {
+    if (::isatty(STDIN_FILENO)) {
+      throw error("no keys: give -i FILE, keys as arguments, or pipe keys into stdin");
+    }
+    s.inputs.push_back("-");
+  }
+  filter f = load_for_format(s.filter_path, format);
+  f.set_query_threads(1);
+  std::uint64_t queried = 0, positive = 0;
+
+  // Arguments first, then the inputs in order; positives are printed in that order.
+  if (!s.keys.empty()) {
+    input_chunk c = chunk_of_arguments(s.keys, format);
+    query_chunk(f, format, c);
+    queried += c.key_count;
+    positive += c.positives;
+    std::string out;
+    for (std::uint64_t i = 0; i < c.key_count && !s.count; ++i) {
+      if (c.found[i]) {
+        out.append(s.keys[i]);
+        out += '\n';
+      }
+    }
+    write_stdout(out);
+  }
+  if (!s.inputs.empty()) {
+    input_reader reader(s.inputs, format);
+    progress_display display(s.progress ? progress_mode::live : progress_mode::quiet, "query",
+                             &reader.counters(), reader.total_bytes(), nullptr);
+    const bool print_keys = !s.count;
+    reader.run(
+        0, parse_output::keys, 0,
+        [&](input_chunk& c) {
+          query_chunk(f, format, c);
+          if (!print_keys) return;
+          for (std::uint64_t i = 0; i < c.key_count; ++i) {
+            if (!c.found[i]) continue;
+            append_key_text(c, format, i, c.output);
+            c.output += '\n';
+          }
+        },
+        [&](input_chunk& c) {
+          queried += c.key_count;
+          positive += c.positives;
+          write_stdout(c.output);
+        });
+    display.stop(true);
+  }
+  if (s.count) {
+    std::printf("%llu queried, %llu positive\n", static_cast<unsigned long long>(queried),
+                static_cast<unsigned long long>(positive));
+  }
+  finish_stdout();
+  return positive > 0 ? 0 : 1;
+}
+
+struct verify_settings {
+  std::string filter_path;
+  std::vector<std::string> inputs;
+  std::string format = "lines";
+  bool progress = false;
+  bool quiet = false;
+};
+
+int run_verify(const verify_settings& s) {
+  const input_format format = parse_input_format(s.format);
+  if (s.progress && s.quiet) throw error("--progress and --quiet cannot be combined");
+  if (s.inputs.empty()) {
+    const filter f = filter::load(s.filter_path);  // checks every checksum and the structure
+    if (!s.quiet) {
+      std::printf("OK: %s: checksums and structure valid (%llu keys, %u layers, %llu bytes)\n",
+                  s.filter_path.c_str(), static_cast<unsigned long long>(f.key_count()),
+                  f.num_layers(), static_cast<unsigned long long>(f.size_bytes()));
+    }
+    finish_stdout();
+    return 0;
+  }
+  filter f = load_for_format(s.filter_path, format);
+  f.set_query_threads(1);
+  input_reader reader(s.inputs, format);
+  progress_display display(s.progress ? progress_mode::live : progress_mode::quiet, "verify",
+                           &reader.counters(), reader.total_bytes(), nullptr);
+  constexpr std::size_t missing_shown = 10;
+  std::uint64_t checked = 0, missing = 0;
+  std::vector<std::string> examples;
+  reader.run(
+      0, parse_output::keys, 0, [&](input_chunk& c) { query_chunk(f, format, c); },
+      [&](input_chunk& c) {
+        checked += c.key_count;
+        missing += c.key_count - c.positives;
+        for (std::uint64_t i = 0; i < c.key_count && examples.size() < missing_shown; ++i) {
+          if (c.found[i]) continue;
+          std::string key;
+          if (format == input_format::u64) {
+            key = std::to_string(c.values[i]) + " (" + reader.name(c.source) + " byte " +
+                  std::to_string(c.byte_offset + 8 * i) + ")";
+          } else {
+            key = quote_for_message(c.texts[i]) + " (" + reader.name(c.source) + ":" +
+                  std::to_string(c.first_line + i) + ")";
+          }
+          examples.push_back(std::move(key));
+        }
+      });
+  display.stop(true);
+  if (missing == 0) {
+    if (!s.quiet) {
+      std::printf("OK: %s: checksums and structure valid, all %llu keys positive\n",
+                  s.filter_path.c_str(), static_cast<unsigned long long>(checked));
+    }
+    finish_stdout();
+    return 0;
+  }
+  if (!s.quiet) {
+    std::string list;
+    for (const std::string& key : examples) list += (list.empty() ? "" : ", ") + key;
+    if (missing > examples.size()) list += ", ...";
+    std::printf("FAILED: %s: %llu of %llu keys are not in the filter: %s\n", s.filter_path.c_str(),
+                static_cast<unsigned long long>(missing), static_cast<unsigned long long>(checked),
+                list.c_str());
+  }
+  finish_stdout();
+  return 1;
+}
+
+void add_format_option(CLI::App* cmd, std::string& format) {
+  cmd->add_option("--format", format,
+                  "key format: lines (byte-string filters), u64 or hex64 (integer filters)")
+      ->check(CLI::IsMember({"lines", "u64", "hex64"}))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+std::function<int()> add_query_command(CLI::App& app) {
+  auto s = std::make_shared<query_settings>();
+  CLI::App* cmd = app.add_subcommand(
+      "query", "Print each key that may be in the set (exit 0 if any, 1 if none, 2 on error)");
+  cmd->add_option("filter", s->filter_path, "filter file")->required();
+  cmd->add_option("keys", s->keys,
+                  "keys to query (text; decimal for --format u64, hex for hex64); put -- "
+                  "before keys that start with '-'");
+  cmd->add_option("-i,--input", s->inputs,
+                  "file of keys to query, '-' for stdin; repeatable. Default: stdin when no "
+                  "keys are given");
+  add_format_option(cmd, s->format);
+  cmd->add_flag("-c,--count", s->count,
+                "print only '<queried> queried, <positive> positive' instead of the keys");
+  cmd->add_flag("--progress", s->progress, "live progress line on stderr");
+  return [s] { return run_query(*s); };
+}
+
+std::function<int()> add_verify_command(CLI::App& app) {
+  auto s = std::make_shared<verify_settings>();
+  CLI::App* cmd = app.add_subcommand(
+      "verify",
+      "Check every checksum and the structure of a filter file and, given keys, that every "
+      "key is positive (exit 0 OK, 1 keys missing, 2 corrupt or unreadable)");
+  cmd->add_option("filter", s->filter_path, "filter file")->required();
+  cmd->add_option("-i,--input", s->inputs, "file of keys that must all be positive, '-' for stdin");
+  add_format_option(cmd, s->format);
+  CLI::Option* progress = cmd->add_flag("--progress", s->progress, "live progress line on stderr");
+  CLI::Option* quiet =
+      cmd->add_flag("-q,--quiet", s->quiet, "print nothing; the exit status tells");
+  progress->excludes(quiet);
+  return [s] { return run_verify(*s); };
+}
+
+}  // namespace ribbon::cli

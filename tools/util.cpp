@@ -1,0 +1,115 @@
+#include "util.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "ribbon/error.hpp"
+
+namespace ribbon::cli {
+
+std::uint64_t parse_size(const std::string& text, const std::string& option) {
+  auto invalid = [&]() -> error {
+    return error(option + ": invalid size '" + text +
+                 "': give bytes or a number with K, M, G or T (or KiB, MiB, GiB, TiB; "
+                 "1024-based), e.g. 512M");
+  };
+  std::size_t i = 0;
+  long double value = 0;
+  bool digits = false;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    value = value * 10 + (text[i++] - '0');
+    digits = true;
+  }
+  if (i < text.size() && text[i] == '.') {
+    long double scale = 0.1L;
+    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      value += scale * (text[i] - '0');
+      scale /= 10;
+      digits = true;
+    }
+  }
+  if (!digits) throw invalid();
+  std::string unit;
+  for (; i < text.size(); ++i)
+    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+  int shift = 0;
+  if (unit.empty() || unit == "b") {
+    shift = 0;
+  } else if (unit.size() == 1 || (unit.size() == 3 && unit.compare(1, 2, "ib") == 0)) {
+    switch (unit[0]) {
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      case 't': shift = 40; break;
+      default: throw invalid();
+    }
+  } else {
+    throw invalid();
+  }
+  const long double bytes = std::ldexp(value, shift);
+  if (bytes >= 18446744073709551615.0L) throw error(option + ": size '" + text + "' is too large");
+  if (shift == 0 && bytes != std::floor(bytes)) throw invalid();  // fractional bytes
+  return static_cast<std::uint64_t>(bytes);
+}
+
+std::string format_bytes(double bytes) {
+  static const char* const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  int unit = 0;
+  while (bytes >= 1000 && unit < 5) {
+    bytes /= 1000;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
+  return text;
+}
+
+std::string format_count(double count) {
+  static const char* const units[] = {"", " K", " M", " G", " T"};
+  int unit = 0;
+  while (count >= 1000 && unit < 4) {
+    count /= 1000;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), unit == 0 ? "%.0f%s" : "%.2f%s", count, units[unit]);
+  return text;
+}
+
+std::string format_duration(double seconds) {
+  const auto total = static_cast<long long>(seconds + 0.5);
+  char text[32];
+  if (total >= 3600) {
+    std::snprintf(text, sizeof(text), "%lld:%02lld:%02lld", total / 3600, total / 60 % 60,
+                  total % 60);
+  } else {
+    std::snprintf(text, sizeof(text), "%lld:%02lld", total / 60, total % 60);
+  }
+  return text;
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+          out += escaped;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace ribbon::cli

@@ -1,0 +1,33 @@
+// Small helpers shared by the subcommands: sizes, number formatting, JSON strings.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace ribbon::cli {
+
+using clock_type = std::chrono::steady_clock;
+
+inline double seconds_since(clock_type::time_point start) {
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+/// Parses a byte count: "1048576", "64K", "512M", "2G", "1T", "1.5GiB" (1024-based, case
+/// does not matter). Throws ribbon::error naming `option` for anything else.
+std::uint64_t parse_size(const std::string& text, const std::string& option);
+
+/// "12.3 MB" (decimal units, as rates are usually quoted).
+std::string format_bytes(double bytes);
+/// "1.23 M" for counts.
+std::string format_count(double count);
+/// "1:02:03" or "2:03".
+std::string format_duration(double seconds);
+
+/// `text` as a JSON string literal, quotes included.
+std::string json_string(const std::string& text);
+
+/// The message for a build or query asking for the GPU.
+inline constexpr const char* gpu_unavailable = "the GPU backend is not available in this build";
+
+}  // namespace ribbon::cli
