@@ -62,9 +62,10 @@ int main(int argc, char** argv) {
       std::memcpy(text, &key, 8);
       buffer.insert(buffer.end(), text, text + 8);
     } else {
-      const int n = format == "hex64" ? std::snprintf(text, sizeof(text), "%016" PRIx64 "\n", key)
-                                      : std::snprintf(text, sizeof(text), "k%019" PRIu64 "\n",
-                                                      static_cast<std::uint64_t>(key % 10000000000000000000ULL));
+      const int n = format == "hex64"
+                        ? std::snprintf(text, sizeof(text), "%016" PRIx64 "\n", key)
+                        : std::snprintf(text, sizeof(text), "k%019" PRIu64 "\n",
+                                        static_cast<std::uint64_t>(key % 10000000000000000000ULL));
       buffer.insert(buffer.end(), text, text + n);
     }
     if (buffer.size() >= (1 << 22) - 32) {
