@@ -10,9 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "ribbon/cuda/builder.hpp"
+#include "ribbon/cuda/device_filter.cuh"
 #include "ribbon/cuda/query.cuh"
 #include "ribbon/filter.hpp"
 #include "ribbon/format.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -81,6 +84,50 @@ TEST(CudaQuery, MatchesCpuKeyForKey) {
       if (i & 1) {
         ASSERT_TRUE(actual[i]) << "false negative on the GPU, probe " << i;
       }
+    }
+  }
+}
+
+TEST(CudaQuery, GpuBuiltFileOnGpuAndCpuDeviceAndHostResidentKeys) {
+  std::string why;
+  if (!have_gpu(why)) GTEST_SKIP() << "GPU test skipped: " << why;
+  ribbon_test::temp_dir dir;
+  const std::uint64_t n = 1'000'000;
+  std::vector<std::uint64_t> keys(n), probes(2 * n);
+  for (std::uint64_t i = 0; i < n; ++i) keys[i] = ribbon::mix64(i * 3 + 1);
+  for (std::uint64_t i = 0; i < probes.size(); ++i) {
+    probes[i] = (i & 1) ? keys[i / 2] : ribbon::mix64(i + (std::uint64_t{1} << 41));
+  }
+  ribbon::build_options options;
+  // Built on the GPU, saved, loaded by the CPU reader: the CPU answers are the reference.
+  ribbon::cuda::build(keys.data(), n, options).save(dir.file("gpu.rbn"));
+  const ribbon::filter cpu = ribbon::filter::load(dir.file("gpu.rbn"));
+  std::unique_ptr<bool[]> expected(new bool[probes.size()]);
+  cpu.contains(probes.data(), probes.size(), expected.get());
+
+  const ribbon::cuda::device_filter gpu(cpu);
+  // Host-resident keys, in chunks smaller than the batch (several rounds on both streams).
+  std::unique_ptr<bool[]> from_host(new bool[probes.size()]);
+  gpu.contains_host(probes.data(), probes.size(), from_host.get(), 300'000);
+  // Device-resident keys.
+  std::uint64_t* device_keys = nullptr;
+  bool* device_out = nullptr;
+  RIBBON_CUDA_CHECK(cudaMalloc(&device_keys, probes.size() * sizeof(std::uint64_t)));
+  RIBBON_CUDA_CHECK(cudaMalloc(&device_out, probes.size()));
+  RIBBON_CUDA_CHECK(cudaMemcpy(device_keys, probes.data(), probes.size() * sizeof(std::uint64_t),
+                               cudaMemcpyHostToDevice));
+  gpu.contains(device_keys, probes.size(), device_out);
+  RIBBON_CUDA_CHECK(cudaDeviceSynchronize());
+  std::unique_ptr<bool[]> from_device(new bool[probes.size()]);
+  RIBBON_CUDA_CHECK(
+      cudaMemcpy(from_device.get(), device_out, probes.size(), cudaMemcpyDeviceToHost));
+  cudaFree(device_keys);
+  cudaFree(device_out);
+  for (std::uint64_t i = 0; i < probes.size(); ++i) {
+    ASSERT_EQ(from_host[i], expected[i]) << "host-resident probe " << i;
+    ASSERT_EQ(from_device[i], expected[i]) << "device-resident probe " << i;
+    if (i & 1) {
+      ASSERT_TRUE(from_device[i]) << "false negative, probe " << i;
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "gpu_backend.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
 
@@ -64,9 +65,7 @@ struct bench_settings {
 };
 
 int run_bench(const bench_settings& s) {
-  if (s.backend != "cpu") {
-    throw error("backend '" + s.backend + "' is not available in this build (only 'cpu')");
-  }
+  const bool gpu = use_gpu(s.backend);
   const std::uint32_t threads =
       s.threads != 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
   const std::uint64_t n = s.keys;
@@ -84,6 +83,8 @@ int run_bench(const bench_settings& s) {
   options.threads = threads;
   options.seed = s.seed;
   options.shard_size = s.shard_size;
+
+  if (gpu) return run_gpu_bench(keys, negatives, options, s.json);
 
   const bool peak_reset = reset_peak_rss();
   const std::uint64_t rss_before = proc_status_bytes("VmRSS");
@@ -150,7 +151,7 @@ int run_bench(const bench_settings& s) {
         "\"batched_negative_one_thread\": %.3f}, "
         "\"peak_rss_bytes_per_key\": %.3f}\n",
         static_cast<unsigned long long>(n), static_cast<unsigned long long>(m), s.width, bits,
-        threads, s.backend.c_str(), static_cast<unsigned long long>(s.seed),
+        threads, "cpu", static_cast<unsigned long long>(s.seed),
         static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
         build_seconds * per_key, stats.hash_seconds * per_key, stats.partition_seconds * per_key,
         stats.solve_seconds * per_key, stats.gather_seconds * per_key,
@@ -164,7 +165,7 @@ int run_bench(const bench_settings& s) {
         peak_rss_per_key);
   } else {
     std::printf("ribbon bench: %llu keys, w=%u, r=%u, %u threads, backend %s\n",
-                static_cast<unsigned long long>(n), s.width, bits, threads, s.backend.c_str());
+                static_cast<unsigned long long>(n), s.width, bits, threads, "cpu");
     std::printf(
         "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
         "gather %.2f, later layers %.2f ns/key)\n",
@@ -210,7 +211,10 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("-t,--threads", settings->threads, "threads (default: all cores)");
   cmd->add_option("--seed", settings->seed, "seed for keys and hashing");
   cmd->add_option("--shard-size", settings->shard_size, "slots per shard (power of two)");
-  cmd->add_option("--backend", settings->backend, "cpu (gpu arrives with the CUDA builder)");
+  cmd->add_option("--backend", settings->backend,
+                  "cpu (default), gpu (builds from device-resident keys, GPU batched queries) or "
+                  "auto (the GPU where present)")
+      ->check(CLI::IsMember({"cpu", "gpu", "auto"}));
   cmd->add_flag("--json", settings->json, "print one JSON object");
   return [settings] { return run_bench(*settings); };
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "gpu_backend.hpp"
 #include "input.hpp"
 #include "progress.hpp"
 #include "ribbon/bulk_builder.hpp"
@@ -56,7 +57,7 @@ void check_output_writable(const std::string& path) {
 }
 
 void print_summary(const build_settings& s, const bulk_result& result, double seconds,
-                   std::uint64_t input_bytes) {
+                   std::uint64_t input_bytes, bool gpu) {
   const std::uint32_t r = result.params.result_bits;
   const double keys = static_cast<double>(result.key_count);
   const double rate = seconds > 0 ? 1.0 / seconds : 0;
@@ -78,7 +79,7 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
     line += "out of core: " + std::to_string(result.partitions) + " partitions, " +
             std::to_string(result.spilled_bytes) + " bytes spilled";
   } else {
-    line += "in memory";
+    line += gpu ? "in memory, on the GPU" : "in memory";
   }
   std::fprintf(stderr, "%s\n", line.c_str());
 }
@@ -86,7 +87,7 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
 int run_build(build_settings s) {
   const clock_type::time_point start = clock_type::now();
   const progress_mode mode = choose_progress_mode(s.progress, s.quiet);
-  if (s.backend == "gpu") throw error(gpu_unavailable);
+  const bool gpu = use_gpu(s.backend);
   const input_format format = parse_input_format(s.format);
   const std::uint64_t memory_limit = parse_size(s.memory_limit, "--memory-limit");
   if (s.inputs.empty()) {
@@ -117,6 +118,7 @@ int run_build(build_settings s) {
   options.tmp_dir = s.tmp_dir;
   options.expected_keys = reader.estimated_keys();
   options.progress = &progress;
+  if (gpu) options.in_memory = gpu_in_memory_builder();
   // If reading fails, finish() is never called and the builder's destructor removes its
   // temporary files: nothing is written.
   bulk_builder builder(key_kind_of(format), options);
@@ -129,7 +131,7 @@ int run_build(build_settings s) {
   display.stop(true);
   if (mode != progress_mode::quiet) {
     print_summary(s, result, seconds_since(start),
-                  reader.counters().bytes.load(std::memory_order_relaxed));
+                  reader.counters().bytes.load(std::memory_order_relaxed), gpu);
   }
   return 0;
 }
@@ -164,7 +166,9 @@ std::function<int()> add_build_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--seed", s->seed, "hash seed (the file is a function of keys and seed)")
       ->capture_default_str();
-  cmd->add_option("--backend", s->backend, "cpu, gpu (not in this build) or auto (= cpu)")
+  cmd->add_option("--backend", s->backend,
+                  "cpu, gpu or auto (the GPU where this build has CUDA and a device is present). "
+                  "Inputs beyond --memory-limit are built out of core on the CPU")
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
       ->capture_default_str();
   cmd->add_option("--memory-limit", s->memory_limit,

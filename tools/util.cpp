@@ -53,28 +53,32 @@ std::uint64_t parse_size(const std::string& text, const std::string& option) {
   return static_cast<std::uint64_t>(bytes);
 }
 
-std::string format_bytes(double bytes) {
-  static const char* const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+namespace {
+
+/// `value` divided by 1000 until below 1000 (or out of units), printed with its unit.
+std::string with_decimal_unit(double value, const char* const* units, int unit_count,
+                              const char* unscaled_format, const char* scaled_format) {
   int unit = 0;
-  while (bytes >= 1000 && unit < 5) {
-    bytes /= 1000;
+  while (value >= 1000 && unit + 1 < unit_count) {
+    value /= 1000;
     ++unit;
   }
   char text[32];
-  std::snprintf(text, sizeof(text), unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
+  std::snprintf(text, sizeof(text), unit == 0 ? unscaled_format : scaled_format, value,
+                units[unit]);
   return text;
+}
+
+}  // namespace
+
+std::string format_bytes(double bytes) {
+  static const char* const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  return with_decimal_unit(bytes, units, 6, "%.0f %s", "%.1f %s");
 }
 
 std::string format_count(double count) {
   static const char* const units[] = {"", " K", " M", " G", " T"};
-  int unit = 0;
-  while (count >= 1000 && unit < 4) {
-    count /= 1000;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), unit == 0 ? "%.0f%s" : "%.2f%s", count, units[unit]);
-  return text;
+  return with_decimal_unit(count, units, 5, "%.0f%s", "%.2f%s");
 }
 
 std::string format_duration(double seconds) {

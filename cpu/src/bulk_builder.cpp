@@ -95,7 +95,8 @@ class spill_file {
     }
   }
 
-  /// Calls f(const uint64_t* hashes, count) for the file's hashes, in pieces of `piece`.
+  /// Calls f(const uint64_t* hashes, count) for the file's hashes, in pieces the size of
+  /// `buffer`.
   template <class F>
   void for_each_piece(std::vector<std::uint64_t>& buffer, F&& f) const {
     const std::uint64_t total = size_ / 8;
@@ -325,7 +326,7 @@ class out_of_core_layer {
   detail::xxh64_stream solution_checksum_;
   std::uint64_t pass_keys_ = 0;
   std::uint64_t spilled_bytes_ = 0, ranges_ = 0;
-  mutable std::vector<std::uint64_t> read_buffer_;
+  std::vector<std::uint64_t> read_buffer_;
 };
 
 }  // namespace
@@ -449,8 +450,19 @@ struct bulk_builder::impl {
     auto source = [chunk_table](std::uint64_t i) {
       return chunk_table[i >> chunk_shift][i & (chunk_hashes - 1)];
     };
-    filter f = detail::build_in_memory(params, count, source, options.build.threads, &result.stats,
-                                       options.progress);
+    filter f;
+    if (options.in_memory) {
+      auto visit_hashes = [&](const hash_visitor& visit) {
+        for (std::uint64_t done = 0; done < count; done += chunk_hashes) {
+          visit(chunks[done >> chunk_shift].get(), std::min(chunk_hashes, count - done));
+        }
+      };
+      set_stage(build_progress::solving);
+      f = options.in_memory(count, visit_hashes, params.keys, options.build);
+    } else {
+      f = detail::build_in_memory(params, count, source, options.build.threads, &result.stats,
+                                  options.progress);
+    }
     chunks.clear();
     set_stage(build_progress::writing, f.size_bytes());
     f.save(path);
@@ -520,7 +532,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     if (remaining == 0) break;
 
     const bool fits = remaining * in_memory_bytes_per_key(params) <= budget;
-    if (fits || detail::is_plain_layer(l + 1, remaining, builder.sizing())) {
+    if (fits || is_plain_layer(l + 1, remaining, builder.sizing())) {
       auto previous = allocate_array<std::uint64_t>(remaining);
       bumped->read(previous.get(), remaining * 8, 0);
       bumped.reset();

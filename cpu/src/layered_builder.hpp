@@ -38,14 +38,6 @@ inline std::int64_t nanoseconds_since(clock_type::time_point start) {
 /// Shards whose elimination steps one thread interleaves.
 inline constexpr unsigned interleaved_shards = 8;  // detail::interleave() takes 1 to 8
 
-/// Tries of the final plain layer before giving up (only adversarial keys get near it).
-inline constexpr std::uint32_t max_plain_attempts = 32;
-
-/// Is layer `l` with `keys` keys the final plain one?
-inline bool is_plain_layer(std::uint32_t l, std::uint64_t keys, const layer_sizing& sizing) {
-  return l + 1 == max_layers || (l > 0 && keys <= sizing.plain_max_keys);
-}
-
 /// Per-thread working memory of the shard solver: one set of arrays per interleaved shard.
 template <unsigned Width, class Result>
 struct workspace {
@@ -336,9 +328,6 @@ decltype(auto) run_with_threads(std::uint32_t threads, F&& f) {
   tbb::task_arena arena(threads == 0 ? tbb::task_arena::automatic : static_cast<int>(threads));
   return arena.execute(std::forward<F>(f));
 }
-
-/// The parameters of a build: r from the target FPR where one is given.
-filter_params params_from(const build_options& o, key_kind keys);
 
 /// In-memory build of every layer from key_hash(i), i < n.
 template <class Source>

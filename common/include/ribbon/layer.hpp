@@ -78,6 +78,16 @@ std::uint64_t bumped_layer_starts(std::uint64_t keys, const filter_params& p,
 std::uint64_t plain_layer_starts(std::uint64_t keys, const filter_params& p,
                                  const layer_sizing& sizing, std::uint32_t attempt);
 
+/// Tries of the final plain layer before a build gives up (only adversarial keys get near it;
+/// plain_layer_starts() grows the layer from the fifth try on).
+inline constexpr std::uint32_t max_plain_attempts = 32;
+
+/// Is layer `layer`, reached by `keys` keys, the final plain one? (Layer 0 is always bumped.)
+RIBBON_HD inline bool is_plain_layer(std::uint32_t layer, std::uint64_t keys,
+                                     const layer_sizing& sizing) {
+  return layer + 1 == max_layers || (layer > 0 && keys <= sizing.plain_max_keys);
+}
+
 /// Remix salt of layer `layer` at retry `attempt`.
 RIBBON_HD inline std::uint64_t layer_salt(std::uint64_t seed, std::uint32_t layer,
                                           std::uint32_t attempt) {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,6 +37,16 @@ struct build_progress {
   std::atomic<std::uint64_t> total{0};
 };
 
+/// Visits a build's key hashes, chunk by chunk: visit(hashes, count).
+using hash_visitor = std::function<void(const std::uint64_t*, std::uint64_t)>;
+
+/// Another builder for inputs that fit in memory (e.g. the GPU builder): given the key count,
+/// a function that passes every hash to a visitor, the key kind and the build options, it
+/// returns the filter. It must write the same bytes as the CPU builder.
+using in_memory_builder = std::function<filter(
+    std::uint64_t count, const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
+    const build_options& options)>;
+
 /// Options of a bulk build.
 struct bulk_options {
   build_options build;                 ///< width, r or target FPR, seed, threads, shard size
@@ -43,6 +54,9 @@ struct bulk_options {
   std::string tmp_dir;                 ///< where partition files go; empty: $TMPDIR or /tmp
   std::uint64_t expected_keys = 0;     ///< a hint (e.g. from file sizes) to size the partitions
   build_progress* progress = nullptr;  ///< optional; must outlive the builder
+  /// Builds inputs that stay in memory (empty: the CPU builder). Spilled inputs are always
+  /// built out of core on the CPU.
+  in_memory_builder in_memory;
 };
 
 /// What finish() built.

@@ -41,6 +41,12 @@ struct build_stats {
   std::uint32_t plain_layer_attempts = 0;  ///< tries of the final plain layer (1 = no retry)
 };
 
+namespace detail {
+/// The parameters of a build with these options (r from the target FPR where one is given),
+/// shared by every builder. Throws ribbon::error for a target FPR outside (0, 1).
+filter_params params_from(const build_options& options, key_kind keys);
+}  // namespace detail
+
 /// How to open a filter file.
 struct load_options {
   bool verify_checksums = true;  ///< check every section's checksum (reads the whole file)

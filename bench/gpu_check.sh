@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One-shot GPU check for a machine with an NVIDIA GPU (run once per device session):
+# builds with nvcc, runs the GPU tests, runs `ribbon bench --backend gpu` at 10^8 and 10^9
+# keys (w=64, r=8; build from device-resident keys with per-stage times, batched queries on
+# device- and host-resident keys), and prints a short table. Results (JSON lines, logs) go to
+# $OUT (the device tool's output folder) or ./gpu-check-out.
+#   bench/gpu_check.sh [KEYS...]        default KEYS: 100000000 1000000000
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out="${OUT:-$PWD/gpu-check-out}"
+mkdir -p "${out}"
+sizes=("$@")
+[[ ${#sizes[@]} -eq 0 ]] && sizes=(100000000 1000000000)
+jobs="$(nproc)"
+nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+step() { printf '\n== %s (%ds)\n' "$*" "${SECONDS}"; }
+
+step "GPU"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "${out}/gpu.txt"
+
+step "build (nvcc ${nvcc}, ${jobs} jobs)"
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DRIBBON_ENABLE_CUDA=ON \
+  -DCMAKE_CUDA_COMPILER="${nvcc}" -DRIBBON_BUILD_BENCHMARKS=OFF >"${out}/configure.log" 2>&1 ||
+  { tail -30 "${out}/configure.log"; exit 1; }
+cmake --build build-gpu -j"${jobs}" --target ribbon_cli test_cuda test_gpu_pipeline_cuda \
+  test_gpu_pipeline_tbb >"${out}/build.log" 2>&1 || { tail -40 "${out}/build.log"; exit 1; }
+
+step "GPU tests"
+status=0
+for t in test_cuda test_gpu_pipeline_cuda test_gpu_pipeline_tbb; do
+  if build-gpu/tests/"${t}" >"${out}/${t}.log" 2>&1; then
+    echo "${t}: $(grep -E '^\[  PASSED  \]|SKIPPED' "${out}/${t}.log" | tr '\n' ' ')"
+  else
+    status=1
+    echo "${t}: FAILED"
+    grep -E 'FAILED|Failure|error' "${out}/${t}.log" | head -20
+  fi
+done
+
+step "ribbon bench --backend gpu"
+for n in "${sizes[@]}"; do
+  # Non-members: as many as keys up to 10^8 (host memory for both sets).
+  negatives=$((n < 100000000 ? n : 100000000))
+  if build-gpu/tools/ribbon bench --backend gpu -n "${n}" --negatives "${negatives}" -w 64 -r 8 \
+    --json >"${out}/bench-${n}.json" 2>"${out}/bench-${n}.err"; then
+    cat "${out}/bench-${n}.json"
+  else
+    status=1
+    echo "bench -n ${n}: FAILED"
+    tail -5 "${out}/bench-${n}.err"
+  fi
+done
+
+step "table"
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "${out}" "${sizes[@]}" <<'PY'
+import json, sys
+out, sizes = sys.argv[1], sys.argv[2:]
+print("| keys | build s | keys/s | hash / sort / solve / compact / download s | same bytes as CPU "
+      "| bits/key | FPR | false neg. | queries/s device members / device non-members / host |")
+print("|---|---|---|---|---|---|---|---|---|")
+for n in sizes:
+    try:
+        r = json.load(open(f"{out}/bench-{n}.json"))
+    except Exception as e:
+        print(f"| {n} | failed: {e} |"); continue
+    s, q = r["stage_seconds"], r["query_keys_per_second"]
+    print(f"| {r['keys']:.0e} | {r['build_seconds']:.4f} | {r['build_keys_per_second']:.3e} | "
+          f"{s['hash']:.4f} / {s['sort']:.4f} / {s['solve']:.4f} / {s['compact']:.4f} / "
+          f"{s['download']:.4f} | {r['identical_to_cpu']} | {r['bits_per_key']:.4f} | "
+          f"{r['fpr_measured']:.5f} | {r['false_negatives']} | {q['device_members']:.3e} / "
+          f"{q['device_negatives']:.3e} / {q['host_negatives']:.3e} |")
+PY
+fi
+step "done, status ${status}"
+exit "${status}"

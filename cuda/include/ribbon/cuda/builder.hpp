@@ -1,0 +1,81 @@
+/// @file builder.hpp
+/// The GPU builder: the pipeline of DESIGN.md on the device (hash, radix sort of the layer
+/// hashes, shard boundaries by search, a solve kernel with a thread per shard, compaction of
+/// the bumped hashes, next layer), returning the same bytes as the CPU builder.
+///
+/// The pipeline is written against Thrust, so the same code is compiled twice: by nvcc for
+/// CUDA (library ribbon::cuda, namespace ribbon::cuda) and by g++ for Thrust's TBB backend
+/// (library ribbon::gpu_pipeline_tbb, where "device" memory is host memory), which is how
+/// machines without a GPU run and test the pipeline's logic. An inline namespace keeps the two
+/// apart; callers write ribbon::cuda::build either way.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "ribbon/bulk_builder.hpp"
+#include "ribbon/filter.hpp"
+
+#if defined(RIBBON_GPU_ON_TBB)
+#define RIBBON_GPU_BACKEND tbb_backend
+#else
+#define RIBBON_GPU_BACKEND cuda_backend
+#endif
+
+namespace ribbon::cuda {
+inline namespace RIBBON_GPU_BACKEND {
+
+/// Stage times of a device build, in seconds (host clock, after synchronising the stream).
+struct device_build_stats {
+  double upload_seconds = 0;    ///< host keys to the device
+  double hash_seconds = 0;      ///< layer 0 key hashes
+  double sort_seconds = 0;      ///< radix sorts of the layer hashes, all layers
+  double solve_seconds = 0;     ///< shard boundaries + solve kernels, all layers
+  double compact_seconds = 0;   ///< selecting the bumped hashes, all layers
+  double download_seconds = 0;  ///< sections to the host and the file image
+  double total_seconds = 0;
+  std::uint32_t layers = 0;
+  std::uint32_t plain_layer_attempts = 0;
+};
+
+/// Where a build's keys are.
+enum class memory { host, device };
+
+/// Options of the device pipeline that do not change the file.
+struct device_options {
+  /// Bytes of solver workspace (a shard needs about (S + w) * (w + r) / 8 bytes): shards are
+  /// solved in batches that fit. 0: a quarter of the free device memory (TBB backend: 64 MiB).
+  std::uint64_t workspace_bytes = 0;
+};
+
+/// Builds from `count` integer keys in host or device memory. The file bytes equal
+/// ribbon::filter::build's for the same keys and options. Throws ribbon::error on bad
+/// options or a CUDA error (naming the call).
+filter build(const std::uint64_t* keys, std::uint64_t count, const build_options& options = {},
+             memory where = memory::host, device_build_stats* stats = nullptr,
+             const device_options& device = {});
+
+/// Builds from byte-string keys in host memory (packed into one buffer and uploaded).
+filter build(const std::string_view* keys, std::uint64_t count, const build_options& options = {},
+             device_build_stats* stats = nullptr, const device_options& device = {});
+
+/// Builds from key hashes in host memory (as filter::build_from_hashes).
+filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
+                         const build_options& options = {}, device_build_stats* stats = nullptr,
+                         const device_options& device = {});
+
+/// Builds from `count` key hashes that `hashes(visit)` passes to `visit` chunk by chunk
+/// (what ribbon::bulk_builder's in_memory hook provides); each chunk is copied as it comes.
+filter build_from_hashes(std::uint64_t count,
+                         const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
+                         const build_options& options = {}, device_build_stats* stats = nullptr,
+                         const device_options& device = {});
+
+/// Whether this backend can run (a CUDA device is present; always for the TBB backend).
+/// Otherwise `why` says why not.
+bool available(std::string* why = nullptr);
+
+}  // namespace RIBBON_GPU_BACKEND
+}  // namespace ribbon::cuda

@@ -1,0 +1,54 @@
+/// @file device_filter.cuh
+/// A filter in device memory: the owning type for batched GPU queries, and the trivially
+/// copyable view (ribbon::filter_ref) that user kernels query directly.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "ribbon/filter.hpp"
+#include "ribbon/filter_ref.hpp"
+
+namespace ribbon::cuda {
+
+/// A device copy of a filter's file image (the one format: CPU- and GPU-built files alike).
+///
+/// Query it in bulk with contains(), or pass ref() by value to your own kernels and call
+/// ref.contains(key) there (integer keys: ribbon::filter_ref::contains is host+device).
+class device_filter {
+ public:
+  /// Copies `host`'s file image to the device (synchronously). Throws ribbon::error on a
+  /// CUDA error.
+  explicit device_filter(const ribbon::filter& host);
+  ~device_filter();
+  device_filter(device_filter&& other) noexcept;
+  device_filter& operator=(device_filter&& other) noexcept;
+  device_filter(const device_filter&) = delete;
+  device_filter& operator=(const device_filter&) = delete;
+
+  /// The view for device code: every pointer in it points into device memory.
+  const filter_ref& ref() const { return ref_; }
+  /// Bytes of device memory held.
+  std::uint64_t size_bytes() const { return bytes_; }
+
+  /// out[i] = contains(keys[i]) for integer keys and answers in device memory; asynchronous
+  /// on `stream`. Throws ribbon::error if the launch fails.
+  void contains(const std::uint64_t* device_keys, std::uint64_t count, bool* device_out,
+                cudaStream_t stream = 0) const;
+
+  /// The same for keys and answers in host memory: chunks of `chunk_keys` go through pinned
+  /// staging buffers on two streams, so the copies of one chunk overlap the kernel of the
+  /// other. Returns when every answer is in `host_out`.
+  void contains_host(const std::uint64_t* host_keys, std::uint64_t count, bool* host_out,
+                     std::uint64_t chunk_keys = std::uint64_t{1} << 22) const;
+
+ private:
+  void release() noexcept;
+
+  unsigned char* image_ = nullptr;
+  std::uint64_t bytes_ = 0;
+  filter_ref ref_{};
+};
+
+}  // namespace ribbon::cuda

@@ -1,0 +1,133 @@
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "ribbon/cuda/device_filter.cuh"
+#include "ribbon/cuda/query.cuh"
+#include "ribbon/format.hpp"
+
+namespace ribbon::cuda {
+
+using detail::check;
+
+device_filter::device_filter(const ribbon::filter& host) {
+  // The image is laid out for reading in place: copy it and move the section pointers.
+  const std::vector<unsigned char> bytes = host.serialize();
+  bytes_ = bytes.size();
+  check(cudaMalloc(&image_, std::max<std::uint64_t>(bytes_, 1)), "cudaMalloc (filter image)");
+  try {
+    check(cudaMemcpy(image_, bytes.data(), bytes_, cudaMemcpyHostToDevice),
+          "cudaMemcpy (filter image)");
+    const format::parsed_image parsed =
+        format::parse_image(bytes.data(), bytes_, false, "filter image");
+    ref_ = format::relocate(parsed.ref, bytes.data(), image_);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+device_filter::~device_filter() {
+  release();
+}
+
+device_filter::device_filter(device_filter&& other) noexcept
+    : image_(std::exchange(other.image_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      ref_(other.ref_) {}
+
+device_filter& device_filter::operator=(device_filter&& other) noexcept {
+  if (this != &other) {
+    release();
+    image_ = std::exchange(other.image_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    ref_ = other.ref_;
+  }
+  return *this;
+}
+
+void device_filter::release() noexcept {
+  if (image_ != nullptr) cudaFree(image_);  // nothing to report from a destructor
+  image_ = nullptr;
+}
+
+void device_filter::contains(const std::uint64_t* device_keys, std::uint64_t count,
+                             bool* device_out, cudaStream_t stream) const {
+  check(cuda::contains(ref_, device_keys, count, device_out, stream), "contains kernel launch");
+}
+
+namespace {
+
+/// Pinned host and device buffers of one stream's chunk.
+struct staging {
+  cudaStream_t stream = nullptr;
+  std::uint64_t* pinned_keys = nullptr;
+  bool* pinned_out = nullptr;
+  std::uint64_t* device_keys = nullptr;
+  bool* device_out = nullptr;
+  std::uint64_t first = 0, count = 0;  // the chunk in flight
+
+  explicit staging(std::uint64_t chunk) {
+    try {
+      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      check(cudaMallocHost(&pinned_keys, chunk * sizeof(std::uint64_t)), "cudaMallocHost");
+      check(cudaMallocHost(&pinned_out, chunk), "cudaMallocHost");
+      check(cudaMalloc(&device_keys, chunk * sizeof(std::uint64_t)), "cudaMalloc");
+      check(cudaMalloc(&device_out, chunk), "cudaMalloc");
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~staging() { release(); }
+  void release() noexcept {  // frees whatever was allocated (cudaFree(nullptr) is a no-op)
+    if (stream) cudaStreamSynchronize(stream);
+    cudaFree(device_out);
+    cudaFree(device_keys);
+    cudaFreeHost(pinned_out);
+    cudaFreeHost(pinned_keys);
+    if (stream) cudaStreamDestroy(stream);
+    stream = nullptr;
+    pinned_keys = device_keys = nullptr;
+    pinned_out = device_out = nullptr;
+  }
+  staging(const staging&) = delete;
+  staging& operator=(const staging&) = delete;
+
+  /// Waits for the chunk in flight and hands its answers over.
+  void finish(bool* host_out) {
+    if (count == 0) return;
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    std::memcpy(host_out + first, pinned_out, count);
+    count = 0;
+  }
+};
+
+}  // namespace
+
+void device_filter::contains_host(const std::uint64_t* host_keys, std::uint64_t count,
+                                  bool* host_out, std::uint64_t chunk_keys) const {
+  if (count == 0) return;
+  const std::uint64_t chunk = std::max<std::uint64_t>(1, std::min(chunk_keys, count));
+  staging lanes[2] = {staging(chunk), staging(chunk)};
+  for (std::uint64_t first = 0, i = 0; first < count; first += chunk, ++i) {
+    staging& s = lanes[i % 2];
+    s.finish(host_out);  // the chunk this lane had two rounds ago
+    const std::uint64_t n = std::min(chunk, count - first);
+    std::memcpy(s.pinned_keys, host_keys + first, n * sizeof(std::uint64_t));
+    check(cudaMemcpyAsync(s.device_keys, s.pinned_keys, n * sizeof(std::uint64_t),
+                          cudaMemcpyHostToDevice, s.stream),
+          "cudaMemcpyAsync (keys)");
+    contains(s.device_keys, n, s.device_out, s.stream);
+    check(cudaMemcpyAsync(s.pinned_out, s.device_out, n, cudaMemcpyDeviceToHost, s.stream),
+          "cudaMemcpyAsync (answers)");
+    s.first = first;
+    s.count = n;
+  }
+  lanes[0].finish(host_out);
+  lanes[1].finish(host_out);
+}
+
+}  // namespace ribbon::cuda

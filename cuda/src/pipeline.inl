@@ -1,0 +1,479 @@
+// The device build pipeline, written against Thrust. Included by builder.cu (nvcc, CUDA
+// backend) and by builder_tbb.cpp (g++, Thrust's TBB backend, RIBBON_GPU_ON_TBB): one
+// algorithm, two device systems. The per-shard work is common/'s shard solver, the file goes
+// through common/'s format code.
+#include <thrust/binary_search.h>
+#include <thrust/copy.h>
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/sort.h>
+#include <thrust/transform.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#if !defined(RIBBON_GPU_ON_TBB)
+#include <cuda_runtime.h>
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include "cuda_check.hpp"
+#endif
+
+#include "ribbon/cuda/builder.hpp"
+#include "ribbon/detail/shard_solver.hpp"
+#include "ribbon/error.hpp"
+#include "ribbon/format.hpp"
+#include "ribbon/hash.hpp"
+#include "ribbon/layer.hpp"
+
+namespace ribbon::cuda {
+inline namespace RIBBON_GPU_BACKEND {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+template <class T>
+using device_vector = thrust::device_vector<T>;
+
+template <class T>
+T* raw(device_vector<T>& v) {
+  return thrust::raw_pointer_cast(v.data());
+}
+template <class T>
+const T* raw(const device_vector<T>& v) {
+  return thrust::raw_pointer_cast(v.data());
+}
+
+#if defined(RIBBON_GPU_ON_TBB)
+void synchronize() {}
+#else
+using ribbon::cuda::detail::check;
+void synchronize() {
+  check(cudaGetLastError(), "a kernel launch");
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+#endif
+
+/// Seconds since `start`, after the device has finished its queued work.
+double device_seconds_since(clock_type::time_point start) {
+  synchronize();
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+// --- Functors (host+device: the same code runs in CUDA kernels and TBB tasks) ---
+
+struct hash_u64_op {
+  std::uint64_t seed_mixed;
+  RIBBON_HD std::uint64_t operator()(std::uint64_t key) const { return hash_u64(key, seed_mixed); }
+};
+
+struct hash_bytes_op {
+  const unsigned char* bytes;
+  const std::uint64_t* offsets;  // key i is bytes[offsets[i], offsets[i + 1])
+  std::uint64_t seed;
+  RIBBON_HD std::uint64_t operator()(std::uint64_t i) const {
+    return hash_bytes(bytes + offsets[i], offsets[i + 1] - offsets[i], seed);
+  }
+};
+
+struct remix_op {
+  std::uint64_t salt;
+  RIBBON_HD std::uint64_t operator()(std::uint64_t hash) const { return remix(hash, salt); }
+};
+
+struct shard_of_op {
+  layer_geometry g;
+  RIBBON_HD std::uint64_t operator()(std::uint64_t hash) const {
+    return fastrange64(hash, g.num_starts) >> g.shard_bits;
+  }
+};
+
+/// A thread per shard: eliminate (bumping by thresholds and by the shard-head rule), then
+/// back-substitute into the shard's own solution blocks. Shards [first, first + batch) use
+/// the batch's workspace slots.
+template <unsigned Width, class Result>
+struct solve_shard_op {
+  filter_params p;
+  layer_geometry g;
+  std::uint64_t first_shard;
+  std::uint64_t* hashes;  // sorted; the shard's bumped keys end up at the front of its range
+  const std::uint64_t* offsets;
+  ribbon::detail::word_t<Width>* coeffs;
+  Result* results;
+  std::uint32_t* undo_columns;
+  std::uint32_t* undo_offsets;
+  std::uint64_t columns;
+  std::uint32_t undo;
+  std::uint64_t* thresholds;
+  ribbon::detail::word_t<Width>* solution;
+  std::uint64_t* bumped_counts;
+  int* failed;
+
+  RIBBON_HD void operator()(std::uint64_t shard) const {
+    const std::uint64_t slot = shard - first_shard;
+    const ribbon::detail::shard_workspace<Width, Result> ws{
+        coeffs + slot * columns, results + slot * columns, undo_columns + slot * undo,
+        undo_offsets + slot * undo};
+    const std::uint64_t begin = offsets[shard];
+    const ribbon::detail::shard_outcome outcome = ribbon::detail::eliminate_shard<Width, Result>(
+        p, g, shard, hashes + begin, offsets[shard + 1] - begin, ws, thresholds);
+    if (!outcome.solved) {
+      *failed = 1;  // every writer writes 1: no atomic needed
+      return;
+    }
+    bumped_counts[shard] = outcome.bumped;
+    ribbon::detail::back_substitute_shard<Width, Result>(p, g, shard, ws.coeffs, ws.results,
+                                                         solution);
+  }
+};
+
+/// Is sorted-and-solved key i one of its shard's bumped keys (a prefix of the shard's range)?
+struct is_bumped_op {
+  layer_geometry g;
+  const std::uint64_t* hashes;
+  const std::uint64_t* offsets;
+  const std::uint64_t* bumped_counts;
+  RIBBON_HD bool operator()(std::uint64_t i) const {
+    const std::uint64_t shard = shard_of_op{g}(hashes[i]);
+    return i - offsets[shard] < bumped_counts[shard];
+  }
+};
+
+/// Sorts 64-bit hashes ascending (the order every builder solves a shard in).
+void sort_hashes(device_vector<std::uint64_t>& hashes) {
+#if defined(RIBBON_GPU_ON_TBB)
+  thrust::sort(thrust::device, hashes.begin(), hashes.end());
+#else
+  // cub::DeviceRadixSort, two-phase: ask for the temporary storage, then sort.
+  const std::uint64_t n = hashes.size();
+  if (n < 2) return;
+  device_vector<std::uint64_t> alternate(n);
+  cub::DoubleBuffer<std::uint64_t> buffers(raw(hashes), raw(alternate));
+  std::size_t temp_bytes = 0;
+  check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, buffers, static_cast<std::int64_t>(n)),
+        "cub::DeviceRadixSort::SortKeys (size query)");
+  device_vector<unsigned char> temp(temp_bytes);
+  check(
+      cub::DeviceRadixSort::SortKeys(raw(temp), temp_bytes, buffers, static_cast<std::int64_t>(n)),
+      "cub::DeviceRadixSort::SortKeys");
+  if (buffers.Current() != raw(hashes)) hashes.swap(alternate);
+  synchronize();
+#endif
+}
+
+std::uint64_t default_workspace_bytes() {
+#if defined(RIBBON_GPU_ON_TBB)
+  return std::uint64_t{64} << 20;
+#else
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return free_bytes / 4;
+#endif
+}
+
+/// Builds every layer from the layer-0 hashes on the device.
+template <unsigned Width, class Result>
+class device_builder {
+ public:
+  using word = ribbon::detail::word_t<Width>;
+
+  device_builder(const filter_params& p, device_build_stats& stats, const device_options& device)
+      : p_(p),
+        sizing_(default_sizing(p.width)),
+        stats_(stats),
+        workspace_bytes_(device.workspace_bytes ? device.workspace_bytes
+                                                : default_workspace_bytes()) {}
+
+  filter build(device_vector<std::uint64_t>& hashes) {
+    const std::uint64_t n = hashes.size();
+    std::uint64_t remaining = n;
+    for (std::uint32_t l = 0; remaining > 0; ++l) {
+      format::layer_image layer;
+      layer.input_keys = remaining;
+      if (is_plain_layer(l, remaining, sizing_)) {
+        plain_layer(l, hashes, layer);
+        remaining = 0;
+      } else {
+        layer.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
+        if (l > 0) remix_all(hashes, layer.salt);
+        layer.geometry = bumped_geometry(bumped_layer_starts(remaining, p_, sizing_), p_);
+        device_vector<std::uint64_t> bumped_counts;
+        device_vector<std::uint64_t> offsets;
+        solve_layer(layer, hashes, offsets, bumped_counts);
+        // The next layer's keys: the bumped hashes, selected in place of the layer's.
+        const auto compact_start = clock_type::now();
+        device_vector<std::uint64_t> next(hashes.size());
+        const is_bumped_op bumped{layer.geometry, raw(hashes), raw(offsets), raw(bumped_counts)};
+        const auto end =
+            thrust::copy_if(thrust::device, hashes.begin(), hashes.end(),
+                            thrust::counting_iterator<std::uint64_t>(0), next.begin(), bumped);
+        next.resize(static_cast<std::uint64_t>(end - next.begin()));
+        next.shrink_to_fit();
+        hashes.swap(next);
+        stats_.compact_seconds += device_seconds_since(compact_start);
+        layer.bumped_keys = hashes.size();
+        remaining = layer.bumped_keys;
+      }
+      layers_.push_back(layer);
+    }
+    stats_.layers = static_cast<std::uint32_t>(layers_.size());
+    return download(n);
+  }
+
+ private:
+  void remix_all(device_vector<std::uint64_t>& hashes, std::uint64_t salt) {
+    thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(), remix_op{salt});
+  }
+
+  /// Sorts `hashes`, finds the shard boundaries, solves every shard (in batches that fit the
+  /// workspace) and keeps the layer's sections. Returns false if a plain layer failed.
+  bool solve_layer(format::layer_image& layer, device_vector<std::uint64_t>& hashes,
+                   device_vector<std::uint64_t>& offsets,
+                   device_vector<std::uint64_t>& bumped_counts) {
+    const layer_geometry& g = layer.geometry;
+    const std::uint64_t n = hashes.size();
+    auto start = clock_type::now();
+    sort_hashes(hashes);
+    stats_.sort_seconds += device_seconds_since(start);
+
+    start = clock_type::now();
+    const std::uint64_t shards = g.num_shards();
+    offsets.resize(shards + 1);
+    const auto shard_of = thrust::make_transform_iterator(hashes.begin(), shard_of_op{g});
+    thrust::lower_bound(thrust::device, shard_of, shard_of + static_cast<std::int64_t>(n),
+                        thrust::counting_iterator<std::uint64_t>(0),
+                        thrust::counting_iterator<std::uint64_t>(shards + 1), offsets.begin());
+    bumped_counts.assign(shards, 0);
+    device_vector<std::uint64_t> thresholds(g.threshold_words(p_.bucket_size));
+    const std::uint64_t solution_bytes = g.solution_bytes(p_.width, p_.result_bits);
+    device_vector<word> solution(solution_bytes / sizeof(word));
+    device_vector<int> failed(1, 0);
+
+    const std::uint64_t columns = ribbon::detail::max_shard_columns(g, Width);
+    const std::uint32_t undo = ribbon::detail::undo_capacity(p_.bucket_size, Width);
+    const std::uint64_t per_shard = columns * (sizeof(word) + sizeof(Result)) + undo * 8;
+    const std::uint64_t batch = std::clamp<std::uint64_t>(workspace_bytes_ / per_shard, 1, shards);
+    device_vector<word> coeffs(batch * columns);
+    device_vector<Result> results(batch * columns);
+    device_vector<std::uint32_t> undo_columns(batch * undo), undo_offsets(batch * undo);
+    for (std::uint64_t first = 0; first < shards; first += batch) {
+      const std::uint64_t last = std::min(shards, first + batch);
+      const solve_shard_op<Width, Result> solve{p_,
+                                                g,
+                                                first,
+                                                raw(hashes),
+                                                raw(offsets),
+                                                raw(coeffs),
+                                                raw(results),
+                                                raw(undo_columns),
+                                                raw(undo_offsets),
+                                                columns,
+                                                undo,
+                                                raw(thresholds),
+                                                raw(solution),
+                                                raw(bumped_counts),
+                                                raw(failed)};
+      thrust::for_each(thrust::device, thrust::counting_iterator<std::uint64_t>(first),
+                       thrust::counting_iterator<std::uint64_t>(last), solve);
+    }
+    const bool solved = failed[0] == 0;
+    stats_.solve_seconds += device_seconds_since(start);
+    if (!solved) return false;
+
+    start = clock_type::now();
+    host_sections_.emplace_back(thresholds.size());
+    thrust::copy(thresholds.begin(), thresholds.end(), host_sections_.back().begin());
+    layer.thresholds = host_sections_.back().data();
+    host_sections_.emplace_back((solution_bytes + 7) / 8);
+    thrust::copy(solution.begin(), solution.end(),
+                 reinterpret_cast<word*>(host_sections_.back().data()));
+    layer.solution = host_sections_.back().data();
+    stats_.download_seconds += device_seconds_since(start);
+    return true;
+  }
+
+  /// The final plain layer: a fresh salt per try, more slots from the fifth try on.
+  void plain_layer(std::uint32_t l, const device_vector<std::uint64_t>& previous,
+                   format::layer_image& layer) {
+    layer.bumped_keys = 0;
+    for (std::uint32_t attempt = 0;; ++attempt) {
+      if (attempt == max_plain_attempts) {
+        throw error("the final plain layer failed to build " + std::to_string(max_plain_attempts) +
+                    " times (" + std::to_string(previous.size()) + " keys)");
+      }
+      layer.salt = layer_salt(p_.seed, l, attempt);
+      layer.geometry = plain_geometry(plain_layer_starts(previous.size(), p_, sizing_, attempt));
+      device_vector<std::uint64_t> hashes(previous);
+      remix_all(hashes, layer.salt);
+      device_vector<std::uint64_t> offsets, bumped_counts;
+      if (solve_layer(layer, hashes, offsets, bumped_counts)) {
+        stats_.plain_layer_attempts = attempt + 1;
+        return;
+      }
+    }
+  }
+
+  /// The file image through the format code, adopted by a host filter.
+  filter download(std::uint64_t key_count) {
+    const auto start = clock_type::now();
+    const format::filter_image image{p_, key_count, layers_};
+    const std::vector<unsigned char> bytes = format::serialize(image);
+    filter f = filter::from_bytes(bytes.data(), bytes.size());
+    stats_.download_seconds += device_seconds_since(start);
+    return f;
+  }
+
+  filter_params p_;
+  layer_sizing sizing_;
+  device_build_stats& stats_;
+  std::uint64_t workspace_bytes_;
+  std::vector<format::layer_image> layers_;
+  std::vector<std::vector<std::uint64_t>> host_sections_;
+};
+
+/// Runs the pipeline for the parameters' width and result type.
+filter build_layers(const filter_params& p, device_vector<std::uint64_t>& hashes,
+                    device_build_stats& stats, const device_options& device) {
+  auto with_result = [&](auto width_tag) -> filter {
+    constexpr unsigned width = decltype(width_tag)::value;
+    if (p.result_bits <= 8)
+      return device_builder<width, std::uint8_t>(p, stats, device).build(hashes);
+    if (p.result_bits <= 16)
+      return device_builder<width, std::uint16_t>(p, stats, device).build(hashes);
+    return device_builder<width, std::uint32_t>(p, stats, device).build(hashes);
+  };
+  switch (p.width) {
+    case 32: return with_result(std::integral_constant<unsigned, 32>{});
+    case 64: return with_result(std::integral_constant<unsigned, 64>{});
+    default: return with_result(std::integral_constant<unsigned, 128>{});
+  }
+}
+
+filter_params checked_params(const build_options& options, key_kind keys) {
+  const filter_params p = ribbon::detail::params_from(options, keys);
+  if (const char* problem = check_params(p))
+    throw error(std::string("invalid build options: ") + problem);
+  return p;
+}
+
+/// Times the whole build into stats (if given).
+template <class F>
+filter timed(device_build_stats* stats, F&& f) {
+  device_build_stats local;
+  device_build_stats& s = stats ? *stats : local;
+  s = device_build_stats{};
+  const auto start = clock_type::now();
+  filter result = f(s);
+  s.total_seconds = device_seconds_since(start);
+  return result;
+}
+
+}  // namespace
+
+filter build(const std::uint64_t* keys, std::uint64_t count, const build_options& options,
+             memory where, device_build_stats* stats, const device_options& device) {
+  const filter_params p = checked_params(options, key_kind::u64);
+  return timed(stats, [&](device_build_stats& s) {
+    auto start = clock_type::now();
+    device_vector<std::uint64_t> hashes(count);
+    if (count > 0) {
+#if defined(RIBBON_GPU_ON_TBB)
+      (void)where;
+      thrust::copy(keys, keys + count, hashes.begin());
+#else
+      check(cudaMemcpy(raw(hashes), keys, count * sizeof(std::uint64_t),
+                       where == memory::host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice),
+            "cudaMemcpy (keys)");
+#endif
+    }
+    s.upload_seconds = device_seconds_since(start);
+    start = clock_type::now();
+    thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(),
+                      hash_u64_op{seed_mix(p.seed)});
+    s.hash_seconds = device_seconds_since(start);
+    return build_layers(p, hashes, s, device);
+  });
+}
+
+filter build(const std::string_view* keys, std::uint64_t count, const build_options& options,
+             device_build_stats* stats, const device_options& device) {
+  const filter_params p = checked_params(options, key_kind::bytes);
+  return timed(stats, [&](device_build_stats& s) {
+    auto start = clock_type::now();
+    std::vector<std::uint64_t> offsets(count + 1, 0);
+    for (std::uint64_t i = 0; i < count; ++i) offsets[i + 1] = offsets[i] + keys[i].size();
+    std::vector<unsigned char> bytes(offsets[count]);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      std::copy(keys[i].begin(), keys[i].end(),
+                bytes.begin() + static_cast<std::int64_t>(offsets[i]));
+    }
+    const device_vector<std::uint64_t> device_offsets(offsets.begin(), offsets.end());
+    const device_vector<unsigned char> device_bytes(bytes.begin(), bytes.end());
+    s.upload_seconds = device_seconds_since(start);
+    start = clock_type::now();
+    device_vector<std::uint64_t> hashes(count);
+    thrust::transform(thrust::device, thrust::counting_iterator<std::uint64_t>(0),
+                      thrust::counting_iterator<std::uint64_t>(count), hashes.begin(),
+                      hash_bytes_op{raw(device_bytes), raw(device_offsets), p.seed});
+    s.hash_seconds = device_seconds_since(start);
+    return build_layers(p, hashes, s, device);
+  });
+}
+
+filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
+                         const build_options& options, device_build_stats* stats,
+                         const device_options& device) {
+  const filter_params p = checked_params(options, keys);
+  return timed(stats, [&](device_build_stats& s) {
+    const auto start = clock_type::now();
+    device_vector<std::uint64_t> device_hashes(hashes, hashes + count);
+    s.upload_seconds = device_seconds_since(start);
+    return build_layers(p, device_hashes, s, device);
+  });
+}
+
+filter build_from_hashes(std::uint64_t count,
+                         const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
+                         const build_options& options, device_build_stats* stats,
+                         const device_options& device) {
+  const filter_params p = checked_params(options, keys);
+  return timed(stats, [&](device_build_stats& s) {
+    const auto start = clock_type::now();
+    device_vector<std::uint64_t> device_hashes(count);
+    std::uint64_t filled = 0;
+    hashes([&](const std::uint64_t* chunk, std::uint64_t n) {
+      if (n > count - filled) throw error("build_from_hashes: more hashes than announced");
+      thrust::copy(chunk, chunk + n, device_hashes.begin() + static_cast<std::int64_t>(filled));
+      filled += n;
+    });
+    if (filled != count) throw error("build_from_hashes: fewer hashes than announced");
+    s.upload_seconds = device_seconds_since(start);
+    return build_layers(p, device_hashes, s, device);
+  });
+}
+
+bool available(std::string* why) {
+#if defined(RIBBON_GPU_ON_TBB)
+  (void)why;
+  return true;
+#else
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess || devices == 0) {
+    if (why) *why = status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device";
+    return false;
+  }
+  return true;
+#endif
+}
+
+}  // namespace RIBBON_GPU_BACKEND
+}  // namespace ribbon::cuda

@@ -1,0 +1,130 @@
+// The GPU builder's pipeline writes the CPU builder's bytes. Built twice: against the TBB
+// build of the pipeline (runs everywhere, CI included) and against the CUDA build (skips,
+// with a message, where no GPU is present).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ribbon/cuda/builder.hpp"
+#include "ribbon/filter.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+#define RIBBON_SKIP_WITHOUT_DEVICE()                                                   \
+  do {                                                                                 \
+    std::string why_;                                                                  \
+    if (!ribbon::cuda::available(&why_)) GTEST_SKIP() << "GPU test skipped: " << why_; \
+  } while (0)
+
+void expect_same_bytes(const std::vector<std::uint64_t>& keys, const ribbon::build_options& o,
+                       const ribbon::cuda::device_options& device = {}) {
+  SCOPED_TRACE("n=" + std::to_string(keys.size()) + " w=" + std::to_string(o.width) +
+               " r=" + std::to_string(o.result_bits) + " seed=" + std::to_string(o.seed));
+  ribbon::cuda::device_build_stats stats;
+  const ribbon::filter gpu =
+      ribbon::cuda::build(keys.data(), keys.size(), o, ribbon::cuda::memory::host, &stats, device);
+  const ribbon::filter cpu = ribbon::filter::build(keys.data(), keys.size(), o);
+  EXPECT_TRUE(gpu.serialize() == cpu.serialize()) << "GPU and CPU files differ";
+  EXPECT_EQ(stats.layers, cpu.num_layers());
+  // Every key is found in the device-built filter, through the CPU query path.
+  std::vector<char> found(keys.size());
+  gpu.contains(keys.data(), keys.size(), reinterpret_cast<bool*>(found.data()));
+  EXPECT_EQ(std::count(found.begin(), found.end(), 0), 0) << "false negatives";
+}
+
+TEST(GpuPipeline, SameBytesAsTheCpuBuilderAcrossSizes) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  ribbon::build_options o;
+  const std::uint64_t several_shards = 200'000;  // 4 shards of 2^16 starts at w=64
+  for (std::uint64_t n : std::vector<std::uint64_t>{0, 1, 2, 100, 2049, 5000, several_shards}) {
+    expect_same_bytes(ribbon_test::keys_range(n, 0, n), o);
+  }
+  expect_same_bytes(ribbon_test::keys_range(1, 0, ribbon_test::scaled(1'000'000, 100'000)), o);
+}
+
+TEST(GpuPipeline, SameBytesAcrossWidthsBitsAndSeeds) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  const std::uint64_t n = ribbon_test::scaled(150'000, 30'000);
+  for (std::uint32_t width : {32u, 64u, 128u}) {
+    for (std::uint32_t bits : {1u, 7u, 8u, 16u, 32u}) {
+      ribbon::build_options o;
+      o.width = width;
+      o.result_bits = bits;
+      o.seed = width * 100 + bits;
+      expect_same_bytes(ribbon_test::keys_range(bits, 0, n), o);
+    }
+  }
+  ribbon::build_options small_shards;
+  small_shards.shard_size = 4096;
+  expect_same_bytes(ribbon_test::keys_range(3, 0, n), small_shards);
+}
+
+TEST(GpuPipeline, SolvesInBatchesOfAnySize) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // A one-byte workspace budget solves one shard per batch: the same bytes.
+  ribbon::build_options o;
+  o.shard_size = 4096;
+  ribbon::cuda::device_options one_shard_at_a_time;
+  one_shard_at_a_time.workspace_bytes = 1;
+  expect_same_bytes(ribbon_test::keys_range(4, 0, 50'000), o, one_shard_at_a_time);
+}
+
+TEST(GpuPipeline, DuplicatesStringsAndHashes) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  ribbon::build_options o;
+  std::vector<std::uint64_t> duplicates = ribbon_test::keys_range(5, 0, 20'000);
+  duplicates.insert(duplicates.end(), duplicates.begin(), duplicates.end());
+  duplicates.insert(duplicates.end(), 5000, 42);
+  expect_same_bytes(duplicates, o);
+
+  const auto strings = ribbon_test::string_keys(6, 0, 40'000);
+  const auto views = ribbon_test::views(strings);
+  EXPECT_TRUE(ribbon::cuda::build(views.data(), views.size(), o).serialize() ==
+              ribbon::filter::build(views.data(), views.size(), o).serialize());
+
+  const auto hashes = ribbon_test::keys_range(7, 0, 30'000);
+  EXPECT_TRUE(
+      ribbon::cuda::build_from_hashes(hashes.data(), hashes.size(), ribbon::key_kind::bytes, o)
+          .serialize() ==
+      ribbon::filter::build_from_hashes(hashes.data(), hashes.size(), ribbon::key_kind::bytes, o)
+          .serialize());
+}
+
+TEST(GpuPipeline, AsTheBulkBuildersInMemoryBuilder) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // What `ribbon build --backend gpu` does: the bulk builder collects the hashes, the device
+  // builds them.
+  ribbon_test::temp_dir dir;
+  const auto keys = ribbon_test::keys_range(8, 0, 300'000);
+  ribbon::bulk_options o;
+  o.build.result_bits = 9;
+  bool used = false;
+  o.in_memory = [&](std::uint64_t count, const auto& hashes, ribbon::key_kind kind,
+                    const ribbon::build_options& options) {
+    used = true;
+    return ribbon::cuda::build_from_hashes(count, hashes, kind, options);
+  };
+  ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+  builder.add(keys.data(), keys.size());
+  builder.finish(dir.file("gpu.rbn"));
+  EXPECT_TRUE(used);
+  const ribbon::filter loaded = ribbon::filter::load(dir.file("gpu.rbn"));
+  EXPECT_TRUE(loaded.serialize() ==
+              ribbon::filter::build(keys.data(), keys.size(), o.build).serialize());
+}
+
+TEST(GpuPipeline, RejectsBadOptions) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  ribbon::build_options o;
+  o.width = 40;
+  const std::uint64_t key = 1;
+  EXPECT_THROW(ribbon::cuda::build(&key, 1, o), ribbon::error);
+  o.width = 64;
+  o.target_fpr = 2;
+  EXPECT_THROW(ribbon::cuda::build(&key, 1, o), ribbon::error);
+}
+
+}  // namespace

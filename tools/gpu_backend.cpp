@@ -1,0 +1,186 @@
+#include "gpu_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "ribbon/error.hpp"
+#include "util.hpp"
+
+#if defined(RIBBON_TOOLS_WITH_CUDA)
+#include <cuda_runtime.h>
+
+#include "ribbon/cuda/builder.hpp"
+#include "ribbon/cuda/device_filter.cuh"
+#endif
+
+namespace ribbon::cli {
+
+#if !defined(RIBBON_TOOLS_WITH_CUDA)
+
+bool use_gpu(const std::string& backend) {
+  if (backend == "gpu") throw error(gpu_unavailable);
+  return false;
+}
+
+in_memory_builder gpu_in_memory_builder() {
+  return {};
+}
+
+int run_gpu_bench(const std::vector<std::uint64_t>&, const std::vector<std::uint64_t>&,
+                  const build_options&, bool) {
+  throw error(gpu_unavailable);
+}
+
+#else
+
+bool use_gpu(const std::string& backend) {
+  if (backend == "cpu") return false;
+  std::string why;
+  const bool present = cuda::available(&why);
+  if (backend == "gpu" && !present) throw error("the GPU backend cannot run: " + why);
+  return present;
+}
+
+in_memory_builder gpu_in_memory_builder() {
+  return [](std::uint64_t count, const std::function<void(const hash_visitor&)>& hashes,
+            key_kind keys, const build_options& options) {
+    return cuda::build_from_hashes(count, hashes, keys, options);
+  };
+}
+
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+  }
+}
+
+/// Device memory for `count` values, freed on scope exit.
+template <class T>
+struct device_array {
+  T* data = nullptr;
+  explicit device_array(std::uint64_t count) {
+    check(cudaMalloc(&data, std::max<std::uint64_t>(count, 1) * sizeof(T)), "cudaMalloc");
+  }
+  ~device_array() { cudaFree(data); }
+  device_array(const device_array&) = delete;
+  device_array& operator=(const device_array&) = delete;
+};
+
+/// Seconds of `f()` with the device idle before and after.
+template <class F>
+double timed(F&& f) {
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  const auto start = clock_type::now();
+  f();
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  return seconds_since(start);
+}
+
+}  // namespace
+
+int run_gpu_bench(const std::vector<std::uint64_t>& keys,
+                  const std::vector<std::uint64_t>& negatives, const build_options& options,
+                  bool json) {
+  use_gpu("gpu");
+  const std::uint64_t n = keys.size(), m = negatives.size();
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+
+  // Build from device-resident keys (the upload is not part of the build).
+  device_array<std::uint64_t> device_keys(n);
+  check(cudaMemcpy(device_keys.data, keys.data(), n * 8, cudaMemcpyHostToDevice), "cudaMemcpy");
+  cuda::device_build_stats stats;
+  filter f;
+  const double build_seconds =
+      timed([&] { f = cuda::build(device_keys.data, n, options, cuda::memory::device, &stats); });
+
+  // The same bytes as the CPU builder? (Checked where the CPU build is quick enough.)
+  const char* identical = "not checked (more than 10^8 keys)";
+  if (n <= 100'000'000) {
+    identical = filter::build(keys.data(), n, options).serialize() == f.serialize() ? "yes" : "NO";
+  }
+
+  // Queries: members and non-members, device-resident; non-members host-resident.
+  const cuda::device_filter gpu(f);
+  device_array<std::uint64_t> device_negatives(m);
+  device_array<bool> device_out(std::max(n, m));
+  check(cudaMemcpy(device_negatives.data, negatives.data(), m * 8, cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  const double member_seconds = timed([&] { gpu.contains(device_keys.data, n, device_out.data); });
+  std::unique_ptr<bool[]> answers(new bool[std::max(n, m)]);
+  check(cudaMemcpy(answers.get(), device_out.data, n, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  const auto false_negatives =
+      static_cast<std::uint64_t>(std::count(answers.get(), answers.get() + n, false));
+  // Best of three: the first launch includes one-time costs.
+  double device_seconds = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    device_seconds = std::min(
+        device_seconds, timed([&] { gpu.contains(device_negatives.data, m, device_out.data); }));
+  }
+  check(cudaMemcpy(answers.get(), device_out.data, m, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  const auto positives =
+      static_cast<std::uint64_t>(std::count(answers.get(), answers.get() + m, true));
+  std::unique_ptr<bool[]> host_answers(new bool[m]);
+  const double host_seconds =
+      timed([&] { gpu.contains_host(negatives.data(), m, host_answers.get()); });
+  if (!std::equal(answers.get(), answers.get() + m, host_answers.get())) {
+    throw error("GPU answers for host- and device-resident keys differ");
+  }
+  // The CPU's answers on a sample of the non-members.
+  const std::uint64_t sample = std::min<std::uint64_t>(m, 1'000'000);
+  std::unique_ptr<bool[]> cpu_answers(new bool[sample]);
+  f.contains(negatives.data(), sample, cpu_answers.get());
+  if (!std::equal(cpu_answers.get(), cpu_answers.get() + sample, answers.get())) {
+    throw error("GPU and CPU query answers differ");
+  }
+
+  const double per_key = n ? 1e9 / static_cast<double>(n) : 0;
+  const double fpr =
+      static_cast<double>(positives) / static_cast<double>(std::max<std::uint64_t>(m, 1));
+  const std::uint32_t r = f.params().result_bits;
+  if (json) {
+    std::printf(
+        "{\"backend\": \"gpu\", \"device\": %s, \"keys\": %llu, \"negatives\": %llu, "
+        "\"width\": %u, \"bits\": %u, \"layers\": %u, \"build_seconds\": %.6f, "
+        "\"build_keys_per_second\": %.4e, \"stage_seconds\": {\"hash\": %.6f, \"sort\": %.6f, "
+        "\"solve\": %.6f, \"compact\": %.6f, \"download\": %.6f}, \"identical_to_cpu\": %s, "
+        "\"bits_per_key\": %.5f, \"fpr_expected\": %.8f, \"fpr_measured\": %.8f, "
+        "\"false_negatives\": %llu, \"query_keys_per_second\": {\"device_members\": %.4e, "
+        "\"device_negatives\": %.4e, \"host_negatives\": %.4e}}\n",
+        json_string(prop.name).c_str(), static_cast<unsigned long long>(n),
+        static_cast<unsigned long long>(m), f.params().width, r, f.num_layers(), build_seconds,
+        static_cast<double>(n) / build_seconds, stats.hash_seconds, stats.sort_seconds,
+        stats.solve_seconds, stats.compact_seconds, stats.download_seconds,
+        json_string(identical).c_str(), f.bits_per_key(), std::ldexp(1.0, -static_cast<int>(r)),
+        fpr, static_cast<unsigned long long>(false_negatives),
+        static_cast<double>(n) / member_seconds, static_cast<double>(m) / device_seconds,
+        static_cast<double>(m) / host_seconds);
+  } else {
+    std::printf("ribbon bench: %llu keys, w=%u, r=%u, backend gpu (%s)\n",
+                static_cast<unsigned long long>(n), f.params().width, r, prop.name);
+    std::printf(
+        "  build        %8.3f ns/key  (%.4f s from device-resident keys; hash %.4f, sort %.4f, "
+        "solve %.4f, compact %.4f, download %.4f s)\n",
+        build_seconds * per_key, build_seconds, stats.hash_seconds, stats.sort_seconds,
+        stats.solve_seconds, stats.compact_seconds, stats.download_seconds);
+    std::printf("  same bytes as the CPU builder: %s\n", identical);
+    std::printf("  space        %8.4f bits/key, %u layers\n", f.bits_per_key(), f.num_layers());
+    std::printf("  accuracy     FPR %.6f (expected %.6f), %llu false negatives\n", fpr,
+                std::ldexp(1.0, -static_cast<int>(r)),
+                static_cast<unsigned long long>(false_negatives));
+    std::printf(
+        "  queries      %.3e keys/s device-resident members, %.3e device-resident "
+        "non-members, %.3e host-resident non-members\n",
+        static_cast<double>(n) / member_seconds, static_cast<double>(m) / device_seconds,
+        static_cast<double>(m) / host_seconds);
+  }
+  return false_negatives == 0 && std::string(identical) != "NO" ? 0 : 1;
+}
+
+#endif
+
+}  // namespace ribbon::cli

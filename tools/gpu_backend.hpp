@@ -1,0 +1,28 @@
+// The GPU side of the ribbon tool: which backend a command uses, the GPU build hook of the
+// bulk builder, and `ribbon bench --backend gpu`. Without CUDA in the build, asking for the
+// GPU is an error and "auto" means the CPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ribbon/bulk_builder.hpp"
+
+namespace ribbon::cli {
+
+/// Resolves --backend ("cpu", "gpu" or "auto": the GPU where this build has CUDA and a device
+/// is present). Throws ribbon::error if "gpu" cannot run, saying why.
+bool use_gpu(const std::string& backend);
+
+/// The bulk builder's in-memory builder on the GPU (only called when use_gpu() said yes).
+in_memory_builder gpu_in_memory_builder();
+
+/// `ribbon bench --backend gpu`: builds `keys` from device memory, checks and times batched
+/// GPU queries on device- and host-resident keys, prints a report (or JSON). Returns the exit
+/// status.
+int run_gpu_bench(const std::vector<std::uint64_t>& keys,
+                  const std::vector<std::uint64_t>& negatives, const build_options& options,
+                  bool json);
+
+}  // namespace ribbon::cli
