@@ -116,6 +116,38 @@ TEST(GpuPipeline, AsTheBulkBuildersInMemoryBuilder) {
               ribbon::filter::build(keys.data(), keys.size(), o.build).serialize());
 }
 
+TEST(GpuPipeline, SolvesTheShardRangesOfOutOfCoreBuilds) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // Inputs larger than device memory: the bulk builder spills and partitions by shard range,
+  // the device solves each range. Same bytes as the in-memory CPU build.
+  ribbon_test::temp_dir dir;
+  const std::uint64_t n = ribbon_test::scaled(200'000, 40'000);
+  struct variant {
+    std::uint32_t width, bits;
+    std::uint64_t shard_size, expected_keys;
+  };
+  for (const variant v : {variant{64, 8, 0, 0}, variant{64, 8, 4096, 1ull << 40},
+                          variant{32, 3, 1024, 0}, variant{128, 16, 16384, 0}}) {
+    SCOPED_TRACE("w=" + std::to_string(v.width) + " shard=" + std::to_string(v.shard_size));
+    const auto keys = ribbon_test::keys_range(v.width + v.bits, 0, n);
+    ribbon::bulk_options o;
+    o.build.width = v.width;
+    o.build.result_bits = v.bits;
+    o.build.shard_size = v.shard_size;
+    o.memory_limit = 1;  // spill from the first key
+    o.expected_keys = v.expected_keys;
+    o.tmp_dir = dir.path();
+    o.range_solver = ribbon::cuda::make_range_solver();
+    ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+    builder.add(keys.data(), keys.size());
+    const ribbon::bulk_result result = builder.finish(dir.file("ooc.rbn"));
+    EXPECT_TRUE(result.out_of_core);
+    EXPECT_GT(result.shard_ranges, 1u);
+    EXPECT_TRUE(ribbon::filter::load(dir.file("ooc.rbn")).serialize() ==
+                ribbon::filter::build(keys.data(), keys.size(), o.build).serialize());
+  }
+}
+
 TEST(GpuPipeline, RejectsBadOptions) {
   RIBBON_SKIP_WITHOUT_DEVICE();
   ribbon::build_options o;

@@ -75,11 +75,12 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
   line += text;
   line += format_count(keys * rate) + " keys/s, " +
           format_bytes(static_cast<double>(input_bytes) * rate) + "/s input, ";
+  if (gpu) line += "on the GPU, ";
   if (result.out_of_core) {
     line += "out of core: " + std::to_string(result.partitions) + " partitions, " +
             std::to_string(result.spilled_bytes) + " bytes spilled";
   } else {
-    line += gpu ? "in memory, on the GPU" : "in memory";
+    line += "in memory";
   }
   std::fprintf(stderr, "%s\n", line.c_str());
 }
@@ -118,7 +119,7 @@ int run_build(build_settings s) {
   options.tmp_dir = s.tmp_dir;
   options.expected_keys = reader.estimated_keys();
   options.progress = &progress;
-  if (gpu) options.in_memory = gpu_in_memory_builder();
+  if (gpu) configure_gpu_build(options);
   // If reading fails, finish() is never called and the builder's destructor removes its
   // temporary files: nothing is written.
   bulk_builder builder(key_kind_of(format), options);
@@ -168,7 +169,8 @@ std::function<int()> add_build_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--backend", s->backend,
                   "cpu, gpu or auto (the GPU where this build has CUDA and a device is present). "
-                  "Inputs beyond --memory-limit are built out of core on the CPU")
+                  "On the GPU, inputs larger than device memory are built out of core, one "
+                  "shard range at a time")
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
       ->capture_default_str();
   cmd->add_option("--memory-limit", s->memory_limit,

@@ -43,11 +43,22 @@ bool use_gpu(const std::string& backend) {
   return present;
 }
 
-in_memory_builder gpu_in_memory_builder() {
-  return [](std::uint64_t count, const std::function<void(const hash_visitor&)>& hashes,
-            key_kind keys, const build_options& options) {
-    return cuda::build_from_hashes(count, hashes, keys, options);
+void configure_gpu_build(bulk_options& options) {
+  options.in_memory = [](std::uint64_t count,
+                         const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
+                         const build_options& build) {
+    return cuda::build_from_hashes(count, hashes, keys, build);
   };
+  options.range_solver = cuda::make_range_solver();
+  // The bulk builder counts 18 bytes a key of host memory; a device build needs about 32
+  // bytes a key of device memory (hashes, their sorted copy, the compacted copy, solver
+  // workspace): keys beyond what the device holds are spilled and built range by range.
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return;
+  const std::uint64_t device_limit = free_bytes / 32 * 18;
+  const std::uint64_t host_limit =
+      options.memory_limit != 0 ? options.memory_limit : default_memory_limit();
+  options.memory_limit = std::min(host_limit, device_limit);
 }
 
 namespace {

@@ -15,8 +15,10 @@ namespace ribbon::cli {
 /// is present). Throws ribbon::error if "gpu" cannot run, saying why.
 bool use_gpu(const std::string& backend);
 
-/// The bulk builder's in-memory builder on the GPU (only called when use_gpu() said yes).
-in_memory_builder gpu_in_memory_builder();
+/// Makes a bulk build run on the GPU (call only when use_gpu() said yes): inputs that fit
+/// in device memory are built there in one piece; larger ones spill to disk and each shard
+/// range is solved on the device. Caps options.memory_limit to what the device holds.
+void configure_gpu_build(bulk_options& options);
 
 /// `ribbon bench --backend gpu`: builds `keys` from device memory, checks and times batched
 /// GPU queries on device- and host-resident keys, prints a report (or JSON). Returns the exit

@@ -185,9 +185,10 @@ class out_of_core_layer {
   using files = std::vector<std::unique_ptr<spill_file>>;
 
   out_of_core_layer(spill_directory& directory, std::uint64_t budget,
-                    detail::layered_builder<Width, Result>& builder, const filter_params& p,
-                    std::uint32_t l, std::uint64_t n)
-      : builder_(builder), p_(p), l_(l) {
+                    detail::layered_builder<Width, Result>& builder,
+                    shard_range_solver* range_solver, const filter_params& p, std::uint32_t l,
+                    std::uint64_t n)
+      : builder_(builder), range_solver_(range_solver), p_(p), l_(l) {
     layer_.input_keys = n;
     layer_.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
     layer_.geometry = bumped_geometry(bumped_layer_starts(n, p_, builder.sizing()), p_);
@@ -289,6 +290,7 @@ class out_of_core_layer {
   }
 
   void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
+    if (range_solver_) return solve_range_elsewhere(keys, lo, hi);
     const layer_geometry& g = layer_.geometry;
     const std::uint64_t n = keys.size();
     auto partitioned = allocate_array<std::uint64_t>(std::max<std::uint64_t>(n, 1));
@@ -317,7 +319,26 @@ class out_of_core_layer {
     ++ranges_;
   }
 
+  /// The range on the caller's solver (e.g. the GPU), the rest as solve_range().
+  void solve_range_elsewhere(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
+    const layer_geometry& g = layer_.geometry;
+    const std::uint64_t window_bytes =
+        (g.shard_first_block(hi, Width) - g.shard_first_block(lo, Width)) *
+        std::uint64_t{p_.result_bits} * (Width / 8);
+    aligned_bytes window = allocate_aligned(window_bytes);
+    auto* threshold_window = reinterpret_cast<std::uint64_t*>(thresholds_.get()) +
+                             g.shard_first_threshold_word(lo, p_.bucket_size);
+    range_solver_->solve(p_, g, lo, hi, keys, threshold_window, window.get());
+    builder_.count_solved_shards(hi - lo);
+    solution_file_->write_bytes(window.get(), window_bytes);
+    solution_checksum_.update(window.get(), window_bytes);
+    bumped_file_->append(keys.data(), keys.size());
+    spilled_bytes_ += window_bytes + keys.size() * 8;
+    ++ranges_;
+  }
+
   detail::layered_builder<Width, Result>& builder_;
+  shard_range_solver* range_solver_;
   filter_params p_;
   std::uint32_t l_;
   format::layer_image layer_;
@@ -517,8 +538,8 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     const auto layer_start = detail::clock_type::now();
     for (auto& part : parts) part->flush();
     for (auto& part : parts) spilled_bytes += part->size();
-    out_of_core_layer<Width, Result> layer_builder(*directory, budget, builder, params, l,
-                                                   remaining);
+    out_of_core_layer<Width, Result> layer_builder(
+        *directory, budget, builder, options.range_solver.get(), params, l, remaining);
     layers.push_back(layer_builder.run(parts, bits));
     spilled_bytes += layer_builder.spilled_bytes();
     shard_ranges += layer_builder.ranges();

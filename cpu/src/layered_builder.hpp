@@ -212,6 +212,11 @@ class layered_builder {
     progress_->current.store(build_progress::solving, std::memory_order_relaxed);
   }
 
+  /// Adds shards solved elsewhere to the progress display.
+  void count_solved_shards(std::uint64_t shards) {
+    if (progress_) progress_->done.fetch_add(shards, std::memory_order_relaxed);
+  }
+
   const layer_sizing& sizing() const { return sizing_; }
 
  private:

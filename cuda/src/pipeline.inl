@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -97,13 +98,16 @@ struct shard_of_op {
 };
 
 /// A thread per shard: eliminate (bumping by thresholds and by the shard-head rule), then
-/// back-substitute into the shard's own solution blocks. Shards [first, first + batch) use
-/// the batch's workspace slots.
+/// back-substitute into the shard's own solution blocks. The op covers the shard range
+/// [range_first, ...): offsets and bumped counts are indexed from range_first, the section
+/// windows start at its first threshold word and block. Shards [batch_first, ...) use the
+/// batch's workspace slots.
 template <unsigned Width, class Result>
 struct solve_shard_op {
   filter_params p;
   layer_geometry g;
-  std::uint64_t first_shard;
+  std::uint64_t range_first;
+  std::uint64_t batch_first;
   std::uint64_t* hashes;  // sorted; the shard's bumped keys end up at the front of its range
   const std::uint64_t* offsets;
   ribbon::detail::word_t<Width>* coeffs;
@@ -113,37 +117,43 @@ struct solve_shard_op {
   std::uint64_t columns;
   std::uint32_t undo;
   std::uint64_t* thresholds;
+  std::uint64_t threshold_origin;
   ribbon::detail::word_t<Width>* solution;
+  std::uint64_t block_origin;
   std::uint64_t* bumped_counts;
   int* failed;
 
   RIBBON_HD void operator()(std::uint64_t shard) const {
-    const std::uint64_t slot = shard - first_shard;
+    const std::uint64_t slot = shard - batch_first;
     const ribbon::detail::shard_workspace<Width, Result> ws{
         coeffs + slot * columns, results + slot * columns, undo_columns + slot * undo,
         undo_offsets + slot * undo};
-    const std::uint64_t begin = offsets[shard];
-    const ribbon::detail::shard_outcome outcome = ribbon::detail::eliminate_shard<Width, Result>(
-        p, g, shard, hashes + begin, offsets[shard + 1] - begin, ws, thresholds);
+    const std::uint64_t local = shard - range_first;
+    const std::uint64_t begin = offsets[local];
+    ribbon::detail::shard_eliminator<Width, Result> eliminator(
+        p, g, shard, hashes + begin, offsets[local + 1] - begin, ws, thresholds, threshold_origin);
+    while (!eliminator.done()) eliminator.step();
+    const ribbon::detail::shard_outcome outcome = eliminator.outcome();
     if (!outcome.solved) {
       *failed = 1;  // every writer writes 1: no atomic needed
       return;
     }
-    bumped_counts[shard] = outcome.bumped;
+    bumped_counts[local] = outcome.bumped;
     ribbon::detail::back_substitute_shard<Width, Result>(p, g, shard, ws.coeffs, ws.results,
-                                                         solution);
+                                                         solution, block_origin);
   }
 };
 
 /// Is sorted-and-solved key i one of its shard's bumped keys (a prefix of the shard's range)?
 struct is_bumped_op {
   layer_geometry g;
+  std::uint64_t range_first;
   const std::uint64_t* hashes;
   const std::uint64_t* offsets;
   const std::uint64_t* bumped_counts;
   RIBBON_HD bool operator()(std::uint64_t i) const {
-    const std::uint64_t shard = shard_of_op{g}(hashes[i]);
-    return i - offsets[shard] < bumped_counts[shard];
+    const std::uint64_t local = shard_of_op{g}(hashes[i]) - range_first;
+    return i - offsets[local] < bumped_counts[local];
   }
 };
 
@@ -205,20 +215,9 @@ class device_builder {
         layer.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
         if (l > 0) remix_all(hashes, layer.salt);
         layer.geometry = bumped_geometry(bumped_layer_starts(remaining, p_, sizing_), p_);
-        device_vector<std::uint64_t> bumped_counts;
-        device_vector<std::uint64_t> offsets;
-        solve_layer(layer, hashes, offsets, bumped_counts);
-        // The next layer's keys: the bumped hashes, selected in place of the layer's.
-        const auto compact_start = clock_type::now();
-        device_vector<std::uint64_t> next(hashes.size());
-        const is_bumped_op bumped{layer.geometry, raw(hashes), raw(offsets), raw(bumped_counts)};
-        const auto end =
-            thrust::copy_if(thrust::device, hashes.begin(), hashes.end(),
-                            thrust::counting_iterator<std::uint64_t>(0), next.begin(), bumped);
-        next.resize(static_cast<std::uint64_t>(end - next.begin()));
-        next.shrink_to_fit();
-        hashes.swap(next);
-        stats_.compact_seconds += device_seconds_since(compact_start);
+        range_sections sections;
+        solve_layer(layer, hashes, sections);
+        compact_bumped(layer.geometry, 0, hashes, sections);  // the next layer's keys
         layer.bumped_keys = hashes.size();
         remaining = layer.bumped_keys;
       }
@@ -228,72 +227,109 @@ class device_builder {
     return download(n);
   }
 
- private:
   void remix_all(device_vector<std::uint64_t>& hashes, std::uint64_t salt) {
     thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(), remix_op{salt});
   }
 
-  /// Sorts `hashes`, finds the shard boundaries, solves every shard (in batches that fit the
-  /// workspace) and keeps the layer's sections. Returns false if a plain layer failed.
-  bool solve_layer(format::layer_image& layer, device_vector<std::uint64_t>& hashes,
-                   device_vector<std::uint64_t>& offsets,
-                   device_vector<std::uint64_t>& bumped_counts) {
-    const layer_geometry& g = layer.geometry;
+  /// The sections of shards [first, end) of a layer, in device memory.
+  struct range_sections {
+    device_vector<std::uint64_t> thresholds;  // from the range's first threshold word
+    device_vector<word> solution;             // from the range's first block
+    device_vector<std::uint64_t> offsets;     // of each shard's keys, from `first`
+    device_vector<std::uint64_t> bumped_counts;
+  };
+
+  /// Sorts `hashes` (all in shards [first, end) of `g`), finds the shard boundaries and
+  /// solves the shards, in batches that fit the workspace. Returns false if a plain layer
+  /// failed.
+  bool solve_range(const layer_geometry& g, std::uint64_t first, std::uint64_t end,
+                   device_vector<std::uint64_t>& hashes, range_sections& out) {
     const std::uint64_t n = hashes.size();
     auto start = clock_type::now();
     sort_hashes(hashes);
     stats_.sort_seconds += device_seconds_since(start);
 
     start = clock_type::now();
-    const std::uint64_t shards = g.num_shards();
-    offsets.resize(shards + 1);
+    const std::uint64_t shards = end - first;
+    out.offsets.resize(shards + 1);
     const auto shard_of = thrust::make_transform_iterator(hashes.begin(), shard_of_op{g});
     thrust::lower_bound(thrust::device, shard_of, shard_of + static_cast<std::int64_t>(n),
-                        thrust::counting_iterator<std::uint64_t>(0),
-                        thrust::counting_iterator<std::uint64_t>(shards + 1), offsets.begin());
-    bumped_counts.assign(shards, 0);
-    device_vector<std::uint64_t> thresholds(g.threshold_words(p_.bucket_size));
-    const std::uint64_t solution_bytes = g.solution_bytes(p_.width, p_.result_bits);
-    device_vector<word> solution(solution_bytes / sizeof(word));
+                        thrust::counting_iterator<std::uint64_t>(first),
+                        thrust::counting_iterator<std::uint64_t>(end + 1), out.offsets.begin());
+    out.bumped_counts.assign(shards, 0);
+    const std::uint64_t threshold_origin = g.shard_first_threshold_word(first, p_.bucket_size);
+    const std::uint64_t block_origin = g.shard_first_block(first, Width);
+    out.thresholds.resize(g.shard_first_threshold_word(end, p_.bucket_size) - threshold_origin);
+    out.solution.resize((g.shard_first_block(end, Width) - block_origin) * p_.result_bits);
     device_vector<int> failed(1, 0);
 
     const std::uint64_t columns = ribbon::detail::max_shard_columns(g, Width);
     const std::uint32_t undo = ribbon::detail::undo_capacity(p_.bucket_size, Width);
     const std::uint64_t per_shard = columns * (sizeof(word) + sizeof(Result)) + undo * 8;
-    const std::uint64_t batch = std::clamp<std::uint64_t>(workspace_bytes_ / per_shard, 1, shards);
+    const std::uint64_t batch = std::clamp<std::uint64_t>(workspace_bytes_ / per_shard, 1,
+                                                          std::max<std::uint64_t>(shards, 1));
     device_vector<word> coeffs(batch * columns);
     device_vector<Result> results(batch * columns);
     device_vector<std::uint32_t> undo_columns(batch * undo), undo_offsets(batch * undo);
-    for (std::uint64_t first = 0; first < shards; first += batch) {
-      const std::uint64_t last = std::min(shards, first + batch);
+    for (std::uint64_t batch_first = first; batch_first < end; batch_first += batch) {
+      const std::uint64_t batch_end = std::min(end, batch_first + batch);
       const solve_shard_op<Width, Result> solve{p_,
                                                 g,
                                                 first,
+                                                batch_first,
                                                 raw(hashes),
-                                                raw(offsets),
+                                                raw(out.offsets),
                                                 raw(coeffs),
                                                 raw(results),
                                                 raw(undo_columns),
                                                 raw(undo_offsets),
                                                 columns,
                                                 undo,
-                                                raw(thresholds),
-                                                raw(solution),
-                                                raw(bumped_counts),
+                                                raw(out.thresholds),
+                                                threshold_origin,
+                                                raw(out.solution),
+                                                block_origin,
+                                                raw(out.bumped_counts),
                                                 raw(failed)};
-      thrust::for_each(thrust::device, thrust::counting_iterator<std::uint64_t>(first),
-                       thrust::counting_iterator<std::uint64_t>(last), solve);
+      thrust::for_each(thrust::device, thrust::counting_iterator<std::uint64_t>(batch_first),
+                       thrust::counting_iterator<std::uint64_t>(batch_end), solve);
     }
     const bool solved = failed[0] == 0;
     stats_.solve_seconds += device_seconds_since(start);
-    if (!solved) return false;
+    return solved;
+  }
 
-    start = clock_type::now();
-    host_sections_.emplace_back(thresholds.size());
-    thrust::copy(thresholds.begin(), thresholds.end(), host_sections_.back().begin());
+  /// Replaces `hashes` (a solved range) by its bumped keys.
+  void compact_bumped(const layer_geometry& g, std::uint64_t first,
+                      device_vector<std::uint64_t>& hashes, const range_sections& sections) {
+    const auto start = clock_type::now();
+    device_vector<std::uint64_t> next(hashes.size());
+    const is_bumped_op bumped{g, first, raw(hashes), raw(sections.offsets),
+                              raw(sections.bumped_counts)};
+    const auto end =
+        thrust::copy_if(thrust::device, hashes.begin(), hashes.end(),
+                        thrust::counting_iterator<std::uint64_t>(0), next.begin(), bumped);
+    next.resize(static_cast<std::uint64_t>(end - next.begin()));
+    next.shrink_to_fit();
+    hashes.swap(next);
+    stats_.compact_seconds += device_seconds_since(start);
+  }
+
+ private:
+  /// Solves a whole layer and keeps its sections in host memory. Returns false if a plain
+  /// layer failed.
+  bool solve_layer(format::layer_image& layer, device_vector<std::uint64_t>& hashes,
+                   range_sections& sections) {
+    const layer_geometry& g = layer.geometry;
+    if (!solve_range(g, 0, g.num_shards(), hashes, sections)) return false;
+    const auto start = clock_type::now();
+    host_sections_.emplace_back(sections.thresholds.size());
+    thrust::copy(sections.thresholds.begin(), sections.thresholds.end(),
+                 host_sections_.back().begin());
     layer.thresholds = host_sections_.back().data();
+    const std::uint64_t solution_bytes = g.solution_bytes(p_.width, p_.result_bits);
     host_sections_.emplace_back((solution_bytes + 7) / 8);
-    thrust::copy(solution.begin(), solution.end(),
+    thrust::copy(sections.solution.begin(), sections.solution.end(),
                  reinterpret_cast<word*>(host_sections_.back().data()));
     layer.solution = host_sections_.back().data();
     stats_.download_seconds += device_seconds_since(start);
@@ -313,8 +349,8 @@ class device_builder {
       layer.geometry = plain_geometry(plain_layer_starts(previous.size(), p_, sizing_, attempt));
       device_vector<std::uint64_t> hashes(previous);
       remix_all(hashes, layer.salt);
-      device_vector<std::uint64_t> offsets, bumped_counts;
-      if (solve_layer(layer, hashes, offsets, bumped_counts)) {
+      range_sections sections;
+      if (solve_layer(layer, hashes, sections)) {
         stats_.plain_layer_attempts = attempt + 1;
         return;
       }
@@ -339,23 +375,61 @@ class device_builder {
   std::vector<std::vector<std::uint64_t>> host_sections_;
 };
 
+/// Calls f(std::integral_constant<unsigned, W>{}, Result{}) for the parameters' width and
+/// the narrowest result type holding r bits.
+template <class F>
+decltype(auto) with_layout(const filter_params& p, F&& f) {
+  auto with_width = [&](auto width_tag) -> decltype(auto) {
+    if (p.result_bits <= 8) return f(width_tag, std::uint8_t{});
+    if (p.result_bits <= 16) return f(width_tag, std::uint16_t{});
+    return f(width_tag, std::uint32_t{});
+  };
+  switch (p.width) {
+    case 32: return with_width(std::integral_constant<unsigned, 32>{});
+    case 64: return with_width(std::integral_constant<unsigned, 64>{});
+    default: return with_width(std::integral_constant<unsigned, 128>{});
+  }
+}
+
 /// Runs the pipeline for the parameters' width and result type.
 filter build_layers(const filter_params& p, device_vector<std::uint64_t>& hashes,
                     device_build_stats& stats, const device_options& device) {
-  auto with_result = [&](auto width_tag) -> filter {
-    constexpr unsigned width = decltype(width_tag)::value;
-    if (p.result_bits <= 8)
-      return device_builder<width, std::uint8_t>(p, stats, device).build(hashes);
-    if (p.result_bits <= 16)
-      return device_builder<width, std::uint16_t>(p, stats, device).build(hashes);
-    return device_builder<width, std::uint32_t>(p, stats, device).build(hashes);
-  };
-  switch (p.width) {
-    case 32: return with_result(std::integral_constant<unsigned, 32>{});
-    case 64: return with_result(std::integral_constant<unsigned, 64>{});
-    default: return with_result(std::integral_constant<unsigned, 128>{});
-  }
+  return with_layout(p, [&](auto width_tag, auto result_tag) {
+    return device_builder<decltype(width_tag)::value, decltype(result_tag)>(p, stats, device)
+        .build(hashes);
+  });
 }
+
+/// Solves the shard ranges of an out-of-core build (ribbon::bulk_builder) on the device.
+class device_range_solver final : public shard_range_solver {
+ public:
+  explicit device_range_solver(const device_options& device) : device_(device) {}
+
+  void solve(const filter_params& p, const layer_geometry& g, std::uint64_t first,
+             std::uint64_t end, std::vector<std::uint64_t>& keys, std::uint64_t* threshold_window,
+             void* solution_window) override {
+    with_layout(p, [&](auto width_tag, auto result_tag) {
+      using builder = device_builder<decltype(width_tag)::value, decltype(result_tag)>;
+      using word = typename builder::word;
+      builder b(p, stats_, device_);
+      device_vector<std::uint64_t> hashes(keys.begin(), keys.end());
+      typename builder::range_sections sections;
+      if (!b.solve_range(g, first, end, hashes, sections)) {
+        throw error("internal error: a bumped layer failed to solve");
+      }
+      thrust::copy(sections.thresholds.begin(), sections.thresholds.end(), threshold_window);
+      thrust::copy(sections.solution.begin(), sections.solution.end(),
+                   static_cast<word*>(solution_window));
+      b.compact_bumped(g, first, hashes, sections);
+      keys.resize(hashes.size());
+      thrust::copy(hashes.begin(), hashes.end(), keys.begin());
+    });
+  }
+
+ private:
+  device_options device_;
+  device_build_stats stats_;
+};
 
 filter_params checked_params(const build_options& options, key_kind keys) {
   const filter_params p = ribbon::detail::params_from(options, keys);
@@ -458,6 +532,10 @@ filter build_from_hashes(std::uint64_t count,
     s.upload_seconds = device_seconds_since(start);
     return build_layers(p, device_hashes, s, device);
   });
+}
+
+std::shared_ptr<shard_range_solver> make_range_solver(const device_options& device) {
+  return std::make_shared<device_range_solver>(device);
 }
 
 bool available(std::string* why) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ribbon/filter.hpp"
+#include "ribbon/layer.hpp"
 
 namespace ribbon {
 
@@ -47,6 +48,21 @@ using in_memory_builder = std::function<filter(
     std::uint64_t count, const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
     const build_options& options)>;
 
+/// Solves the shard ranges of out-of-core layers elsewhere (the GPU builder provides one).
+/// solve() gets the keys of the shards [first_shard, end_shard) of a bumped layer, in any
+/// order; it writes the range's threshold words and solution blocks into windows that start
+/// at the range's first word and block (layer_geometry::shard_first_threshold_word and
+/// shard_first_block), and leaves in `keys` the range's bumped keys. The result must be the
+/// CPU builder's.
+class shard_range_solver {
+ public:
+  virtual ~shard_range_solver() = default;
+  virtual void solve(const filter_params& params, const layer_geometry& layer,
+                     std::uint64_t first_shard, std::uint64_t end_shard,
+                     std::vector<std::uint64_t>& keys, std::uint64_t* threshold_window,
+                     void* solution_window) = 0;
+};
+
 /// Options of a bulk build.
 struct bulk_options {
   build_options build;                 ///< width, r or target FPR, seed, threads, shard size
@@ -54,9 +70,10 @@ struct bulk_options {
   std::string tmp_dir;                 ///< where partition files go; empty: $TMPDIR or /tmp
   std::uint64_t expected_keys = 0;     ///< a hint (e.g. from file sizes) to size the partitions
   build_progress* progress = nullptr;  ///< optional; must outlive the builder
-  /// Builds inputs that stay in memory (empty: the CPU builder). Spilled inputs are always
-  /// built out of core on the CPU.
+  /// Builds inputs that stay in memory (empty: the CPU builder).
   in_memory_builder in_memory;
+  /// Solves the shard ranges of spilled inputs (empty: the CPU builder).
+  std::shared_ptr<shard_range_solver> range_solver;
 };
 
 /// What finish() built.

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -72,6 +73,11 @@ filter build_from_hashes(std::uint64_t count,
                          const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
                          const build_options& options = {}, device_build_stats* stats = nullptr,
                          const device_options& device = {});
+
+/// A solver for the shard ranges of ribbon::bulk_builder's out-of-core layers
+/// (bulk_options::range_solver): inputs larger than device memory are built one shard range
+/// at a time, each range sorted and solved on the device.
+std::shared_ptr<shard_range_solver> make_range_solver(const device_options& device = {});
 
 /// Whether this backend can run (a CUDA device is present; always for the TBB backend).
 /// Otherwise `why` says why not.
