@@ -3,7 +3,8 @@
 # builds with nvcc, runs the GPU tests, runs `ribbon bench --backend gpu` at 10^8 and 10^9
 # keys (w=64, r=8; build from device-resident keys with per-stage times, batched queries on
 # device- and host-resident keys), and prints a short table. Results (JSON lines, logs) go to
-# $OUT (the device tool's output folder) or ./gpu-check-out.
+# $OUT (the device tool's output folder) or ./gpu-check-out. The GPU machine's image lacks
+# oneTBB, GoogleTest, CLI11 and xxHash: run bench/gpu_deps.sh here first and carry .gpu-deps.
 #   bench/gpu_check.sh [KEYS...]        default KEYS: 100000000 1000000000
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,9 +19,22 @@ step() { printf '\n== %s (%ds)\n' "$*" "${SECONDS}"; }
 step "GPU"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "${out}/gpu.txt"
 
+# Dependencies the GPU machine's image lacks, carried in by bench/gpu_deps.sh (.gpu-deps).
+deps=()
+if [[ -d .gpu-deps/root/usr ]]; then
+  root="$PWD/.gpu-deps/root/usr"
+  arch=x86_64-linux-gnu
+  deps=(-DTBB_DIR="${root}/lib/${arch}/cmake/TBB" -DGTest_DIR="${root}/lib/${arch}/cmake/GTest"
+        -DCLI11_DIR="$(dirname "$(find "${root}" -name CLI11Config.cmake | head -1)")"
+        -DXXHASH_INCLUDE_DIR="${root}/include" -DXXHASH_LIBRARY="${root}/lib/${arch}/libxxhash.a")
+  export LD_LIBRARY_PATH="${root}/lib/${arch}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+  echo "using the dependencies in .gpu-deps"
+fi
+
 step "build (nvcc ${nvcc}, ${jobs} jobs)"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DRIBBON_ENABLE_CUDA=ON \
-  -DCMAKE_CUDA_COMPILER="${nvcc}" -DRIBBON_BUILD_BENCHMARKS=OFF >"${out}/configure.log" 2>&1 ||
+  -DCMAKE_CUDA_COMPILER="${nvcc}" -DRIBBON_BUILD_BENCHMARKS=OFF "${deps[@]}" \
+  >"${out}/configure.log" 2>&1 ||
   { tail -30 "${out}/configure.log"; exit 1; }
 cmake --build build-gpu -j"${jobs}" --target ribbon_cli test_cuda test_gpu_pipeline_cuda \
   test_gpu_pipeline_tbb >"${out}/build.log" 2>&1 || { tail -40 "${out}/build.log"; exit 1; }

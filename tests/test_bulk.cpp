@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -215,6 +216,39 @@ TEST(BulkBuilder, NothingLeftBehindOnFailureOrAbandon) {
   } catch (const ribbon::error& e) {
     EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
   }
+}
+
+TEST(BulkBuilder, ARangeSolversErrorFailsTheBuildCleanly) {
+  // A solver that fails on its third range (it runs in a background thread): the error
+  // reaches finish(), and no file, temporary or not, remains.
+  struct failing_solver : ribbon::shard_range_solver {
+    int calls = 0;
+    void solve(const ribbon::filter_params&, const ribbon::layer_geometry&, std::uint64_t,
+               std::uint64_t, std::vector<std::uint64_t>&, std::uint64_t*, void*) override {
+      if (++calls == 3) throw ribbon::error("device lost");
+    }
+  };
+  temp_dir dir;
+  const auto keys = ribbon_test::keys_range(2, 0, 100'000);
+  ribbon::bulk_options o;
+  o.build.shard_size = 4096;
+  o.memory_limit = 1;
+  o.expected_keys = 1 << 20;  // many partition files: many ranges
+  o.tmp_dir = dir.file("tmp");
+  std::filesystem::create_directory(o.tmp_dir);
+  auto solver = std::make_shared<failing_solver>();
+  o.range_solver = solver;
+  ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+  builder.add(keys.data(), keys.size());
+  try {
+    builder.finish(dir.file("out"));
+    FAIL() << "expected the solver's error";
+  } catch (const ribbon::error& e) {
+    EXPECT_STREQ(e.what(), "device lost");
+  }
+  EXPECT_EQ(solver->calls, 3);
+  EXPECT_TRUE(dir.entries(dir.file("tmp")).empty());
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"tmp"});
 }
 
 TEST(BulkBuilder, InvalidOptionsThrow) {

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -206,6 +207,8 @@ class out_of_core_layer {
     pass_keys_ = std::max<std::uint64_t>(
         static_cast<std::uint64_t>(static_cast<double>(room) / (16.0 + solution_per_key)),
         4 * g.shard_size());
+    // With a range in flight elsewhere while the next is read, two passes share the budget.
+    if (range_solver_) pass_keys_ = std::max<std::uint64_t>(pass_keys_ / 2, 4 * g.shard_size());
     read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, 1 << 17));
   }
 
@@ -225,6 +228,7 @@ class out_of_core_layer {
       carry.swap(next_carry);
       next_shard = limit;
     }
+    finish_pending_range();
     if (!carry.empty()) throw error("internal error: keys left over after the last shard");
     bumped_file_->flush();
     layer_.bumped_keys = bumped_file_->hashes();
@@ -319,23 +323,46 @@ class out_of_core_layer {
     ++ranges_;
   }
 
-  /// The range on the caller's solver (e.g. the GPU), the rest as solve_range().
+  /// The range on the caller's solver (e.g. the GPU), in a background thread: while it
+  /// solves, this thread reads the next partition file. One range in flight; its outputs
+  /// are written in order when the next one starts (or at the end of the layer).
   void solve_range_elsewhere(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
+    finish_pending_range();
     const layer_geometry& g = layer_.geometry;
-    const std::uint64_t window_bytes =
-        (g.shard_first_block(hi, Width) - g.shard_first_block(lo, Width)) *
-        std::uint64_t{p_.result_bits} * (Width / 8);
-    aligned_bytes window = allocate_aligned(window_bytes);
+    pending_.window_bytes = (g.shard_first_block(hi, Width) - g.shard_first_block(lo, Width)) *
+                            std::uint64_t{p_.result_bits} * (Width / 8);
+    pending_.window = allocate_aligned(pending_.window_bytes);
+    pending_.keys = std::move(keys);
+    pending_.shards = hi - lo;
     auto* threshold_window = reinterpret_cast<std::uint64_t*>(thresholds_.get()) +
                              g.shard_first_threshold_word(lo, p_.bucket_size);
-    range_solver_->solve(p_, g, lo, hi, keys, threshold_window, window.get());
-    builder_.count_solved_shards(hi - lo);
-    solution_file_->write_bytes(window.get(), window_bytes);
-    solution_checksum_.update(window.get(), window_bytes);
-    bumped_file_->append(keys.data(), keys.size());
-    spilled_bytes_ += window_bytes + keys.size() * 8;
-    ++ranges_;
+    pending_.done = std::async(std::launch::async, [this, g, lo, hi, threshold_window] {
+      range_solver_->solve(p_, g, lo, hi, pending_.keys, threshold_window, pending_.window.get());
+    });
   }
+
+  /// Waits for the range in flight, if any, and writes its outputs.
+  void finish_pending_range() {
+    if (!pending_.done.valid()) return;
+    pending_.done.get();  // rethrows the solver's exception
+    builder_.count_solved_shards(pending_.shards);
+    solution_file_->write_bytes(pending_.window.get(), pending_.window_bytes);
+    solution_checksum_.update(pending_.window.get(), pending_.window_bytes);
+    bumped_file_->append(pending_.keys.data(), pending_.keys.size());
+    spilled_bytes_ += pending_.window_bytes + pending_.keys.size() * 8;
+    ++ranges_;
+    pending_.window.reset();
+    pending_.keys = {};
+  }
+
+  /// A range being solved elsewhere.
+  struct pending_range {
+    std::vector<std::uint64_t> keys;  // its keys, then its bumped keys
+    aligned_bytes window;
+    std::uint64_t window_bytes = 0;
+    std::uint64_t shards = 0;
+    std::future<void> done;  // last: joins the solving thread before the buffers go
+  };
 
   detail::layered_builder<Width, Result>& builder_;
   shard_range_solver* range_solver_;
@@ -348,6 +375,7 @@ class out_of_core_layer {
   std::uint64_t pass_keys_ = 0;
   std::uint64_t spilled_bytes_ = 0, ranges_ = 0;
   std::vector<std::uint64_t> read_buffer_;
+  pending_range pending_;  // the last member: destroyed (its thread joined) first
 };
 
 }  // namespace
@@ -498,9 +526,18 @@ struct bulk_builder::impl {
   bulk_result finish(const std::string& path) {
     if (finished) throw error("bulk_builder: finish() called twice");
     finished = true;
+    const bool out_of_core = spilled();
+    // Whatever happens, the spill files and their directory go now, not with the builder.
+    struct spill_remover {
+      impl& owner;
+      ~spill_remover() {
+        owner.partitions.clear();
+        owner.directory.reset();
+      }
+    } remove_spill{*this};
     const auto start = detail::clock_type::now();
     bulk_result result = detail::run_with_threads(options.build.threads, [&] {
-      if (!spilled()) return finish_in_memory(path);
+      if (!out_of_core) return finish_in_memory(path);
       return detail::dispatch_layout(params, [&](auto width_tag, auto result_tag) {
         return finish_out_of_core<decltype(width_tag)::value, decltype(result_tag)>(path);
       });
@@ -512,8 +549,8 @@ struct bulk_builder::impl {
     result.params = params;
     result.key_count = count;
     result.num_layers = static_cast<std::uint32_t>(result.layers.size());
-    result.out_of_core = spilled();
-    result.partitions = spilled() ? 1u << partition_bits : 0;
+    result.out_of_core = out_of_core;
+    result.partitions = out_of_core ? 1u << partition_bits : 0;
     result.spilled_bytes = spilled_bytes;
     result.shard_ranges = shard_ranges;
     result.seconds = detail::seconds_since(start);
