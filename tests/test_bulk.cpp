@@ -120,10 +120,12 @@ TEST(BulkBuilder, OutOfCoreWithManyPartitionsAndSmallShards) {
   expect_same_file_as_in_memory({n, 64, 8, 4096, 1, 1ull << 40}, true);
   expect_same_file_as_in_memory({n, 32, 8, 1024, 1, 1ull << 40}, true);
   // Few partition files and a limit that fits only a few shards per pass: each file is
-  // solved in several shard ranges, split by halving.
+  // solved in several shard ranges.
   // (Limits in proportion to n: the hashes need 18 bytes a key in memory, so these spill at
   // every test scale.)
   expect_same_file_as_in_memory({n, 64, 8, 4096, 9 * n, 0}, true);
+  // A far too low estimate: two partition files, each cut into shard ranges by its counts.
+  expect_same_file_as_in_memory({n, 64, 8, 4096, 9 * n, 1}, true);
   expect_same_file_as_in_memory({n, 128, 8, 16384, 15 * n, 0}, true);
 }
 

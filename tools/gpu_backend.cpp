@@ -24,8 +24,8 @@ bool use_gpu(const std::string& backend) {
   return false;
 }
 
-in_memory_builder gpu_in_memory_builder() {
-  return {};
+void configure_gpu_build(bulk_options&) {
+  throw error(gpu_unavailable);
 }
 
 int run_gpu_bench(const std::vector<std::uint64_t>&, const std::vector<std::uint64_t>&,

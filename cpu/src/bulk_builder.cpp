@@ -254,11 +254,13 @@ class out_of_core_layer {
   }
 
   /// Solves shards [lo, hi) from the keys of `file` and `carry` in those shards. With
-  /// `next_carry`, keys in shards >= hi go there. Splits the span when its keys exceed a
-  /// pass (a single shard is always solved, however many keys it has).
+  /// `next_carry`, keys in shards >= hi go there. When the span's keys exceed a pass, the
+  /// read goes on counting keys per shard only, and the span is cut where the counts say
+  /// (one more read per piece); a single shard is always solved, however many keys it has.
   void solve_span(const spill_file& file, const std::vector<std::uint64_t>& carry, std::uint64_t lo,
                   std::uint64_t hi, std::vector<std::uint64_t>* next_carry) {
     std::vector<std::uint64_t> keys;
+    std::vector<std::uint64_t> shard_counts(hi - lo);
     bool overflow = false;
     auto take = [&](const std::uint64_t* hashes, std::uint64_t count) {
       for (std::uint64_t i = 0; i < count; ++i) {
@@ -266,31 +268,36 @@ class out_of_core_layer {
         if (shard >= hi) {
           if (next_carry) next_carry->push_back(hashes[i]);
         } else if (shard >= lo) {
-          keys.push_back(hashes[i]);
+          ++shard_counts[shard - lo];
+          if (!overflow) keys.push_back(hashes[i]);
         }
       }
-      if (keys.size() > pass_keys_ && hi - lo > 1) overflow = true;
+      if (!overflow && keys.size() > pass_keys_ && hi - lo > 1) {
+        overflow = true;
+        keys = {};
+      }
     };
     // Room for all of them, or for a pass and the piece that shows it is too much: the
     // vector never grows past the budget by doubling.
     keys.reserve(std::min<std::uint64_t>(file.hashes() + carry.size(),
                                          pass_keys_ + read_buffer_.size() + carry.size()));
-    const std::size_t carry_mark = next_carry ? next_carry->size() : 0;
     take(carry.data(), carry.size());
+    file.for_each_piece(read_buffer_, take);
     if (!overflow) {
-      file.for_each_piece(read_buffer_, [&](const std::uint64_t* hashes, std::uint64_t count) {
-        if (!overflow) take(hashes, count);
-      });
-    }
-    if (overflow) {  // skewed keys (or a bad estimate): halve the span and read again
-      keys = {};
-      if (next_carry) next_carry->resize(carry_mark);
-      const std::uint64_t mid = lo + (hi - lo) / 2;
-      solve_span(file, carry, lo, mid, nullptr);
-      solve_span(file, carry, mid, hi, next_carry);
+      if (lo < hi) solve_range(keys, lo, hi);
       return;
     }
-    if (lo < hi) solve_range(keys, lo, hi);
+    // Skewed keys or a low estimate: solve the span in pieces that fit a pass. The carry
+    // for the next file is complete already.
+    for (std::uint64_t first = lo; first < hi;) {
+      std::uint64_t end = first + 1, in_piece = shard_counts[first - lo];
+      while (end < hi && in_piece + shard_counts[end - lo] <= pass_keys_) {
+        in_piece += shard_counts[end - lo];
+        ++end;
+      }
+      solve_span(file, carry, first, end, nullptr);
+      first = end;
+    }
   }
 
   void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
@@ -458,7 +465,9 @@ struct bulk_builder::impl {
   void spill() {
     set_stage(build_progress::spilling, count);
     directory = std::make_unique<spill_directory>(options.tmp_dir);
-    partition_bits = partition_bits_for(std::max(options.expected_keys, 2 * count));
+    // Without a hint (stdin), guess generously: more files cost only buffers, too few cost
+    // extra reads of each file.
+    partition_bits = partition_bits_for(options.expected_keys ? options.expected_keys : 8 * count);
     partitions = open_partitions(partition_bits);
     std::uint64_t left = count;
     for (auto& chunk : chunks) {
