@@ -43,7 +43,12 @@ step "GPU tests"
 status=0
 for t in test_cuda test_gpu_pipeline_cuda test_gpu_pipeline_tbb; do
   if build-gpu/tests/"${t}" >"${out}/${t}.log" 2>&1; then
-    echo "${t}: $(grep -E '^\[  PASSED  \]|SKIPPED' "${out}/${t}.log" | tr '\n' ' ')"
+    echo "${t}: $(grep -E '^\[  (PASSED|SKIPPED) +\] [0-9]+ test' "${out}/${t}.log" | tr '\n' ' ')"
+    # On a GPU machine a skipped GPU test means the device was not usable: a failure here.
+    if grep -q 'GPU test skipped' "${out}/${t}.log"; then
+      status=1
+      grep -m1 'GPU test skipped' "${out}/${t}.log"
+    fi
   else
     status=1
     echo "${t}: FAILED"
