@@ -33,6 +33,7 @@ struct build_settings {
   std::uint32_t width = 64;
   std::uint32_t threads = 0;
   std::uint64_t seed = 0;
+  std::uint64_t shard_size = 0;
   std::string backend = "auto";
   std::string memory_limit = "0";
   std::string tmp_dir;
@@ -115,6 +116,7 @@ int run_build(build_settings s) {
   options.build.target_fpr = s.fpr;
   options.build.threads = s.threads;
   options.build.seed = s.seed;
+  options.build.shard_size = s.shard_size;
   options.memory_limit = memory_limit;
   options.tmp_dir = s.tmp_dir;
   options.expected_keys = reader.estimated_keys();
@@ -167,6 +169,9 @@ std::function<int()> add_build_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("--seed", s->seed, "hash seed (the file is a function of keys and seed)")
       ->capture_default_str();
+  cmd->add_option("--shard-size", s->shard_size,
+                  "start positions per shard, a power of two (default 0: 65536); recorded in "
+                  "the file. Smaller shards: more parallelism, a little more space");
   cmd->add_option("--backend", s->backend,
                   "cpu, gpu or auto (the GPU where this build has CUDA and a device is present). "
                   "On the GPU, inputs larger than device memory are built out of core, one "

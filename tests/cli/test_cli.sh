@@ -385,7 +385,15 @@ case_info() {
   out_has "keys            $N" || return 1
   out_has "layer 0" || return 1
   out_has "expected FPR" || return 1
-  out_has "builder"
+  out_has "builder" || return 1
+  # --shard-size is recorded in the file; a bad one is an error.
+  build_ok -i "$D/keys.txt" -o "$D/small-shards.rbn" --shard-size 4096 || return 1
+  run info --json "$D/small-shards.rbn"
+  out_has '"shard_size": 4096,' || return 1
+  run build -i "$D/keys.txt" -o "$D/bad-shards.rbn" --shard-size 1000
+  rc_is 2 "build --shard-size 1000" || return 1
+  err_has "shard size" || return 1
+  absent "$D/bad-shards.rbn"
 }
 
 case_empty_input() {
