@@ -2,14 +2,18 @@
 # One-shot GPU check for a machine with an NVIDIA GPU (run once per device session):
 # builds with nvcc, runs the GPU tests, runs `ribbon bench --backend gpu` at 10^8 and 10^9
 # keys (w=64, r=8; build from device-resident keys with per-stage times, batched queries on
-# device- and host-resident keys), and prints a short table. Results (JSON lines, logs) go to
-# $OUT (the device tool's output folder) or ./gpu-check-out. The GPU machine's image lacks
+# device- and host-resident keys), and prints a short table. The table, the JSON lines and the
+# test logs go to $OUT (the device tool's output folder) or ./gpu-check-out. The GPU
+# machine's image lacks
 # oneTBB, GoogleTest, CLI11 and xxHash: run bench/gpu_deps.sh here first and carry .gpu-deps.
 #   bench/gpu_check.sh [KEYS...]        default KEYS: 100000000 1000000000
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-out="${OUT:-$PWD/gpu-check-out}"
-mkdir -p "${out}"
+# Logs and JSON go to a work folder; $OUT (at most 8 files come back from the device) gets
+# gpu.txt, tests.log, bench.jsonl and table.md.
+out="$PWD/build-gpu/check"
+final="${OUT:-$PWD/gpu-check-out}"
+mkdir -p "${out}" "${final}"
 sizes=("$@")
 [[ ${#sizes[@]} -eq 0 ]] && sizes=(100000000 1000000000)
 jobs="$(nproc)"
@@ -17,7 +21,7 @@ nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
 step() { printf '\n== %s (%ds)\n' "$*" "${SECONDS}"; }
 
 step "GPU"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "${out}/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "${final}/gpu.txt"
 
 # Dependencies the GPU machine's image lacks, carried in by bench/gpu_deps.sh (.gpu-deps).
 deps=()
@@ -57,34 +61,48 @@ for t in test_cuda test_gpu_pipeline_cuda test_gpu_pipeline_tbb; do
 done
 
 step "ribbon bench --backend gpu"
-for n in "${sizes[@]}"; do
+runs=()
+for n in "${sizes[@]}"; do runs+=("${n}:0"); done
+# The shard size sets the solve kernel's parallelism (a thread per shard): the smallest legal
+# one at w=64 (32 buckets of 128) on the first size, for comparison.
+runs+=("${sizes[0]}:4096")
+for run in "${runs[@]}"; do
+  n="${run%%:*}"
+  shard="${run##*:}"
+  tag="${n}-s${shard}"
   # Non-members: as many as keys up to 10^8 (host memory for both sets).
   negatives=$((n < 100000000 ? n : 100000000))
   if build-gpu/tools/ribbon bench --backend gpu -n "${n}" --negatives "${negatives}" -w 64 -r 8 \
-    --json >"${out}/bench-${n}.json" 2>"${out}/bench-${n}.err"; then
-    cat "${out}/bench-${n}.json"
+    --shard-size "${shard}" --json >"${out}/bench-${tag}.json" 2>"${out}/bench-${tag}.err"; then
+    cat "${out}/bench-${tag}.json"
   else
     status=1
-    echo "bench -n ${n}: FAILED"
-    tail -5 "${out}/bench-${n}.err"
+    echo "bench -n ${n} --shard-size ${shard}: FAILED"
+    tail -5 "${out}/bench-${tag}.err"
   fi
 done
 
+cat "${out}"/test_*.log >"${final}/tests.log" 2>/dev/null
+cat "${out}"/bench-*.json >"${final}/bench.jsonl" 2>/dev/null
+
 step "table"
 if command -v python3 >/dev/null 2>&1; then
-  python3 - "${out}" "${sizes[@]}" <<'PY'
+  python3 - "${out}" "${runs[@]}" <<'PY' | tee "${final}/table.md"
 import json, sys
-out, sizes = sys.argv[1], sys.argv[2:]
-print("| keys | build s | keys/s | hash / sort / solve / compact / download s | same bytes as CPU "
-      "| bits/key | FPR | false neg. | queries/s device members / device non-members / host |")
-print("|---|---|---|---|---|---|---|---|---|")
-for n in sizes:
+out, runs = sys.argv[1], sys.argv[2:]
+print("| keys | shard size | build s | keys/s | hash / sort / solve / compact / download s "
+      "| same bytes as CPU | bits/key | FPR | false neg. "
+      "| queries/s device members / device non-members / host |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for run in runs:
+    n, shard = run.split(":")
     try:
-        r = json.load(open(f"{out}/bench-{n}.json"))
+        r = json.load(open(f"{out}/bench-{n}-s{shard}.json"))
     except Exception as e:
-        print(f"| {n} | failed: {e} |"); continue
+        print(f"| {n} | {shard} | failed: {e} |"); continue
     s, q = r["stage_seconds"], r["query_keys_per_second"]
-    print(f"| {r['keys']:.0e} | {r['build_seconds']:.4f} | {r['build_keys_per_second']:.3e} | "
+    print(f"| {r['keys']:.0e} | {r['shard_size']} | {r['build_seconds']:.4f} | "
+          f"{r['build_keys_per_second']:.3e} | "
           f"{s['hash']:.4f} / {s['sort']:.4f} / {s['solve']:.4f} / {s['compact']:.4f} / "
           f"{s['download']:.4f} | {r['identical_to_cpu']} | {r['bits_per_key']:.4f} | "
           f"{r['fpr_measured']:.5f} | {r['false_negatives']} | {q['device_members']:.3e} / "

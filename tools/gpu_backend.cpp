@@ -156,14 +156,16 @@ int run_gpu_bench(const std::vector<std::uint64_t>& keys,
   if (json) {
     std::printf(
         "{\"backend\": \"gpu\", \"device\": %s, \"keys\": %llu, \"negatives\": %llu, "
-        "\"width\": %u, \"bits\": %u, \"layers\": %u, \"build_seconds\": %.6f, "
+        "\"width\": %u, \"bits\": %u, \"shard_size\": %llu, \"layers\": %u, "
+        "\"build_seconds\": %.6f, "
         "\"build_keys_per_second\": %.4e, \"stage_seconds\": {\"hash\": %.6f, \"sort\": %.6f, "
         "\"solve\": %.6f, \"compact\": %.6f, \"download\": %.6f}, \"identical_to_cpu\": %s, "
         "\"bits_per_key\": %.5f, \"fpr_expected\": %.8f, \"fpr_measured\": %.8f, "
         "\"false_negatives\": %llu, \"query_keys_per_second\": {\"device_members\": %.4e, "
         "\"device_negatives\": %.4e, \"host_negatives\": %.4e}}\n",
         json_string(prop.name).c_str(), static_cast<unsigned long long>(n),
-        static_cast<unsigned long long>(m), f.params().width, r, f.num_layers(), build_seconds,
+        static_cast<unsigned long long>(m), f.params().width, r,
+        static_cast<unsigned long long>(f.params().shard_size), f.num_layers(), build_seconds,
         static_cast<double>(n) / build_seconds, stats.hash_seconds, stats.sort_seconds,
         stats.solve_seconds, stats.compact_seconds, stats.download_seconds,
         json_string(identical).c_str(), f.bits_per_key(), std::ldexp(1.0, -static_cast<int>(r)),
