@@ -1,5 +1,8 @@
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -13,16 +16,23 @@ namespace ribbon::cuda {
 using detail::check;
 
 device_filter::device_filter(const ribbon::filter& host) {
-  // The image is laid out for reading in place: copy it and move the section pointers.
+  // The image is laid out for reading in place: parse a 64-byte aligned host copy (the
+  // reader insists on the alignment), copy it to the device and move the section pointers.
   const std::vector<unsigned char> bytes = host.serialize();
   bytes_ = bytes.size();
+  const std::uint64_t rounded = (bytes_ + 63) / 64 * 64;
+  std::unique_ptr<unsigned char, decltype(&std::free)> aligned(
+      static_cast<unsigned char*>(std::aligned_alloc(64, std::max<std::uint64_t>(rounded, 64))),
+      &std::free);
+  if (!aligned) throw std::bad_alloc();
+  std::memcpy(aligned.get(), bytes.data(), bytes_);
+  const format::parsed_image parsed =
+      format::parse_image(aligned.get(), bytes_, false, "filter image");
   check(cudaMalloc(&image_, std::max<std::uint64_t>(bytes_, 1)), "cudaMalloc (filter image)");
   try {
-    check(cudaMemcpy(image_, bytes.data(), bytes_, cudaMemcpyHostToDevice),
+    check(cudaMemcpy(image_, aligned.get(), bytes_, cudaMemcpyHostToDevice),
           "cudaMemcpy (filter image)");
-    const format::parsed_image parsed =
-        format::parse_image(bytes.data(), bytes_, false, "filter image");
-    ref_ = format::relocate(parsed.ref, bytes.data(), image_);
+    ref_ = format::relocate(parsed.ref, aligned.get(), image_);
   } catch (...) {
     release();
     throw;
