@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <future>
 #include <memory>
@@ -207,8 +208,11 @@ class out_of_core_layer {
     pass_keys_ = std::max<std::uint64_t>(
         static_cast<std::uint64_t>(static_cast<double>(room) / (16.0 + solution_per_key)),
         4 * g.shard_size());
-    // With a range in flight elsewhere while the next is read, two passes share the budget.
-    if (range_solver_) pass_keys_ = std::max<std::uint64_t>(pass_keys_ / 2, 4 * g.shard_size());
+    // With ranges in flight elsewhere while the next is read, the passes share the budget.
+    if (range_solver_) {
+      const std::uint64_t passes = std::max(range_solver_->ranges_in_flight(), 1u) + 1;
+      pass_keys_ = std::max<std::uint64_t>(pass_keys_ / passes, 4 * g.shard_size());
+    }
     read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, 1 << 17));
   }
 
@@ -228,7 +232,7 @@ class out_of_core_layer {
       carry.swap(next_carry);
       next_shard = limit;
     }
-    finish_pending_range();
+    finish_pending_ranges();
     if (!carry.empty()) throw error("internal error: keys left over after the last shard");
     bumped_file_->flush();
     layer_.bumped_keys = bumped_file_->hashes();
@@ -331,35 +335,45 @@ class out_of_core_layer {
   }
 
   /// The range on the caller's solver (e.g. the GPU), in a background thread: while it
-  /// solves, this thread reads the next partition file. One range in flight; its outputs
-  /// are written in order when the next one starts (or at the end of the layer).
+  /// solves, this thread reads the next partition file. Up to the solver's
+  /// ranges_in_flight() ranges run at once (on a GPU their copies and kernels overlap); their
+  /// outputs are written in order.
   void solve_range_elsewhere(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
-    finish_pending_range();
+    while (pending_.size() >= std::max(range_solver_->ranges_in_flight(), 1u)) {
+      finish_oldest_range();
+    }
     const layer_geometry& g = layer_.geometry;
-    pending_.window_bytes = (g.shard_first_block(hi, Width) - g.shard_first_block(lo, Width)) *
-                            std::uint64_t{p_.result_bits} * (Width / 8);
-    pending_.window = allocate_aligned(pending_.window_bytes);
-    pending_.keys = std::move(keys);
-    pending_.shards = hi - lo;
+    auto range = std::make_unique<pending_range>();
+    range->window_bytes = (g.shard_first_block(hi, Width) - g.shard_first_block(lo, Width)) *
+                          std::uint64_t{p_.result_bits} * (Width / 8);
+    range->window = allocate_aligned(range->window_bytes);
+    range->keys = std::move(keys);
+    range->shards = hi - lo;
     auto* threshold_window = reinterpret_cast<std::uint64_t*>(thresholds_.get()) +
                              g.shard_first_threshold_word(lo, p_.bucket_size);
-    pending_.done = std::async(std::launch::async, [this, g, lo, hi, threshold_window] {
-      range_solver_->solve(p_, g, lo, hi, pending_.keys, threshold_window, pending_.window.get());
+    pending_range* r = range.get();
+    r->done = std::async(std::launch::async, [this, g, lo, hi, threshold_window, r] {
+      range_solver_->solve(p_, g, lo, hi, r->keys, threshold_window, r->window.get());
     });
+    pending_.push_back(std::move(range));
   }
 
-  /// Waits for the range in flight, if any, and writes its outputs.
-  void finish_pending_range() {
-    if (!pending_.done.valid()) return;
-    pending_.done.get();  // rethrows the solver's exception
-    builder_.count_solved_shards(pending_.shards);
-    solution_file_->write_bytes(pending_.window.get(), pending_.window_bytes);
-    solution_checksum_.update(pending_.window.get(), pending_.window_bytes);
-    bumped_file_->append(pending_.keys.data(), pending_.keys.size());
-    spilled_bytes_ += pending_.window_bytes + pending_.keys.size() * 8;
+  /// Waits for the oldest range in flight and writes its outputs.
+  void finish_oldest_range() {
+    pending_range& r = *pending_.front();
+    r.done.get();  // rethrows the solver's exception
+    builder_.count_solved_shards(r.shards);
+    solution_file_->write_bytes(r.window.get(), r.window_bytes);
+    solution_checksum_.update(r.window.get(), r.window_bytes);
+    bumped_file_->append(r.keys.data(), r.keys.size());
+    spilled_bytes_ += r.window_bytes + r.keys.size() * 8;
     ++ranges_;
-    pending_.window.reset();
-    pending_.keys = {};
+    pending_.pop_front();
+  }
+
+  /// Waits for every range in flight, in order.
+  void finish_pending_ranges() {
+    while (!pending_.empty()) finish_oldest_range();
   }
 
   /// A range being solved elsewhere.
@@ -382,7 +396,8 @@ class out_of_core_layer {
   std::uint64_t pass_keys_ = 0;
   std::uint64_t spilled_bytes_ = 0, ranges_ = 0;
   std::vector<std::uint64_t> read_buffer_;
-  pending_range pending_;  // the last member: destroyed (its thread joined) first
+  // The last member: destroyed (their threads joined) first.
+  std::deque<std::unique_ptr<pending_range>> pending_;
 };
 
 }  // namespace

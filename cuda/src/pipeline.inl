@@ -57,9 +57,12 @@ const T* raw(const device_vector<T>& v) {
 void synchronize() {}
 #else
 using ribbon::cuda::detail::check;
+// builder.cu is compiled with --default-stream per-thread: each host thread's work (Thrust's
+// kernels and copies included) goes to its own stream, so that ranges solved from two
+// threads overlap on the device. Waiting is for this thread's stream only.
 void synchronize() {
   check(cudaGetLastError(), "a kernel launch");
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  check(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
 }
 #endif
 
@@ -411,7 +414,8 @@ class device_range_solver final : public shard_range_solver {
     with_layout(p, [&](auto width_tag, auto result_tag) {
       using builder = device_builder<decltype(width_tag)::value, decltype(result_tag)>;
       using word = typename builder::word;
-      builder b(p, stats_, device_);
+      device_build_stats stats;  // per call: calls come from several threads
+      builder b(p, stats, device_);
       device_vector<std::uint64_t> hashes(keys.begin(), keys.end());
       typename builder::range_sections sections;
       if (!b.solve_range(g, first, end, hashes, sections)) {
@@ -426,9 +430,11 @@ class device_range_solver final : public shard_range_solver {
     });
   }
 
+  /// Two ranges at once: one's copies overlap the other's kernels.
+  unsigned ranges_in_flight() const override { return 2; }
+
  private:
   device_options device_;
-  device_build_stats stats_;
 };
 
 filter_params checked_params(const build_options& options, key_kind keys) {

@@ -61,6 +61,9 @@ class shard_range_solver {
                      std::uint64_t first_shard, std::uint64_t end_shard,
                      std::vector<std::uint64_t>& keys, std::uint64_t* threshold_window,
                      void* solution_window) = 0;
+  /// How many ranges may be solved at once, each from its own thread (solve() must then be
+  /// thread-safe). The builder keeps one more range's keys in memory while reading it.
+  virtual unsigned ranges_in_flight() const { return 1; }
 };
 
 /// Options of a bulk build.
