@@ -1,5 +1,7 @@
 #include <cmath>
+#include <string>
 
+#include "ribbon/error.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
 
@@ -86,6 +88,16 @@ std::uint64_t plain_layer_starts(std::uint64_t keys, const filter_params& p,
   for (std::uint32_t a = 4; a <= attempt; ++a) slots *= 1.25L;
   const auto target = static_cast<std::uint64_t>(std::ceil(slots));
   return detail::round_up(target > 0 ? target : 1, p.width);
+}
+
+plain_layer_try plain_layer_attempt(std::uint32_t layer, std::uint64_t keys, const filter_params& p,
+                                    const layer_sizing& sizing, std::uint32_t attempt) {
+  if (attempt >= max_plain_attempts) {
+    throw error("the final plain layer failed to build " + std::to_string(max_plain_attempts) +
+                " times (" + std::to_string(keys) + " keys)");
+  }
+  return {layer_salt(p.seed, layer, attempt),
+          plain_geometry(plain_layer_starts(keys, p, sizing, attempt))};
 }
 
 }  // namespace ribbon

@@ -192,8 +192,8 @@ class out_of_core_layer {
                     std::uint64_t n)
       : builder_(builder), range_solver_(range_solver), p_(p), l_(l) {
     layer_.input_keys = n;
-    layer_.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
-    layer_.geometry = bumped_geometry(bumped_layer_starts(n, p_, builder.sizing()), p_);
+    layer_.salt = bumped_layer_salt(p_.seed, l);
+    layer_.geometry = bumped_layer_geometry(n, p_, builder.sizing());
     const layer_geometry& g = layer_.geometry;
     thresholds_ = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
     solution_file_ = directory.create("solution", 0);
@@ -253,8 +253,27 @@ class out_of_core_layer {
   std::uint64_t ranges() const { return ranges_; }
 
  private:
-  std::uint64_t shard_of(std::uint64_t hash) const {
-    return fastrange64(hash, layer_.geometry.num_starts) >> layer_.geometry.shard_bits;
+  std::uint64_t shard_of(std::uint64_t hash) const { return layer_.geometry.shard_of(hash); }
+
+  /// The range's solution blocks, in a buffer of their own.
+  aligned_bytes solution_window(std::uint64_t lo, std::uint64_t hi, std::uint64_t& bytes) const {
+    bytes = layer_.geometry.shard_range_solution_bytes(lo, hi, Width, p_.result_bits);
+    return allocate_aligned(bytes);
+  }
+  /// The range's threshold words, in place in the layer's array.
+  std::uint64_t* threshold_window(std::uint64_t lo) {
+    return reinterpret_cast<std::uint64_t*>(thresholds_.get()) +
+           layer_.geometry.shard_first_threshold_word(lo, p_.bucket_size);
+  }
+  /// Appends a solved range's outputs, in shard order: its solution blocks (to the spill file
+  /// and the running checksum) and its bumped keys.
+  void write_range(const unsigned char* window, std::uint64_t window_bytes,
+                   const std::uint64_t* bumped, std::uint64_t bumped_count) {
+    solution_file_->write_bytes(window, window_bytes);
+    solution_checksum_.update(window, window_bytes);
+    bumped_file_->append(bumped, bumped_count);
+    spilled_bytes_ += window_bytes + bumped_count * 8;
+    ++ranges_;
   }
 
   /// Solves shards [lo, hi) from the keys of `file` and `carry` in those shards. With
@@ -315,23 +334,15 @@ class out_of_core_layer {
         n, [loaded](std::uint64_t i) { return loaded[i]; }, g, lo, hi, partitioned.get(), offsets,
         nullptr, nullptr);
     keys = {};  // the pass's peak is the partitioned copy plus the solution window
-    const std::uint64_t block_bytes = std::uint64_t{p_.result_bits} * (Width / 8);
-    const std::uint64_t window_bytes =
-        (g.shard_first_block(hi, Width) - g.shard_first_block(lo, Width)) * block_bytes;
-    aligned_bytes window = allocate_aligned(window_bytes);
-    auto* threshold_window = reinterpret_cast<std::uint64_t*>(thresholds_.get()) +
-                             g.shard_first_threshold_word(lo, p_.bucket_size);
+    std::uint64_t window_bytes = 0;
+    aligned_bytes window = solution_window(lo, hi, window_bytes);
     std::vector<std::uint64_t> bumped_counts(hi - lo);
     if (!builder_.solve_range(g, lo, hi, partitioned.get(), offsets,
-                              {threshold_window, window.get()}, &bumped_counts)) {
+                              {threshold_window(lo), window.get()}, &bumped_counts)) {
       throw error("internal error: a bumped layer failed to solve");
     }
-    solution_file_->write_bytes(window.get(), window_bytes);
-    solution_checksum_.update(window.get(), window_bytes);
     const std::uint64_t bumped = detail::gather_bumped(partitioned.get(), offsets, bumped_counts);
-    bumped_file_->append(partitioned.get(), bumped);
-    spilled_bytes_ += window_bytes + bumped * 8;
-    ++ranges_;
+    write_range(window.get(), window_bytes, partitioned.get(), bumped);
   }
 
   /// The range on the caller's solver (e.g. the GPU), in a background thread: while it
@@ -342,18 +353,13 @@ class out_of_core_layer {
     while (pending_.size() >= std::max(range_solver_->ranges_in_flight(), 1u)) {
       finish_oldest_range();
     }
-    const layer_geometry& g = layer_.geometry;
     auto range = std::make_unique<pending_range>();
-    range->window_bytes = (g.shard_first_block(hi, Width) - g.shard_first_block(lo, Width)) *
-                          std::uint64_t{p_.result_bits} * (Width / 8);
-    range->window = allocate_aligned(range->window_bytes);
+    range->window = solution_window(lo, hi, range->window_bytes);
     range->keys = std::move(keys);
     range->shards = hi - lo;
-    auto* threshold_window = reinterpret_cast<std::uint64_t*>(thresholds_.get()) +
-                             g.shard_first_threshold_word(lo, p_.bucket_size);
     pending_range* r = range.get();
-    r->done = std::async(std::launch::async, [this, g, lo, hi, threshold_window, r] {
-      range_solver_->solve(p_, g, lo, hi, r->keys, threshold_window, r->window.get());
+    r->done = std::async(std::launch::async, [this, lo, hi, thresholds = threshold_window(lo), r] {
+      range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, thresholds, r->window.get());
     });
     pending_.push_back(std::move(range));
   }
@@ -363,11 +369,7 @@ class out_of_core_layer {
     pending_range& r = *pending_.front();
     r.done.get();  // rethrows the solver's exception
     builder_.count_solved_shards(r.shards);
-    solution_file_->write_bytes(r.window.get(), r.window_bytes);
-    solution_checksum_.update(r.window.get(), r.window_bytes);
-    bumped_file_->append(r.keys.data(), r.keys.size());
-    spilled_bytes_ += r.window_bytes + r.keys.size() * 8;
-    ++ranges_;
+    write_range(r.window.get(), r.window_bytes, r.keys.data(), r.keys.size());
     pending_.pop_front();
   }
 
@@ -624,15 +626,14 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
       break;
     }
     // Still too big: partition the bumped keys by their next-layer hash, on disk.
-    const std::uint64_t salt = layer_salt(params.seed, l + 1, 0);
+    const std::uint64_t salt = bumped_layer_salt(params.seed, l + 1);
     bits = partition_bits_for(remaining);
     parts = open_partitions(bits);
     std::vector<std::uint64_t> buffer(1 << 17);
     bumped->for_each_piece(buffer, [&](const std::uint64_t* hashes, std::uint64_t n) {
-      for (std::uint64_t i = 0; i < n; ++i) {
-        const std::uint64_t h = remix(hashes[i], salt);
-        parts[h >> (64 - bits)]->push(h);
-      }
+      std::uint64_t* next = buffer.data();  // remixed in place: the piece is read
+      for (std::uint64_t i = 0; i < n; ++i) next[i] = remix(hashes[i], salt);
+      scatter(parts, bits, next, n);
     });
   }
   result.stats.total_seconds = detail::seconds_since(build_start);

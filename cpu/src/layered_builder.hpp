@@ -123,7 +123,7 @@ class layered_builder {
         plain_layer(l, previous.get(), remaining, layer, buffers);
         remaining = 0;
       } else {
-        const std::uint64_t salt = layer_salt(p_.seed, l, 0);
+        const std::uint64_t salt = bumped_layer_salt(p_.seed, l);
         const std::uint64_t* prev = previous.get();
         auto source = [prev, salt](std::uint64_t i) { return remix(prev[i], salt); };
         previous = bumped_layer(l, remaining, source, layer, buffers);
@@ -227,8 +227,8 @@ class layered_builder {
                                             format::layer_image& layer,
                                             std::vector<aligned_bytes>& buffers) {
     layer.input_keys = n;
-    layer.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
-    layer.geometry = bumped_geometry(bumped_layer_starts(n, p_, sizing_), p_);
+    layer.salt = bumped_layer_salt(p_.seed, l);
+    layer.geometry = bumped_layer_geometry(n, p_, sizing_);
     const layer_geometry& g = layer.geometry;
     start_layer(l, g.num_shards());
     auto hashes = allocate_array<std::uint64_t>(n);
@@ -265,16 +265,11 @@ class layered_builder {
     std::vector<std::uint64_t> hashes(n);
     const std::vector<std::uint64_t> offsets{0, n};
     for (std::uint32_t attempt = 0;; ++attempt) {
-      // Each retry has a fresh salt, and from the fifth on 25 % more slots: with random
-      // hashes the first try almost always succeeds (see plain_layer_attempts).
-      if (attempt == max_plain_attempts) {
-        throw error("the final plain layer failed to build " + std::to_string(max_plain_attempts) +
-                    " times (" + std::to_string(n) + " keys)");
-      }
-      layer.salt = layer_salt(p_.seed, l, attempt);
+      const plain_layer_try next = plain_layer_attempt(l, n, p_, sizing_, attempt);
+      layer.salt = next.salt;
+      layer.geometry = next.geometry;
       for (std::uint64_t i = 0; i < n; ++i) hashes[i] = remix(previous[i], layer.salt);
       std::sort(hashes.begin(), hashes.end());
-      layer.geometry = plain_geometry(plain_layer_starts(n, p_, sizing_, attempt));
       const layer_geometry& g = layer.geometry;
       start_layer(l, 1);
       aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);

@@ -95,9 +95,7 @@ struct remix_op {
 
 struct shard_of_op {
   layer_geometry g;
-  RIBBON_HD std::uint64_t operator()(std::uint64_t hash) const {
-    return fastrange64(hash, g.num_starts) >> g.shard_bits;
-  }
+  RIBBON_HD std::uint64_t operator()(std::uint64_t hash) const { return g.shard_of(hash); }
 };
 
 /// A thread per shard: eliminate (bumping by thresholds and by the shard-head rule), then
@@ -133,10 +131,8 @@ struct solve_shard_op {
         undo_offsets + slot * undo};
     const std::uint64_t local = shard - range_first;
     const std::uint64_t begin = offsets[local];
-    ribbon::detail::shard_eliminator<Width, Result> eliminator(
+    const ribbon::detail::shard_outcome outcome = ribbon::detail::eliminate_shard<Width, Result>(
         p, g, shard, hashes + begin, offsets[local + 1] - begin, ws, thresholds, threshold_origin);
-    while (!eliminator.done()) eliminator.step();
-    const ribbon::detail::shard_outcome outcome = eliminator.outcome();
     if (!outcome.solved) {
       *failed = 1;  // every writer writes 1: no atomic needed
       return;
@@ -215,9 +211,9 @@ class device_builder {
         plain_layer(l, hashes, layer);
         remaining = 0;
       } else {
-        layer.salt = l == 0 ? 0 : layer_salt(p_.seed, l, 0);
+        layer.salt = bumped_layer_salt(p_.seed, l);
         if (l > 0) remix_all(hashes, layer.salt);
-        layer.geometry = bumped_geometry(bumped_layer_starts(remaining, p_, sizing_), p_);
+        layer.geometry = bumped_layer_geometry(remaining, p_, sizing_);
         range_sections sections;
         solve_layer(layer, hashes, sections);
         compact_bumped(layer.geometry, 0, hashes, sections);  // the next layer's keys
@@ -263,7 +259,8 @@ class device_builder {
     const std::uint64_t threshold_origin = g.shard_first_threshold_word(first, p_.bucket_size);
     const std::uint64_t block_origin = g.shard_first_block(first, Width);
     out.thresholds.resize(g.shard_first_threshold_word(end, p_.bucket_size) - threshold_origin);
-    out.solution.resize((g.shard_first_block(end, Width) - block_origin) * p_.result_bits);
+    out.solution.resize(g.shard_range_solution_bytes(first, end, Width, p_.result_bits) /
+                        sizeof(word));
     device_vector<int> failed(1, 0);
 
     const std::uint64_t columns = ribbon::detail::max_shard_columns(g, Width);
@@ -344,12 +341,9 @@ class device_builder {
                    format::layer_image& layer) {
     layer.bumped_keys = 0;
     for (std::uint32_t attempt = 0;; ++attempt) {
-      if (attempt == max_plain_attempts) {
-        throw error("the final plain layer failed to build " + std::to_string(max_plain_attempts) +
-                    " times (" + std::to_string(previous.size()) + " keys)");
-      }
-      layer.salt = layer_salt(p_.seed, l, attempt);
-      layer.geometry = plain_geometry(plain_layer_starts(previous.size(), p_, sizing_, attempt));
+      const plain_layer_try next = plain_layer_attempt(l, previous.size(), p_, sizing_, attempt);
+      layer.salt = next.salt;
+      layer.geometry = next.geometry;
       device_vector<std::uint64_t> hashes(previous);
       remix_all(hashes, layer.salt);
       range_sections sections;

@@ -6,6 +6,7 @@
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
+#include "ribbon/hash.hpp"
 #include "ribbon/params.hpp"
 
 namespace ribbon {
@@ -40,6 +41,10 @@ struct layer_geometry {
   RIBBON_HD std::uint64_t num_buckets(std::uint32_t bucket_size) const {
     return bumping() ? num_starts / bucket_size : 0;
   }
+  /// The shard whose start positions hold `hash`'s start (monotone in the hash).
+  RIBBON_HD std::uint64_t shard_of(std::uint64_t hash) const {
+    return fastrange64(hash, num_starts) >> shard_bits;
+  }
   /// First solution block that shard `shard` owns (num_blocks() for shard num_shards()).
   RIBBON_HD std::uint64_t shard_first_block(std::uint64_t shard, std::uint32_t width) const {
     if (shard == 0) return 0;
@@ -51,6 +56,13 @@ struct layer_geometry {
                                                      std::uint32_t bucket_size) const {
     return shard >= num_shards() ? threshold_words(bucket_size)
                                  : shard_begin(shard) / bucket_size / 32;
+  }
+  /// Bytes of the solution blocks that shards [first, end) own (a contiguous run).
+  RIBBON_HD std::uint64_t shard_range_solution_bytes(std::uint64_t first, std::uint64_t end,
+                                                     std::uint32_t width,
+                                                     std::uint32_t result_bits) const {
+    return (shard_first_block(end, width) - shard_first_block(first, width)) * result_bits *
+           (width / 8);
   }
   /// 64-bit words of 2-bit bucket codes.
   RIBBON_HD std::uint64_t threshold_words(std::uint32_t bucket_size) const {
@@ -82,6 +94,17 @@ std::uint64_t plain_layer_starts(std::uint64_t keys, const filter_params& p,
 /// plain_layer_starts() grows the layer from the fifth try on).
 inline constexpr std::uint32_t max_plain_attempts = 32;
 
+/// Salt and geometry of one try of the final plain layer.
+struct plain_layer_try {
+  std::uint64_t salt;
+  layer_geometry geometry;
+};
+
+/// Try `attempt` of plain layer `layer` for `keys` keys: a fresh salt each time, more slots
+/// from the fifth try on. Throws ribbon::error once max_plain_attempts tries have failed.
+plain_layer_try plain_layer_attempt(std::uint32_t layer, std::uint64_t keys, const filter_params& p,
+                                    const layer_sizing& sizing, std::uint32_t attempt);
+
 /// Is layer `layer`, reached by `keys` keys, the final plain one? (Layer 0 is always bumped.)
 RIBBON_HD inline bool is_plain_layer(std::uint32_t layer, std::uint64_t keys,
                                      const layer_sizing& sizing) {
@@ -95,6 +118,11 @@ RIBBON_HD inline std::uint64_t layer_salt(std::uint64_t seed, std::uint32_t laye
                0x8CB92BA72F3D8DD7ULL * std::uint64_t{attempt});
 }
 
+/// Salt of bumped layer `layer`: layer 0 uses the key hash as it is (salt 0, no remix).
+RIBBON_HD inline std::uint64_t bumped_layer_salt(std::uint64_t seed, std::uint32_t layer) {
+  return layer == 0 ? 0 : layer_salt(seed, layer, 0);
+}
+
 /// Geometry of a bumped layer with `starts` start positions.
 RIBBON_HD inline layer_geometry bumped_geometry(std::uint64_t starts, const filter_params& p) {
   return layer_geometry{starts, static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)),
@@ -104,6 +132,12 @@ RIBBON_HD inline layer_geometry bumped_geometry(std::uint64_t starts, const filt
 /// Geometry of a plain layer with `starts` start positions (a single shard).
 RIBBON_HD inline layer_geometry plain_geometry(std::uint64_t starts) {
   return layer_geometry{starts, 63, layer_kind::plain};
+}
+
+/// Geometry of the bumped layer that `keys` keys reach.
+inline layer_geometry bumped_layer_geometry(std::uint64_t keys, const filter_params& p,
+                                            const layer_sizing& sizing) {
+  return bumped_geometry(bumped_layer_starts(keys, p, sizing), p);
 }
 
 }  // namespace ribbon

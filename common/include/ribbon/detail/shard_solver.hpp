@@ -341,13 +341,15 @@ RIBBON_HD void interleave(Eliminator* eliminators, unsigned count) {
   }
 }
 
-/// Eliminates the rows of one shard (see shard_eliminator).
+/// Eliminates the rows of one shard (see shard_eliminator, also for `threshold_origin`).
 template <unsigned Width, class Result>
 RIBBON_HD shard_outcome eliminate_shard(const filter_params& p, const layer_geometry& g,
                                         std::uint64_t shard, std::uint64_t* hashes,
                                         std::uint64_t count, shard_workspace<Width, Result> ws,
-                                        std::uint64_t* threshold_words) {
-  shard_eliminator<Width, Result> eliminator(p, g, shard, hashes, count, ws, threshold_words);
+                                        std::uint64_t* threshold_words,
+                                        std::uint64_t threshold_origin = 0) {
+  shard_eliminator<Width, Result> eliminator(p, g, shard, hashes, count, ws, threshold_words,
+                                             threshold_origin);
   while (!eliminator.done()) eliminator.step();
   return eliminator.outcome();
 }

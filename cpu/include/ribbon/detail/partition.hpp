@@ -36,9 +36,7 @@ void partition_shard_range(std::uint64_t n, const Source& source, const layer_ge
   const std::uint64_t chunk = partition_chunk_size(n);
   const std::uint64_t chunks = divide_round_up(n, chunk);
   std::vector<std::uint64_t> counts(chunks * shards, 0);
-  auto shard_of = [&](std::uint64_t h) {
-    return (fastrange64(h, g.num_starts) >> g.shard_bits) - first_shard;
-  };
+  auto shard_of = [&](std::uint64_t h) { return g.shard_of(h) - first_shard; };
   auto start = std::chrono::steady_clock::now();
   tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
     std::uint64_t* row = counts.data() + c * shards;
