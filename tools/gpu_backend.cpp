@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "ribbon/cuda/builder.hpp"
+#include "ribbon/cuda/detail/check.hpp"
 #include "ribbon/cuda/device_filter.cuh"
 #endif
 
@@ -63,11 +64,7 @@ void configure_gpu_build(bulk_options& options) {
 
 namespace {
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
-  }
-}
+using cuda::detail::check;
 
 /// Device memory for `count` values, freed on scope exit.
 template <class T>

@@ -13,7 +13,11 @@ filter_params params_from(const build_options& o, key_kind keys) {
     bits = result_bits_for_fpr(o.target_fpr);
     if (bits == 0) throw error("invalid build options: target FPR must be in (0, 1)");
   }
-  return make_params(o.width, bits, o.shard_size, o.seed, keys);
+  const filter_params p = make_params(o.width, bits, o.shard_size, o.seed, keys);
+  if (const char* problem = check_params(p)) {
+    throw error(std::string("invalid build options: ") + problem);
+  }
+  return p;
 }
 
 }  // namespace detail

@@ -662,8 +662,6 @@ bulk_builder::bulk_builder(key_kind keys, const bulk_options& options)
     : impl_(std::make_unique<impl>()) {
   impl_->options = options;
   impl_->params = detail::params_from(options.build, keys);
-  if (const char* problem = check_params(impl_->params))
-    throw error(std::string("invalid build options: ") + problem);
   const std::uint64_t limit = options.memory_limit ? options.memory_limit : default_memory_limit();
   // An eighth stays in reserve for what the budget does not count: the caller's read
   // buffers, the threads' solver workspaces, allocator slack.

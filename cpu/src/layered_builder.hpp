@@ -329,12 +329,10 @@ decltype(auto) run_with_threads(std::uint32_t threads, F&& f) {
   return arena.execute(std::forward<F>(f));
 }
 
-/// In-memory build of every layer from key_hash(i), i < n.
+/// In-memory build of every layer from key_hash(i), i < n (`p` from params_from()).
 template <class Source>
 filter build_in_memory(const filter_params& p, std::uint64_t n, const Source& key_hash,
                        std::uint32_t threads, build_stats* stats, build_progress* progress) {
-  if (const char* problem = check_params(p))
-    throw error(std::string("invalid build options: ") + problem);
   build_stats local_stats;
   build_stats& s = stats ? *stats : local_stats;
   s = build_stats{};

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda_check.hpp"
+#include "ribbon/cuda/detail/check.hpp"
 #include "ribbon/cuda/device_filter.cuh"
 #include "ribbon/cuda/query.cuh"
 #include "ribbon/format.hpp"

@@ -25,7 +25,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
-#include "cuda_check.hpp"
+#include "ribbon/cuda/detail/check.hpp"
 #endif
 
 #include "ribbon/cuda/builder.hpp"
@@ -431,13 +431,6 @@ class device_range_solver final : public shard_range_solver {
   device_options device_;
 };
 
-filter_params checked_params(const build_options& options, key_kind keys) {
-  const filter_params p = ribbon::detail::params_from(options, keys);
-  if (const char* problem = check_params(p))
-    throw error(std::string("invalid build options: ") + problem);
-  return p;
-}
-
 /// Times the whole build into stats (if given).
 template <class F>
 filter timed(device_build_stats* stats, F&& f) {
@@ -454,7 +447,7 @@ filter timed(device_build_stats* stats, F&& f) {
 
 filter build(const std::uint64_t* keys, std::uint64_t count, const build_options& options,
              memory where, device_build_stats* stats, const device_options& device) {
-  const filter_params p = checked_params(options, key_kind::u64);
+  const filter_params p = ribbon::detail::params_from(options, key_kind::u64);
   return timed(stats, [&](device_build_stats& s) {
     auto start = clock_type::now();
     device_vector<std::uint64_t> hashes(count);
@@ -479,7 +472,7 @@ filter build(const std::uint64_t* keys, std::uint64_t count, const build_options
 
 filter build(const std::string_view* keys, std::uint64_t count, const build_options& options,
              device_build_stats* stats, const device_options& device) {
-  const filter_params p = checked_params(options, key_kind::bytes);
+  const filter_params p = ribbon::detail::params_from(options, key_kind::bytes);
   return timed(stats, [&](device_build_stats& s) {
     auto start = clock_type::now();
     std::vector<std::uint64_t> offsets(count + 1, 0);
@@ -505,7 +498,7 @@ filter build(const std::string_view* keys, std::uint64_t count, const build_opti
 filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
                          const build_options& options, device_build_stats* stats,
                          const device_options& device) {
-  const filter_params p = checked_params(options, keys);
+  const filter_params p = ribbon::detail::params_from(options, keys);
   return timed(stats, [&](device_build_stats& s) {
     const auto start = clock_type::now();
     device_vector<std::uint64_t> device_hashes(hashes, hashes + count);
@@ -518,7 +511,7 @@ filter build_from_hashes(std::uint64_t count,
                          const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
                          const build_options& options, device_build_stats* stats,
                          const device_options& device) {
-  const filter_params p = checked_params(options, keys);
+  const filter_params p = ribbon::detail::params_from(options, keys);
   return timed(stats, [&](device_build_stats& s) {
     const auto start = clock_type::now();
     device_vector<std::uint64_t> device_hashes(count);

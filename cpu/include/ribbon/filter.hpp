@@ -43,7 +43,8 @@ struct build_stats {
 
 namespace detail {
 /// The parameters of a build with these options (r from the target FPR where one is given),
-/// shared by every builder. Throws ribbon::error for a target FPR outside (0, 1).
+/// shared by every builder. Throws ribbon::error for invalid options (what check_params()
+/// finds, or a target FPR outside (0, 1)).
 filter_params params_from(const build_options& options, key_kind keys);
 }  // namespace detail
 

@@ -1,4 +1,5 @@
-// CUDA status checks shared by the CUDA sources: no CUDA error is swallowed.
+/// @file check.hpp
+/// CUDA status checks shared by the CUDA sources and the tools: no CUDA error is swallowed.
 #pragma once
 
 #include <cuda_runtime.h>
