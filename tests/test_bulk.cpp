@@ -304,7 +304,7 @@ TEST(SixtyFourBit, FileLayoutOffsetsPastFourGigabytes) {
   ribbon::format::layer_image big;
   big.geometry = ribbon::bumped_geometry(1ull << 36, image.params);
   ribbon::format::layer_image plain;
-  plain.geometry = ribbon::plain_geometry(4096);
+  plain.geometry = ribbon::plain_geometry(4096, image.params);
   image.layers = {big, plain};
   const std::uint64_t threshold_bytes = (1ull << 36) / 128 / 32 * 8;
   const std::uint64_t solution_bytes = ((1ull << 36) / 64 + 1) * 16 * 8;

@@ -300,7 +300,7 @@ template <unsigned W, class Result>
 void check_plain_system(std::uint32_t r, rng& random, plain_counts& counts) {
   const ribbon::filter_params p = ribbon::make_params(W, r);
   const std::uint64_t m = W * random.between(1, 4);
-  const ribbon::layer_geometry g = ribbon::plain_geometry(m);
+  const ribbon::layer_geometry g = ribbon::plain_geometry(m, p);
   const std::uint64_t n = random.between(m / 4, m + W + 16);
   std::vector<std::uint64_t> hashes(n);
   for (auto& h : hashes) h = random.next();
@@ -415,7 +415,7 @@ void check_duplicates_only(std::uint32_t r) {
     using Result = typename decltype(tag)::type;
     const ribbon::filter_params p = ribbon::make_params(W, r);
     const std::uint64_t m = 2 * W;
-    const ribbon::layer_geometry g = ribbon::plain_geometry(m);
+    const ribbon::layer_geometry g = ribbon::plain_geometry(m, p);
     rng random(W + r);
     std::vector<std::uint64_t> hashes;
     for (int i = 0; i < 20; ++i) {
@@ -451,7 +451,7 @@ TEST(PlainSolverDuplicates, ContradictingTwinMakesTheSystemUnsolvable) {
     with_result_type(r, [&](auto tag) {
       using Result = typename decltype(tag)::type;
       const ribbon::filter_params p = ribbon::make_params(32, r);
-      const ribbon::layer_geometry g = ribbon::plain_geometry(64);
+      const ribbon::layer_geometry g = ribbon::plain_geometry(64, p);
       rng random(r);
       std::uint64_t h = 0, twin = 0;
       while (twin == 0) {

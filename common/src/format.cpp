@@ -89,6 +89,7 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
     d.solution_checksum = li.solution || d.solution_bytes == 0
                               ? checksum(li.solution, d.solution_bytes)
                               : li.solution_checksum;
+    d.upper_start_block = li.geometry.upper_start_block;
   }
 
   file_header h;
@@ -97,7 +98,8 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
   h.format_version = current_version;
   h.header_bytes = sizeof(file_header);
   h.file_bytes = file_bytes;
-  h.variant = static_cast<std::uint32_t>(variant::bumped_filter);
+  h.variant = static_cast<std::uint32_t>(p.variant);
+  h.extra_bit_fraction = p.extra_bit_fraction;
   h.key_kind = static_cast<std::uint32_t>(p.keys);
   h.width = p.width;
   h.result_bits = p.result_bits;
@@ -241,10 +243,12 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
   std::memcpy(&h, data, sizeof(h));
   if (std::memcmp(h.magic, magic, sizeof(magic)) != 0)
     fail(source, "not a ribbon filter (bad magic)");
-  if (h.format_version != current_version) {
+  if (h.format_version < oldest_readable_version || h.format_version > current_version) {
     fail(source, "unsupported format version " + std::to_string(h.format_version) +
-                     " (this library reads version " + std::to_string(current_version) + ")");
+                     " (this library reads versions " + std::to_string(oldest_readable_version) +
+                     " to " + std::to_string(current_version) + ")");
   }
+  const bool version1 = h.format_version == 1;
   if (h.header_checksum != checksum(&h, offsetof(file_header, header_checksum))) {
     fail(source, "header checksum mismatch (corrupt file)");
   }
@@ -255,8 +259,12 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
     fail(source, (size < h.file_bytes ? "truncated: " : "trailing bytes: ") + std::to_string(size) +
                      " bytes, header says " + std::to_string(h.file_bytes));
   }
-  if (h.variant != static_cast<std::uint32_t>(variant::bumped_filter)) {
+  if (!valid_variant(static_cast<filter_variant>(h.variant)) ||
+      (version1 && h.variant != static_cast<std::uint32_t>(filter_variant::bumped))) {
     fail(source, "unknown filter variant " + std::to_string(h.variant));
+  }
+  if (h.reserved32 != 0 || (version1 && h.extra_bit_fraction != 0)) {
+    fail(source, "reserved header fields are not zero");
   }
   if (h.threshold_encoding != static_cast<std::uint32_t>(threshold_encoding::two_bit)) {
     fail(source, "unknown threshold encoding " + std::to_string(h.threshold_encoding));
@@ -273,6 +281,8 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
   p.shard_size = h.shard_size;
   p.seed = h.seed;
   p.keys = static_cast<key_kind>(h.key_kind);
+  p.variant = static_cast<filter_variant>(h.variant);
+  p.extra_bit_fraction = h.extra_bit_fraction;
   if (const char* problem = check_params(p))
     fail(source, std::string("bad parameters: ") + problem);
   if (h.num_layers > max_layers) fail(source, "too many layers: " + std::to_string(h.num_layers));
@@ -294,9 +304,18 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
     for (std::uint64_t r : d.reserved) {
       if (r != 0) fail(source, which + "reserved fields are not zero");
     }
-    if (d.kind > static_cast<std::uint32_t>(layer_kind::plain))
+    if (version1 && d.upper_start_block != 0) fail(source, which + "reserved fields are not zero");
+    if (d.kind > static_cast<std::uint32_t>(layer_kind::standard))
       fail(source, which + "unknown kind");
     const auto kind = static_cast<layer_kind>(d.kind);
+    // Bumped variants: bumped layers, then plain. Others: a standard layer 0, then plain.
+    const bool kind_fits = kind == layer_kind::plain ? l > 0 || !uses_bumping(p.variant)
+                           : kind == layer_kind::bumped ? uses_bumping(p.variant)
+                                                        : l == 0 && !uses_bumping(p.variant);
+    if (!kind_fits) fail(source, which + "layer kind does not fit the variant");
+    if (l == 0 && kind != layer_kind::standard && d.salt != 0) {
+      fail(source, which + "layer 0 of this kind has no salt");
+    }
     // A layer cannot have more start positions than the file has bits; this also keeps
     // every size computation below far from overflow.
     if (d.num_starts == 0 || d.num_starts > size * 8) fail(source, which + "bad slot count");
@@ -305,15 +324,23 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
           d.num_starts % p.bucket_size != 0) {
         fail(source, which + "inconsistent bumped-layer geometry");
       }
+    } else if (kind == layer_kind::standard) {
+      if (d.shard_bits != static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)) ||
+          d.num_starts % p.width != 0) {
+        fail(source, which + "inconsistent standard-layer geometry");
+      }
     } else if (d.shard_bits != 63 || d.num_starts % p.width != 0 || l + 1 != n) {
       fail(source, which + "inconsistent plain-layer geometry");
     }
     if (d.input_keys != expected_input || d.bumped_keys > d.input_keys ||
-        (kind == layer_kind::plain && d.bumped_keys != 0)) {
+        (l + 1 == n && d.bumped_keys != 0)) {
       fail(source, which + "inconsistent key counts");
     }
     expected_input = d.bumped_keys;
-    geometries[l] = layer_geometry{d.num_starts, d.shard_bits, kind};
+    geometries[l] = make_geometry(d.num_starts, d.shard_bits, kind, p);
+    if (!version1 && d.upper_start_block != geometries[l].upper_start_block) {
+      fail(source, which + "inconsistent fractional-bits boundary");
+    }
   }
   if (expected_input != 0) fail(source, "keys bumped out of the last layer");
   std::vector<section_layout> sections(n);

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "ribbon/error.hpp"
@@ -56,6 +58,11 @@ const char* check_params(const filter_params& p) {
     return "shard size must be a power of two between 32 buckets and 2^31";
   }
   if (p.keys != key_kind::u64 && p.keys != key_kind::bytes) return "unknown key kind";
+  if (!valid_variant(p.variant)) return "unknown variant";
+  if (p.extra_bit_fraction >= extra_bit_one) return "extra-bit fraction must be below 1";
+  if (p.extra_bit_fraction != 0 && (is_retrieval(p.variant) || p.result_bits >= 32)) {
+    return "fractional bits per key need a filter with fewer than 32 result bits";
+  }
   return nullptr;
 }
 
@@ -64,6 +71,7 @@ layer_sizing default_sizing(std::uint32_t width) {
   s.overload = detail::default_overload(width);
   s.plain_slack = width == 32 ? 0.30 : width == 64 ? 0.15 : 0.08;
   s.plain_max_keys = 2048;
+  s.standard_slack = 0.05;  // builders replace it (standard_slack_for_success, or the user's)
   return s;
 }
 
@@ -72,6 +80,85 @@ std::uint32_t result_bits_for_fpr(double fpr) {
   const double bits = std::ceil(-std::log2(fpr) - 1e-9);
   return bits < 1 ? 1 : bits > 32 ? 32 : static_cast<std::uint32_t>(bits);
 }
+
+fractional_bits fractional_bits_for_fpr(double fpr) {
+  if (!(fpr > 0 && fpr < 1)) return {0, 0};
+  const double bits = -std::log2(fpr);
+  if (bits <= 1) return {1, 0};
+  if (bits >= 32) return {32, 0};
+  const auto r = static_cast<std::uint32_t>(std::floor(bits + 1e-12));
+  // fpr = 2^-r (1 - f/2): f = 2 - fpr 2^(r+1), in [0, 1).
+  const double f = 2.0 - fpr * std::ldexp(1.0, static_cast<int>(r) + 1);
+  const auto q = static_cast<std::int64_t>(std::llround(f * extra_bit_one));
+  if (q <= 0) return {r, 0};
+  if (q >= extra_bit_one) return {r + 1, 0};
+  return {r, static_cast<std::uint32_t>(q)};
+}
+
+double expected_fpr(const filter_params& p) {
+  const double f = static_cast<double>(p.extra_bit_fraction) / extra_bit_one;
+  return std::ldexp(1.0 - f / 2, -static_cast<int>(p.result_bits));
+}
+
+namespace {
+
+/// Measured failure rate of one full standard shard of 2^16 slots: ln p = a + b eps, fitted
+/// to the runs in bench/RESULTS.md ("Standard Ribbon: failure rate per shard").
+struct shard_failure_model {
+  double a, b;
+};
+
+shard_failure_model standard_failure_model(std::uint32_t width) {
+  switch (width) {
+    case 32: return {1.0, -50.0};
+    case 64: return {1.0, -100.0};
+    default: return {1.0, -200.0};
+  }
+}
+
+}  // namespace
+
+double standard_slack_for_success(const filter_params& p, std::uint64_t keys, double success) {
+  const shard_failure_model m = standard_failure_model(p.width);
+  // Failures are local events, so the rate of a layer grows with its slots: a layer of
+  // (1 + eps) keys slots fails at the first try with about (slots / 2^16) p_shard(eps).
+  const double shards = std::max(1.0, static_cast<double>(keys) / 65536.0);
+  const double allowed = -std::log(std::clamp(success, 1e-9, 1 - 1e-9)) / shards;
+  const double eps = (std::log(allowed) - m.a) / m.b;
+  return std::clamp(eps, 0.001, 0.5);
+}
+
+standard_layer_try standard_layer_attempt(std::uint64_t keys, const filter_params& p,
+                                          const layer_sizing& sizing, std::uint32_t attempt) {
+  if (attempt >= max_standard_attempts) {
+    throw error("the standard Ribbon layer failed to build " +
+                std::to_string(max_standard_attempts) + " times (" + std::to_string(keys) +
+                " keys); give it more slack");
+  }
+  long double slots = static_cast<long double>(keys) * (1.0L + sizing.standard_slack);
+  for (std::uint32_t a = 4; a <= attempt; ++a) slots *= 1.0L + std::max(sizing.standard_slack, 0.01);
+  const auto target = static_cast<std::uint64_t>(std::ceil(slots));
+  const std::uint64_t starts = detail::round_up(target > 0 ? target : 1, p.width);
+  return {attempt == 0 ? 0 : layer_salt(p.seed, 0, attempt),
+          make_geometry(starts, static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)),
+                        layer_kind::standard, p)};
+}
+
+namespace detail {
+
+void throw_conflicting_values(const filter_params& p, std::uint64_t key_hash) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(key_hash));
+  const std::string which =
+      p.keys == key_kind::u64
+          ? "key " + std::to_string(unhash_u64(key_hash, seed_mix(p.seed)))
+          : std::string("a byte-string key (key hash 0x") + hex + ")";
+  throw conflicting_values_error(
+      "duplicate key with different values: " + which + " is given twice with two values",
+      key_hash);
+}
+
+}  // namespace detail
 
 std::uint64_t bumped_layer_starts(std::uint64_t keys, const filter_params& p,
                                   const layer_sizing& sizing) {
@@ -97,7 +184,7 @@ plain_layer_try plain_layer_attempt(std::uint32_t layer, std::uint64_t keys, con
                 " times (" + std::to_string(keys) + " keys)");
   }
   return {layer_salt(p.seed, layer, attempt),
-          plain_geometry(plain_layer_starts(keys, p, sizing, attempt))};
+          plain_geometry(plain_layer_starts(keys, p, sizing, attempt), p)};
 }
 
 }  // namespace ribbon

@@ -1,4 +1,5 @@
 // filter::build*: the in-memory oneTBB build (layered_builder.hpp).
+#include <cmath>
 #include <string>
 
 #include "layered_builder.hpp"
@@ -7,44 +8,155 @@ namespace ribbon {
 
 namespace detail {
 
-filter_params params_from(const build_options& o, key_kind keys) {
-  std::uint32_t bits = o.result_bits;
-  if (o.target_fpr != 0) {
-    bits = result_bits_for_fpr(o.target_fpr);
-    if (bits == 0) throw error("invalid build options: target FPR must be in (0, 1)");
-  }
-  const filter_params p = make_params(o.width, bits, o.shard_size, o.seed, keys);
+namespace {
+
+filter_params checked(const filter_params& p) {
   if (const char* problem = check_params(p)) {
     throw error(std::string("invalid build options: ") + problem);
   }
   return p;
 }
 
+}  // namespace
+
+filter_params params_from(const build_options& o, key_kind keys) {
+  std::uint32_t bits = o.result_bits;
+  std::uint32_t fraction = 0;
+  if (o.target_fpr != 0) {
+    if (is_retrieval(o.variant)) {
+      throw error("invalid build options: a retrieval structure has no false-positive rate");
+    }
+    const fractional_bits f = fractional_bits_for_fpr(o.target_fpr);
+    if (f.result_bits == 0) throw error("invalid build options: target FPR must be in (0, 1)");
+    bits = f.result_bits;
+    fraction = f.extra_bit_fraction;
+  }
+  filter_params p = make_params(o.width, bits, o.shard_size, o.seed, keys);
+  p.variant = o.variant;
+  p.extra_bit_fraction = fraction;
+  return checked(p);
+}
+
+filter_params retrieval_params_from(const build_options& o, key_kind keys) {
+  build_options r = o;
+  switch (o.variant) {
+    case filter_variant::bumped: r.variant = filter_variant::bumped_retrieval; break;
+    case filter_variant::standard: r.variant = filter_variant::standard_retrieval; break;
+    case filter_variant::homogeneous:
+      throw error("invalid build options: the homogeneous variant stores no values");
+    default: break;
+  }
+  return params_from(r, keys);
+}
+
+layer_sizing sizing_from(const build_options& o, const filter_params& p, std::uint64_t keys) {
+  layer_sizing s = default_sizing(p.width);
+  if (uses_bumping(p.variant)) return s;
+  if (!std::isnan(o.slack)) {
+    const bool homogeneous = p.variant == filter_variant::homogeneous;
+    if (!(o.slack <= 4) || !(o.slack > (homogeneous ? -0.5 : 0))) {
+      throw error(std::string("invalid build options: slack must be in ") +
+                  (homogeneous ? "(-0.5, 4]" : "(0, 4]"));
+    }
+    s.standard_slack = o.slack;
+  } else if (p.variant == filter_variant::homogeneous) {
+    s.standard_slack = 0.01;
+  } else {
+    if (!(o.success_probability > 0 && o.success_probability < 1)) {
+      throw error("invalid build options: success probability must be in (0, 1)");
+    }
+    s.standard_slack = standard_slack_for_success(p, keys, o.success_probability);
+  }
+  return s;
+}
+
+void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits) {
+  if (result_bits >= 32) return;
+  const std::uint32_t limit = std::uint32_t{1} << result_bits;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    if (values[i] >= limit) throw_value_too_wide(values[i], i, result_bits);
+  }
+}
+
+void throw_value_too_wide(std::uint32_t value, std::uint64_t index, std::uint32_t result_bits) {
+  throw error("value " + std::to_string(value) + " of key " + std::to_string(index) +
+              " (counting from 0) does not fit in " + std::to_string(result_bits) +
+              " result bits");
+}
+
 }  // namespace detail
+
+namespace {
+
+/// Filter builds: the records are the key hashes; make_hash(p) gives key i's hash.
+template <class MakeHash>
+filter build_filter(key_kind kind, std::uint64_t count, const build_options& options,
+                    build_stats* stats, const MakeHash& make_hash) {
+  const filter_params p = detail::params_from(options, kind);
+  return detail::build_in_memory(p, detail::sizing_from(options, p, count), count, make_hash(p),
+                                 options.threads, stats, nullptr);
+}
+
+/// Retrieval builds: the records are key hashes with their values.
+template <class MakeHash>
+filter build_retrieval(key_kind kind, const std::uint32_t* values, std::uint64_t count,
+                       const build_options& options, build_stats* stats,
+                       const MakeHash& make_hash) {
+  const filter_params p = detail::retrieval_params_from(options, kind);
+  detail::check_values(values, count, p.result_bits);
+  const auto key_hash = make_hash(p);
+  auto record = [&](std::uint64_t i) { return detail::keyed_value{key_hash(i), values[i]}; };
+  return detail::build_in_memory(p, detail::sizing_from(options, p, count), count, record,
+                                 options.threads, stats, nullptr);
+}
+
+auto u64_hash(const std::uint64_t* keys) {
+  return [keys](const filter_params& p) {
+    return [keys, mixed = seed_mix(p.seed)](std::uint64_t i) { return hash_u64(keys[i], mixed); };
+  };
+}
+auto bytes_hash(const std::string_view* keys) {
+  return [keys](const filter_params& p) {
+    return [keys, seed = p.seed](std::uint64_t i) {
+      return hash_bytes(keys[i].data(), keys[i].size(), seed);
+    };
+  };
+}
+auto given_hash(const std::uint64_t* hashes) {
+  return [hashes](const filter_params&) { return [hashes](std::uint64_t i) { return hashes[i]; }; };
+}
+
+}  // namespace
 
 filter filter::build(const std::uint64_t* keys, std::uint64_t count, const build_options& options,
                      build_stats* stats) {
-  const filter_params p = detail::params_from(options, key_kind::u64);
-  const std::uint64_t mixed = seed_mix(p.seed);
-  auto key_hash = [keys, mixed](std::uint64_t i) { return hash_u64(keys[i], mixed); };
-  return detail::build_in_memory(p, count, key_hash, options.threads, stats, nullptr);
+  return build_filter(key_kind::u64, count, options, stats, u64_hash(keys));
 }
 
 filter filter::build(const std::string_view* keys, std::uint64_t count,
                      const build_options& options, build_stats* stats) {
-  const filter_params p = detail::params_from(options, key_kind::bytes);
-  const std::uint64_t seed = p.seed;
-  auto key_hash = [keys, seed](std::uint64_t i) {
-    return hash_bytes(keys[i].data(), keys[i].size(), seed);
-  };
-  return detail::build_in_memory(p, count, key_hash, options.threads, stats, nullptr);
+  return build_filter(key_kind::bytes, count, options, stats, bytes_hash(keys));
 }
 
 filter filter::build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
                                  const build_options& options, build_stats* stats) {
-  const filter_params p = detail::params_from(options, keys);
-  auto key_hash = [hashes](std::uint64_t i) { return hashes[i]; };
-  return detail::build_in_memory(p, count, key_hash, options.threads, stats, nullptr);
+  return build_filter(keys, count, options, stats, given_hash(hashes));
+}
+
+filter filter::build(const std::uint64_t* keys, const std::uint32_t* values, std::uint64_t count,
+                     const build_options& options, build_stats* stats) {
+  return build_retrieval(key_kind::u64, values, count, options, stats, u64_hash(keys));
+}
+
+filter filter::build(const std::string_view* keys, const std::uint32_t* values,
+                     std::uint64_t count, const build_options& options, build_stats* stats) {
+  return build_retrieval(key_kind::bytes, values, count, options, stats, bytes_hash(keys));
+}
+
+filter filter::build_from_hashes(const std::uint64_t* hashes, const std::uint32_t* values,
+                                 std::uint64_t count, key_kind keys, const build_options& options,
+                                 build_stats* stats) {
+  return build_retrieval(keys, values, count, options, stats, given_hash(hashes));
 }
 
 }  // namespace ribbon

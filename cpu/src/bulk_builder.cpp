@@ -535,8 +535,8 @@ struct bulk_builder::impl {
       set_stage(build_progress::solving);
       f = options.in_memory(count, visit_hashes, params.keys, options.build);
     } else {
-      f = detail::build_in_memory(params, count, source, options.build.threads, &result.stats,
-                                  options.progress);
+      f = detail::build_in_memory(params, detail::sizing_from(options.build, params, count), count,
+                                  source, options.build.threads, &result.stats, options.progress);
     }
     chunks.clear();
     set_stage(build_progress::writing, f.size_bytes());
@@ -561,6 +561,11 @@ struct bulk_builder::impl {
         owner.directory.reset();
       }
     } remove_spill{*this};
+    if (out_of_core && !uses_bumping(params.variant)) {
+      throw error("the standard and homogeneous variants build in memory only (their layer 0 is "
+                  "retried whole), and " + std::to_string(count) +
+                  " keys exceed the memory limit: raise it, or use the bumped variant");
+    }
     const auto start = detail::clock_type::now();
     bulk_result result = detail::run_with_threads(options.build.threads, [&] {
       if (!out_of_core) return finish_in_memory(path);
@@ -589,7 +594,8 @@ template <unsigned Width, class Result>
 bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   bulk_result result;
   const auto build_start = detail::clock_type::now();
-  detail::layered_builder<Width, Result> builder(params, result.stats, options.progress);
+  detail::layered_builder<Width, Result> builder(
+      params, detail::sizing_from(options.build, params, count), result.stats, options.progress);
   std::vector<format::layer_image> layers;
   std::vector<aligned_bytes> buffers;
   std::vector<std::unique_ptr<spill_file>> solution_files;  // by layer; null when in memory
@@ -616,7 +622,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     if (remaining == 0) break;
 
     const bool fits = remaining * in_memory_bytes_per_key(params) <= budget;
-    if (fits || is_plain_layer(l + 1, remaining, builder.sizing())) {
+    if (fits || is_plain_layer(l + 1, remaining, params, builder.sizing())) {
       auto previous = allocate_array<std::uint64_t>(remaining);
       bumped->read(previous.get(), remaining * 8, 0);
       bumped.reset();

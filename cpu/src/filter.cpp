@@ -127,4 +127,10 @@ void filter::throw_kind_mismatch(key_kind expected) const {
               (expected == key_kind::u64 ? "64-bit integer" : "byte-string") + " keys");
 }
 
+void filter::throw_variant_mismatch(bool retrieval) const {
+  throw error(retrieval ? "this is a filter: query it with contains(), not lookup()"
+                        : "this is a retrieval structure (built with values): query it with "
+                          "lookup(), not contains()");
+}
+
 }  // namespace ribbon

@@ -39,7 +39,7 @@ inline std::int64_t nanoseconds_since(clock_type::time_point start) {
 inline constexpr unsigned interleaved_shards = 8;  // detail::interleave() takes 1 to 8
 
 /// Per-thread working memory of the shard solver: one set of arrays per interleaved shard.
-template <unsigned Width, class Result>
+template <unsigned Width, class Result, class Record>
 struct workspace {
   struct lane_arrays {
     std::vector<word_t<Width>> coeffs;
@@ -47,7 +47,7 @@ struct workspace {
     std::vector<std::uint32_t> undo_columns, undo_offsets;
   };
   lane_arrays lanes[interleaved_shards];
-  std::vector<std::uint64_t> scratch;
+  std::vector<Record> scratch;
 
   shard_workspace<Width, Result> lane(unsigned index, std::uint64_t columns,
                                       std::uint32_t bucket_size) {
@@ -74,8 +74,9 @@ struct section_windows {
 
 /// Moves each shard's bumped keys (at the front of its group) to the front of `hashes`, in
 /// shard order; returns how many there are.
-inline std::uint64_t gather_bumped(std::uint64_t* hashes, const std::vector<std::uint64_t>& offsets,
-                                   const std::vector<std::uint64_t>& bumped_counts) {
+template <class Record>
+std::uint64_t gather_bumped(Record* hashes, const std::vector<std::uint64_t>& offsets,
+                            const std::vector<std::uint64_t>& bumped_counts) {
   std::uint64_t gathered = 0;
   for (std::size_t s = 0; s < bumped_counts.size(); ++s) {
     std::copy_n(hashes + offsets[s], bumped_counts[s], hashes + gathered);
@@ -84,24 +85,27 @@ inline std::uint64_t gather_bumped(std::uint64_t* hashes, const std::vector<std:
   return gathered;
 }
 
-/// Builds the layers of one filter for one (width, result type) combination.
-template <unsigned Width, class Result>
+/// Builds the layers of one filter for one (width, result type, record) combination. Records
+/// are layer hashes (filters) or hashes with values (retrieval; see detail/records.hpp).
+template <unsigned Width, class Result, class Record = std::uint64_t>
 class layered_builder {
  public:
-  layered_builder(const filter_params& p, build_stats& stats, build_progress* progress)
-      : p_(p), stats_(stats), progress_(progress) {}
+  layered_builder(const filter_params& p, const layer_sizing& sizing, build_stats& stats,
+                  build_progress* progress)
+      : p_(p), sizing_(sizing), stats_(stats), progress_(progress) {}
 
-  /// In-memory build of every layer; layer 0's hashes are key_hash(i), i < n.
+  /// In-memory build of every layer; layer 0's records are key_hash(i), i < n.
   template <class Source>
   filter build(std::uint64_t n, const Source& key_hash) {
     const auto build_start = clock_type::now();
     std::vector<format::layer_image> layers;
     std::vector<aligned_bytes> buffers;
-    aligned_array<std::uint64_t> bumped;
+    aligned_array<Record> bumped;
     std::uint64_t remaining = n;
-    if (n > 0) {  // layer 0 is always bumped
+    if (n > 0) {  // layer 0 is bumped or standard, never plain
       format::layer_image layer;
-      bumped = bumped_layer(0, n, key_hash, layer, buffers);
+      bumped = uses_bumping(p_.variant) ? bumped_layer(0, n, key_hash, layer, buffers)
+                                        : standard_layer(n, key_hash, layer, buffers);
       remaining = layer.bumped_keys;
       layers.push_back(layer);
     }
@@ -113,19 +117,21 @@ class layered_builder {
 
   /// Layers `first_layer`, ... for the `remaining` keys whose previous-layer hashes are in
   /// `previous` (for first_layer 0, the key hashes themselves).
-  void build_rest(std::uint32_t first_layer, aligned_array<std::uint64_t> previous,
+  void build_rest(std::uint32_t first_layer, aligned_array<Record> previous,
                   std::uint64_t remaining, std::vector<format::layer_image>& layers,
                   std::vector<aligned_bytes>& buffers) {
     for (std::uint32_t l = first_layer; remaining > 0; ++l) {
       const auto layer_start = clock_type::now();
       format::layer_image layer;
-      if (is_plain_layer(l, remaining, sizing_)) {
+      if (is_plain_layer(l, remaining, p_, sizing_)) {
         plain_layer(l, previous.get(), remaining, layer, buffers);
         remaining = 0;
       } else {
         const std::uint64_t salt = bumped_layer_salt(p_.seed, l);
-        const std::uint64_t* prev = previous.get();
-        auto source = [prev, salt](std::uint64_t i) { return remix(prev[i], salt); };
+        const Record* prev = previous.get();
+        auto source = [prev, salt](std::uint64_t i) {
+          return with_hash(prev[i], remix(record_hash(prev[i]), salt));
+        };
         previous = bumped_layer(l, remaining, source, layer, buffers);
         remaining = layer.bumped_keys;
       }
@@ -140,7 +146,7 @@ class layered_builder {
   /// bumped keys are left at the front of its group and counted in bumped_counts (relative).
   /// Returns false if a plain layer failed.
   bool solve_range(const layer_geometry& g, std::uint64_t first_shard, std::uint64_t end_shard,
-                   std::uint64_t* hashes, const std::vector<std::uint64_t>& offsets,
+                   Record* hashes, const std::vector<std::uint64_t>& offsets,
                    section_windows windows, std::vector<std::uint64_t>* bumped_counts) {
     auto* solution_words = static_cast<word_t<Width>*>(windows.solution);
     const std::uint64_t threshold_origin =
@@ -155,19 +161,22 @@ class layered_builder {
     const std::uint64_t per_group =
         std::clamp<std::uint64_t>(divide_round_up(shards, threads), 1, interleaved_shards);
     const std::uint64_t groups = divide_round_up(shards, per_group);
+    std::atomic<std::uint64_t> conflict{no_conflict};  // smallest conflicting hash
     auto solve_group = [&](std::uint64_t group) {
-      workspace<Width, Result>& ws = workspaces_.local();
+      workspace<Width, Result, Record>& ws = workspaces_.local();
       const std::uint64_t first = group * per_group;  // relative to first_shard
       const auto lanes = static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
       auto t = clock_type::now();
       for (unsigned lane = 0; lane < lanes; ++lane) {
         const std::uint64_t s = first + lane;
-        sort_shard(hashes + offsets[s], offsets[s + 1] - offsets[s], g, first_shard + s,
-                   ws.scratch);
+        const std::uint64_t count = offsets[s + 1] - offsets[s];
+        sort_shard(hashes + offsets[s], count, g, first_shard + s, ws.scratch);
+        const std::uint64_t at = find_conflict(hashes + offsets[s], count);
+        if (at != count) note_conflict(conflict, record_hash(hashes[offsets[s] + at]));
       }
       sort_ns_ += nanoseconds_since(t);
       t = clock_type::now();
-      using eliminator = shard_eliminator<Width, Result>;
+      using eliminator = shard_eliminator<Width, Result, Record>;
       static_assert(std::is_trivially_destructible_v<eliminator>, "placed without destruction");
       alignas(eliminator) unsigned char storage[interleaved_shards * sizeof(eliminator)];
       auto* eliminators = reinterpret_cast<eliminator*>(storage);
@@ -200,6 +209,8 @@ class layered_builder {
     } else {
       tbb::parallel_for(std::uint64_t{0}, groups, solve_group);
     }
+    // The smallest conflicting hash, so that every thread count and builder names the same key.
+    if (conflict != no_conflict) throw_conflicting_values(p_, conflict);
     return solved;
   }
 
@@ -223,15 +234,15 @@ class layered_builder {
   /// Builds bumped layer `l` over source(i), i < n, into `layer` and `buffers`; returns the
   /// layer-l hashes of the bumped keys (the first layer.bumped_keys entries).
   template <class Source>
-  aligned_array<std::uint64_t> bumped_layer(std::uint32_t l, std::uint64_t n, const Source& source,
-                                            format::layer_image& layer,
-                                            std::vector<aligned_bytes>& buffers) {
+  aligned_array<Record> bumped_layer(std::uint32_t l, std::uint64_t n, const Source& source,
+                                     format::layer_image& layer,
+                                     std::vector<aligned_bytes>& buffers) {
     layer.input_keys = n;
     layer.salt = bumped_layer_salt(p_.seed, l);
     layer.geometry = bumped_layer_geometry(n, p_, sizing_);
     const layer_geometry& g = layer.geometry;
     start_layer(l, g.num_shards());
-    auto hashes = allocate_array<std::uint64_t>(n);
+    auto hashes = allocate_array<Record>(n);
     std::vector<std::uint64_t> offsets;
     partition_by_shard(n, source, g, hashes.get(), offsets, l == 0 ? &stats_.hash_seconds : nullptr,
                        l == 0 ? &stats_.partition_seconds : nullptr);
@@ -257,19 +268,64 @@ class layered_builder {
     return hashes;
   }
 
-  /// The final plain layer over the `n` keys with previous-layer hashes `previous`.
-  void plain_layer(std::uint32_t l, const std::uint64_t* previous, std::uint64_t n,
+  /// Standard (or homogeneous) layer 0 over source(i), i < n: tried whole, with a fresh salt
+  /// per try, until every shard solves (homogeneous layers always do). Returns the layer-0
+  /// records of the shard-head keys (the first layer.bumped_keys entries), which go on to a
+  /// plain layer.
+  template <class Source>
+  aligned_array<Record> standard_layer(std::uint64_t n, const Source& source,
+                                       format::layer_image& layer,
+                                       std::vector<aligned_bytes>& buffers) {
+    layer.input_keys = n;
+    for (std::uint32_t attempt = 0;; ++attempt) {
+      const standard_layer_try next = standard_layer_attempt(n, p_, sizing_, attempt);
+      layer.salt = next.salt;
+      layer.geometry = next.geometry;
+      const layer_geometry& g = layer.geometry;
+      start_layer(0, g.num_shards());
+      const std::uint64_t salt = next.salt;
+      auto salted = [&source, salt](std::uint64_t i) {
+        const Record r = source(i);
+        return salt == 0 ? r : with_hash(r, remix(record_hash(r), salt));
+      };
+      auto hashes = allocate_array<Record>(n);
+      std::vector<std::uint64_t> offsets;
+      partition_by_shard(n, salted, g, hashes.get(), offsets, &stats_.hash_seconds,
+                         &stats_.partition_seconds);
+      const auto solve_start = clock_type::now();
+      aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
+      std::vector<std::uint64_t> bumped_counts(g.num_shards());
+      const bool solved =
+          solve_range(g, 0, g.num_shards(), hashes.get(), offsets, {nullptr, solution.get()},
+                      &bumped_counts);
+      stats_.solve_seconds += seconds_since(solve_start);
+      if (!solved) continue;
+      stats_.standard_attempts = attempt + 1;
+      layer.thresholds = nullptr;
+      layer.solution = solution.get();
+      buffers.push_back(std::move(solution));
+      const auto gather_start = clock_type::now();
+      layer.bumped_keys = gather_bumped(hashes.get(), offsets, bumped_counts);
+      stats_.gather_seconds += seconds_since(gather_start);
+      return hashes;
+    }
+  }
+
+  /// The final plain layer over the `n` keys with previous-layer records `previous`.
+  void plain_layer(std::uint32_t l, const Record* previous, std::uint64_t n,
                    format::layer_image& layer, std::vector<aligned_bytes>& buffers) {
     layer.input_keys = n;
     layer.bumped_keys = 0;
-    std::vector<std::uint64_t> hashes(n);
+    std::vector<Record> hashes(n);
     const std::vector<std::uint64_t> offsets{0, n};
     for (std::uint32_t attempt = 0;; ++attempt) {
       const plain_layer_try next = plain_layer_attempt(l, n, p_, sizing_, attempt);
       layer.salt = next.salt;
       layer.geometry = next.geometry;
-      for (std::uint64_t i = 0; i < n; ++i) hashes[i] = remix(previous[i], layer.salt);
-      std::sort(hashes.begin(), hashes.end());
+      for (std::uint64_t i = 0; i < n; ++i) {
+        hashes[i] = with_hash(previous[i], remix(record_hash(previous[i]), layer.salt));
+      }
+      std::sort(hashes.begin(), hashes.end(), record_less{});
       const layer_geometry& g = layer.geometry;
       start_layer(l, 1);
       aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
@@ -293,21 +349,30 @@ class layered_builder {
     stats_.back_substitute_thread_seconds = 1e-9 * static_cast<double>(back_substitute_ns_);
   }
 
+  static constexpr std::uint64_t no_conflict = ~std::uint64_t{0};
+
+  /// Lowers `conflict` to `hash` (a hash of ~0 cannot be reported; it is as rare as any).
+  static void note_conflict(std::atomic<std::uint64_t>& conflict, std::uint64_t hash) {
+    std::uint64_t seen = conflict.load();
+    while (hash < seen && !conflict.compare_exchange_weak(seen, hash)) {
+    }
+  }
+
   filter_params p_;
-  layer_sizing sizing_ = default_sizing(p_.width);
+  layer_sizing sizing_;
   build_stats& stats_;
   build_progress* progress_;
   std::atomic<std::int64_t> sort_ns_{0}, eliminate_ns_{0}, back_substitute_ns_{0};
-  tbb::enumerable_thread_specific<workspace<Width, Result>> workspaces_;
+  tbb::enumerable_thread_specific<workspace<Width, Result, Record>> workspaces_;
 };
 
 /// Calls f(std::integral_constant<unsigned, W>{}, Result{}) for the parameters' width and
-/// the narrowest result type holding r bits.
+/// the narrowest result type holding the solver's bits.
 template <class F>
 decltype(auto) dispatch_layout(const filter_params& p, F&& f) {
   auto with_width = [&](auto width_tag) -> decltype(auto) {
-    if (p.result_bits <= 8) return f(width_tag, std::uint8_t{});
-    if (p.result_bits <= 16) return f(width_tag, std::uint16_t{});
+    if (p.solver_bits() <= 8) return f(width_tag, std::uint8_t{});
+    if (p.solver_bits() <= 16) return f(width_tag, std::uint16_t{});
     return f(width_tag, std::uint32_t{});
   };
   switch (p.width) {
@@ -329,10 +394,13 @@ decltype(auto) run_with_threads(std::uint32_t threads, F&& f) {
   return arena.execute(std::forward<F>(f));
 }
 
-/// In-memory build of every layer from key_hash(i), i < n (`p` from params_from()).
+/// In-memory build of every layer from the records key_hash(i), i < n (`p` from
+/// params_from(), `sizing` from sizing_from()).
 template <class Source>
-filter build_in_memory(const filter_params& p, std::uint64_t n, const Source& key_hash,
-                       std::uint32_t threads, build_stats* stats, build_progress* progress) {
+filter build_in_memory(const filter_params& p, const layer_sizing& sizing, std::uint64_t n,
+                       const Source& key_hash, std::uint32_t threads, build_stats* stats,
+                       build_progress* progress) {
+  using record = std::decay_t<decltype(key_hash(std::uint64_t{0}))>;
   build_stats local_stats;
   build_stats& s = stats ? *stats : local_stats;
   s = build_stats{};
@@ -340,7 +408,7 @@ filter build_in_memory(const filter_params& p, std::uint64_t n, const Source& ke
     return dispatch_layout(p, [&](auto width_tag, auto result_tag) -> filter {
       constexpr unsigned width = decltype(width_tag)::value;
       using result = decltype(result_tag);
-      return layered_builder<width, result>(p, s, progress).build(n, key_hash);
+      return layered_builder<width, result, record>(p, sizing, s, progress).build(n, key_hash);
     });
   });
 }

@@ -57,75 +57,78 @@ bool cpu_has_avx512_popcount() {
 }
 #endif
 
-/// Bits > 0: r known at compile time (the common sizes), so the r-word loop unrolls.
-template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>, class KeyHash>
-void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
-                    const KeyHash& key_hash, bool* out, const Rows& rows = {}) {
-  if (f.num_layers == 0) {
-    std::fill(out + begin, out + end, false);
-    return;
-  }
-  const filter_params& p = f.params;
-  const std::uint32_t r = Bits != 0 ? Bits : p.result_bits;
+/// Answers keys [begin, end) in groups: hash a group and prefetch the layer-0 blocks its
+/// keys read, then answer each with answer(index, layer-0 hash, layer-0 start).
+template <unsigned Width, class KeyHash, class Answer>
+void prefetched_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
+                      const KeyHash& key_hash, const Answer& answer) {
   const layer_ref& first = f.layers[0];
-  const std::uint64_t block_bytes = std::uint64_t{r} * (Width / 8);
-  const auto* solution = static_cast<const char*>(first.solution);
+  const auto* solution = static_cast<const detail::word_t<Width>*>(first.solution);
   std::uint64_t hashes[prefetch_group];
   std::uint64_t starts[prefetch_group];
   for (std::uint64_t base = begin; base < end; base += prefetch_group) {
     const std::uint64_t m = std::min(prefetch_group, end - base);
     for (std::uint64_t i = 0; i < m; ++i) {
-      const std::uint64_t h = key_hash(base + i);
+      const std::uint64_t h = detail::layer0_hash(first, key_hash(base + i));
       const std::uint64_t s = fastrange64(h, first.geometry.num_starts);
       hashes[i] = h;
       starts[i] = s;
       // A query reads two adjacent blocks; prefetch their first cache lines.
-      const char* block = solution + (s / Width) * block_bytes;
-      __builtin_prefetch(block);
-      __builtin_prefetch(block + block_bytes);
+      const std::uint64_t block = s / Width;
+      __builtin_prefetch(solution + first.geometry.block_word(block, f.params.result_bits));
+      __builtin_prefetch(solution + first.geometry.block_word(block + 1, f.params.result_bits));
     }
-    for (std::uint64_t i = 0; i < m; ++i) {
-      const std::uint64_t h = hashes[i];
-      const std::uint64_t s = starts[i];
-      bool found;
-      if (!detail::is_bumped(p, first, s)) {
-        found =
-            rows(first.solution, r, s, detail::coefficients<Width>(h)) == detail::fingerprint(h, r);
-      } else if (f.num_layers > 1) {
-        found = detail::contains_from_layer<Width>(p, f.layers, f.num_layers, 1,
-                                                   remix(h, f.layers[1].salt));
-      } else {
-        found = false;
-      }
-      out[base + i] = found;
-    }
+    for (std::uint64_t i = 0; i < m; ++i) answer(base + i, hashes[i], starts[i]);
   }
 }
 
-template <class KeyHash>
-void contains_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key_hash, bool* out,
-                    std::uint32_t threads) {
-  auto run = [&](std::uint64_t begin, std::uint64_t end) {
-    auto with_width = [&](auto width) {
-      constexpr unsigned w = decltype(width)::value;
-      switch (f.params.result_bits) {
-        case 8:
-#ifdef RIBBON_AVX512_QUERIES
-          if (w == 64 && cpu_has_avx512_popcount()) {
-            return contains_range<64, 8, avx512_rows_w64_r8>(f, begin, end, key_hash, out);
-          }
-#endif
-          return contains_range<w, 8>(f, begin, end, key_hash, out);
-        case 16: return contains_range<w, 16>(f, begin, end, key_hash, out);
-        default: return contains_range<w, 0>(f, begin, end, key_hash, out);
-      }
-    };
-    switch (f.params.width) {
-      case 32: return with_width(std::integral_constant<unsigned, 32>{});
-      case 64: return with_width(std::integral_constant<unsigned, 64>{});
-      default: return with_width(std::integral_constant<unsigned, 128>{});
+/// Bits > 0: r known at compile time (the common sizes, with every block holding r words), so
+/// the r-word loop unrolls. Bits == 0: any filter (fractional bits, homogeneous).
+template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>, class KeyHash>
+void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
+                    const KeyHash& key_hash, bool* out, const Rows& rows = {}) {
+  const filter_params& p = f.params;
+  const layer_ref& first = f.layers[0];
+  prefetched_range<Width>(f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h,
+                                                       std::uint64_t s) {
+    bool found;
+    if (detail::is_bumped(p, first, s)) {
+      found = f.num_layers > 1 && detail::contains_from_layer<Width>(p, f.layers, f.num_layers, 1,
+                                                                     remix(h, f.layers[1].salt));
+    } else if constexpr (Bits != 0) {
+      found = rows(first.solution, Bits, s, detail::coefficients<Width>(h)) ==
+              detail::expected_result(p, h, Bits);
+    } else {
+      std::uint32_t bits = 0;
+      const std::uint32_t result = detail::layer_result<Width>(p, first, s, h, bits);
+      found = result == detail::expected_result(p, h, bits);
     }
-  };
+    out[i] = found;
+  });
+}
+
+/// Batched retrieval over keys [begin, end).
+template <unsigned Width, class KeyHash>
+void lookup_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
+                  const KeyHash& key_hash, std::uint32_t* out) {
+  const filter_params& p = f.params;
+  const layer_ref& first = f.layers[0];
+  prefetched_range<Width>(f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h,
+                                                       std::uint64_t s) {
+    std::uint32_t bits = 0;
+    if (!detail::is_bumped(p, first, s)) {
+      out[i] = detail::layer_result<Width>(p, first, s, h, bits);
+      return;
+    }
+    h = remix(h, f.layers[1].salt);  // the last layer bumps no key: layer 1 exists
+    const std::uint32_t l = detail::find_layer(f.layers, f.num_layers, 1, p, h, s);
+    out[i] = l < f.num_layers ? detail::layer_result<Width>(p, f.layers[l], s, h, bits) : 0;
+  });
+}
+
+/// Runs run(begin, end) over [0, count), in parallel for large batches.
+template <class Run>
+void run_batch(std::uint64_t count, std::uint32_t threads, const Run& run) {
   constexpr std::uint64_t parallel_threshold = std::uint64_t{1} << 16;
   if (count < parallel_threshold || threads == 1) {
     run(0, count);
@@ -138,19 +141,85 @@ void contains_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key
   });
 }
 
+/// Calls f(std::integral_constant<unsigned, W>{}) for the filter's width.
+template <class F>
+void with_width(const filter_ref& ref, const F& f) {
+  switch (ref.params.width) {
+    case 32: return f(std::integral_constant<unsigned, 32>{});
+    case 64: return f(std::integral_constant<unsigned, 64>{});
+    default: return f(std::integral_constant<unsigned, 128>{});
+  }
+}
+
+template <class KeyHash>
+void contains_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key_hash, bool* out,
+                    std::uint32_t threads) {
+  if (f.num_layers == 0) {
+    std::fill(out, out + count, false);
+    return;
+  }
+  // Compile-time r only where every block holds r words.
+  const std::uint32_t bits = f.params.extra_bit_fraction == 0 ? f.params.result_bits : 0;
+  run_batch(count, threads, [&](std::uint64_t begin, std::uint64_t end) {
+    with_width(f, [&](auto width) {
+      constexpr unsigned w = decltype(width)::value;
+      switch (bits) {
+        case 8:
+#ifdef RIBBON_AVX512_QUERIES
+          if (w == 64 && cpu_has_avx512_popcount()) {
+            return contains_range<64, 8, avx512_rows_w64_r8>(f, begin, end, key_hash, out);
+          }
+#endif
+          return contains_range<w, 8>(f, begin, end, key_hash, out);
+        case 16: return contains_range<w, 16>(f, begin, end, key_hash, out);
+        default: return contains_range<w, 0>(f, begin, end, key_hash, out);
+      }
+    });
+  });
+}
+
+template <class KeyHash>
+void lookup_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key_hash,
+                  std::uint32_t* out, std::uint32_t threads) {
+  if (f.num_layers == 0) {
+    std::fill(out, out + count, 0u);
+    return;
+  }
+  run_batch(count, threads, [&](std::uint64_t begin, std::uint64_t end) {
+    with_width(f, [&](auto width) {
+      lookup_range<decltype(width)::value>(f, begin, end, key_hash, out);
+    });
+  });
+}
+
 }  // namespace
 
 void filter::contains(const std::uint64_t* keys, std::uint64_t count, bool* out) const {
-  check_kind(key_kind::u64);
+  check_query(key_kind::u64, false);
   const filter_ref& f = ref_;
   contains_batch(
       f, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i]); }, out, query_threads_);
 }
 
 void filter::contains(const std::string_view* keys, std::uint64_t count, bool* out) const {
-  check_kind(key_kind::bytes);
+  check_query(key_kind::bytes, false);
   const filter_ref& f = ref_;
   contains_batch(
+      f, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i].data(), keys[i].size()); },
+      out, query_threads_);
+}
+
+void filter::lookup(const std::uint64_t* keys, std::uint64_t count, std::uint32_t* out) const {
+  check_query(key_kind::u64, true);
+  const filter_ref& f = ref_;
+  lookup_batch(
+      f, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i]); }, out, query_threads_);
+}
+
+void filter::lookup(const std::string_view* keys, std::uint64_t count, std::uint32_t* out) const {
+  check_query(key_kind::bytes, true);
+  const filter_ref& f = ref_;
+  lookup_batch(
       f, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i].data(), keys[i].size()); },
       out, query_threads_);
 }

@@ -6,6 +6,7 @@
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
+#include <thrust/find.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -29,6 +30,7 @@
 #endif
 
 #include "ribbon/cuda/builder.hpp"
+#include "ribbon/detail/records.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/format.hpp"
@@ -38,6 +40,10 @@
 namespace ribbon::cuda {
 inline namespace RIBBON_GPU_BACKEND {
 namespace {
+
+using ribbon::detail::keyed_value;
+using ribbon::detail::record_hash;
+using ribbon::detail::with_hash;
 
 using clock_type = std::chrono::steady_clock;
 
@@ -90,12 +96,42 @@ struct hash_bytes_op {
 
 struct remix_op {
   std::uint64_t salt;
-  RIBBON_HD std::uint64_t operator()(std::uint64_t hash) const { return remix(hash, salt); }
+  template <class Record>
+  RIBBON_HD Record operator()(const Record& r) const {
+    return with_hash(r, remix(record_hash(r), salt));
+  }
+};
+
+/// The inverse of remix_op: back to the previous layer's hashes (a standard layer's retry).
+struct unmix_op {
+  std::uint64_t salt;
+  template <class Record>
+  RIBBON_HD Record operator()(const Record& r) const {
+    return with_hash(r, unmix64(record_hash(r)) ^ salt);
+  }
 };
 
 struct shard_of_op {
   layer_geometry g;
-  RIBBON_HD std::uint64_t operator()(std::uint64_t hash) const { return g.shard_of(hash); }
+  template <class Record>
+  RIBBON_HD std::uint64_t operator()(const Record& r) const {
+    return g.shard_of(record_hash(r));
+  }
+};
+
+/// Values that pair with keys: hash i with value i.
+struct pair_op {
+  RIBBON_HD keyed_value operator()(std::uint64_t hash, std::uint32_t value) const {
+    return {hash, value};
+  }
+};
+
+/// Is record i (sorted) the second of an equal-hash pair with different values?
+struct conflict_op {
+  const keyed_value* records;
+  RIBBON_HD bool operator()(std::uint64_t i) const {
+    return records[i].hash == records[i - 1].hash && records[i].value != records[i - 1].value;
+  }
 };
 
 /// A thread per shard: eliminate (bumping by thresholds and by the shard-head rule), then
@@ -103,13 +139,13 @@ struct shard_of_op {
 /// [range_first, ...): offsets and bumped counts are indexed from range_first, the section
 /// windows start at its first threshold word and block. Shards [batch_first, ...) use the
 /// batch's workspace slots.
-template <unsigned Width, class Result>
+template <unsigned Width, class Result, class Record>
 struct solve_shard_op {
   filter_params p;
   layer_geometry g;
   std::uint64_t range_first;
   std::uint64_t batch_first;
-  std::uint64_t* hashes;  // sorted; the shard's bumped keys end up at the front of its range
+  Record* hashes;  // sorted; the shard's bumped keys end up at the front of its range
   const std::uint64_t* offsets;
   ribbon::detail::word_t<Width>* coeffs;
   Result* results;
@@ -131,8 +167,10 @@ struct solve_shard_op {
         undo_offsets + slot * undo};
     const std::uint64_t local = shard - range_first;
     const std::uint64_t begin = offsets[local];
-    const ribbon::detail::shard_outcome outcome = ribbon::detail::eliminate_shard<Width, Result>(
-        p, g, shard, hashes + begin, offsets[local + 1] - begin, ws, thresholds, threshold_origin);
+    const ribbon::detail::shard_outcome outcome =
+        ribbon::detail::eliminate_shard<Width, Result, Record>(
+            p, g, shard, hashes + begin, offsets[local + 1] - begin, ws, thresholds,
+            threshold_origin);
     if (!outcome.solved) {
       *failed = 1;  // every writer writes 1: no atomic needed
       return;
@@ -144,10 +182,11 @@ struct solve_shard_op {
 };
 
 /// Is sorted-and-solved key i one of its shard's bumped keys (a prefix of the shard's range)?
+template <class Record>
 struct is_bumped_op {
   layer_geometry g;
   std::uint64_t range_first;
-  const std::uint64_t* hashes;
+  const Record* hashes;
   const std::uint64_t* offsets;
   const std::uint64_t* bumped_counts;
   RIBBON_HD bool operator()(std::uint64_t i) const {
@@ -156,7 +195,12 @@ struct is_bumped_op {
   }
 };
 
-/// Sorts 64-bit hashes ascending (the order every builder solves a shard in).
+/// Sorts records by hash (the order every builder solves a shard in). Records with values
+/// are sorted by a comparison sort (thrust::sort); plain hashes by a radix sort.
+void sort_hashes(device_vector<keyed_value>& records) {
+  thrust::sort(thrust::device, records.begin(), records.end(), ribbon::detail::record_less{});
+}
+
 void sort_hashes(device_vector<std::uint64_t>& hashes) {
 #if defined(RIBBON_GPU_ON_TBB)
   thrust::sort(thrust::device, hashes.begin(), hashes.end());
@@ -188,28 +232,32 @@ std::uint64_t default_workspace_bytes() {
 #endif
 }
 
-/// Builds every layer from the layer-0 hashes on the device.
-template <unsigned Width, class Result>
+/// Builds every layer from the layer-0 records (hashes, or hashes with values) on the device.
+template <unsigned Width, class Result, class Record = std::uint64_t>
 class device_builder {
  public:
   using word = ribbon::detail::word_t<Width>;
 
-  device_builder(const filter_params& p, device_build_stats& stats, const device_options& device)
+  device_builder(const filter_params& p, const layer_sizing& sizing, device_build_stats& stats,
+                 const device_options& device)
       : p_(p),
-        sizing_(default_sizing(p.width)),
+        sizing_(sizing),
         stats_(stats),
         workspace_bytes_(device.workspace_bytes ? device.workspace_bytes
                                                 : default_workspace_bytes()) {}
 
-  filter build(device_vector<std::uint64_t>& hashes) {
+  filter build(device_vector<Record>& hashes) {
     const std::uint64_t n = hashes.size();
     std::uint64_t remaining = n;
     for (std::uint32_t l = 0; remaining > 0; ++l) {
       format::layer_image layer;
       layer.input_keys = remaining;
-      if (is_plain_layer(l, remaining, sizing_)) {
+      if (is_plain_layer(l, remaining, p_, sizing_)) {
         plain_layer(l, hashes, layer);
         remaining = 0;
+      } else if (l == 0 && !uses_bumping(p_.variant)) {
+        standard_layer(hashes, layer);
+        remaining = layer.bumped_keys;
       } else {
         layer.salt = bumped_layer_salt(p_.seed, l);
         if (l > 0) remix_all(hashes, layer.salt);
@@ -226,7 +274,7 @@ class device_builder {
     return download(n);
   }
 
-  void remix_all(device_vector<std::uint64_t>& hashes, std::uint64_t salt) {
+  void remix_all(device_vector<Record>& hashes, std::uint64_t salt) {
     thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(), remix_op{salt});
   }
 
@@ -242,11 +290,12 @@ class device_builder {
   /// solves the shards, in batches that fit the workspace. Returns false if a plain layer
   /// failed.
   bool solve_range(const layer_geometry& g, std::uint64_t first, std::uint64_t end,
-                   device_vector<std::uint64_t>& hashes, range_sections& out) {
+                   device_vector<Record>& hashes, range_sections& out) {
     const std::uint64_t n = hashes.size();
     auto start = clock_type::now();
     sort_hashes(hashes);
     stats_.sort_seconds += device_seconds_since(start);
+    if constexpr (std::is_same_v<Record, keyed_value>) check_conflicts(hashes);
 
     start = clock_type::now();
     const std::uint64_t shards = end - first;
@@ -273,7 +322,7 @@ class device_builder {
     device_vector<std::uint32_t> undo_columns(batch * undo), undo_offsets(batch * undo);
     for (std::uint64_t batch_first = first; batch_first < end; batch_first += batch) {
       const std::uint64_t batch_end = std::min(end, batch_first + batch);
-      const solve_shard_op<Width, Result> solve{p_,
+      const solve_shard_op<Width, Result, Record> solve{p_,
                                                 g,
                                                 first,
                                                 batch_first,
@@ -300,12 +349,12 @@ class device_builder {
   }
 
   /// Replaces `hashes` (a solved range) by its bumped keys.
-  void compact_bumped(const layer_geometry& g, std::uint64_t first,
-                      device_vector<std::uint64_t>& hashes, const range_sections& sections) {
+  void compact_bumped(const layer_geometry& g, std::uint64_t first, device_vector<Record>& hashes,
+                      const range_sections& sections) {
     const auto start = clock_type::now();
-    device_vector<std::uint64_t> next(hashes.size());
-    const is_bumped_op bumped{g, first, raw(hashes), raw(sections.offsets),
-                              raw(sections.bumped_counts)};
+    device_vector<Record> next(hashes.size());
+    const is_bumped_op<Record> bumped{g, first, raw(hashes), raw(sections.offsets),
+                                      raw(sections.bumped_counts)};
     const auto end =
         thrust::copy_if(thrust::device, hashes.begin(), hashes.end(),
                         thrust::counting_iterator<std::uint64_t>(0), next.begin(), bumped);
@@ -318,7 +367,21 @@ class device_builder {
  private:
   /// Solves a whole layer and keeps its sections in host memory. Returns false if a plain
   /// layer failed.
-  bool solve_layer(format::layer_image& layer, device_vector<std::uint64_t>& hashes,
+  /// Throws for a key given twice with different values (records sorted): the smallest such
+  /// hash, as the CPU builder reports.
+  void check_conflicts(const device_vector<keyed_value>& records) {
+    const std::uint64_t n = records.size();
+    if (n < 2) return;
+    const auto first = thrust::counting_iterator<std::uint64_t>(1);
+    const auto last = thrust::counting_iterator<std::uint64_t>(n);
+    const auto at = thrust::find_if(thrust::device, first, last, conflict_op{raw(records)});
+    if (at != last) {
+      const keyed_value conflict = records[*at];
+      ribbon::detail::throw_conflicting_values(p_, conflict.hash);
+    }
+  }
+
+  bool solve_layer(format::layer_image& layer, device_vector<Record>& hashes,
                    range_sections& sections) {
     const layer_geometry& g = layer.geometry;
     if (!solve_range(g, 0, g.num_shards(), hashes, sections)) return false;
@@ -326,7 +389,7 @@ class device_builder {
     host_sections_.emplace_back(sections.thresholds.size());
     thrust::copy(sections.thresholds.begin(), sections.thresholds.end(),
                  host_sections_.back().begin());
-    layer.thresholds = host_sections_.back().data();
+    layer.thresholds = sections.thresholds.empty() ? nullptr : host_sections_.back().data();
     const std::uint64_t solution_bytes = g.solution_bytes(p_.width, p_.result_bits);
     host_sections_.emplace_back((solution_bytes + 7) / 8);
     thrust::copy(sections.solution.begin(), sections.solution.end(),
@@ -337,14 +400,38 @@ class device_builder {
   }
 
   /// The final plain layer: a fresh salt per try, more slots from the fifth try on.
-  void plain_layer(std::uint32_t l, const device_vector<std::uint64_t>& previous,
+  /// Standard (or homogeneous) layer 0, tried whole with a fresh salt per try until every
+  /// shard solves; `hashes` becomes the shard-head keys' layer-0 records. Solving permutes
+  /// the records but keeps them, so a failed try is undone by unmixing them in place.
+  void standard_layer(device_vector<Record>& hashes, format::layer_image& layer) {
+    const std::uint64_t n = hashes.size();
+    for (std::uint32_t attempt = 0;; ++attempt) {
+      const standard_layer_try next = standard_layer_attempt(n, p_, sizing_, attempt);
+      layer.salt = next.salt;
+      layer.geometry = next.geometry;
+      if (next.salt != 0) remix_all(hashes, next.salt);
+      range_sections sections;
+      if (solve_layer(layer, hashes, sections)) {
+        stats_.standard_attempts = attempt + 1;
+        compact_bumped(layer.geometry, 0, hashes, sections);
+        layer.bumped_keys = hashes.size();
+        return;
+      }
+      if (next.salt != 0) {
+        thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(),
+                          unmix_op{next.salt});
+      }
+    }
+  }
+
+  void plain_layer(std::uint32_t l, const device_vector<Record>& previous,
                    format::layer_image& layer) {
     layer.bumped_keys = 0;
     for (std::uint32_t attempt = 0;; ++attempt) {
       const plain_layer_try next = plain_layer_attempt(l, previous.size(), p_, sizing_, attempt);
       layer.salt = next.salt;
       layer.geometry = next.geometry;
-      device_vector<std::uint64_t> hashes(previous);
+      device_vector<Record> hashes(previous);
       remix_all(hashes, layer.salt);
       range_sections sections;
       if (solve_layer(layer, hashes, sections)) {
@@ -373,12 +460,12 @@ class device_builder {
 };
 
 /// Calls f(std::integral_constant<unsigned, W>{}, Result{}) for the parameters' width and
-/// the narrowest result type holding r bits.
+/// the narrowest result type holding the solver's bits.
 template <class F>
 decltype(auto) with_layout(const filter_params& p, F&& f) {
   auto with_width = [&](auto width_tag) -> decltype(auto) {
-    if (p.result_bits <= 8) return f(width_tag, std::uint8_t{});
-    if (p.result_bits <= 16) return f(width_tag, std::uint16_t{});
+    if (p.solver_bits() <= 8) return f(width_tag, std::uint8_t{});
+    if (p.solver_bits() <= 16) return f(width_tag, std::uint16_t{});
     return f(width_tag, std::uint32_t{});
   };
   switch (p.width) {
@@ -389,10 +476,14 @@ decltype(auto) with_layout(const filter_params& p, F&& f) {
 }
 
 /// Runs the pipeline for the parameters' width and result type.
-filter build_layers(const filter_params& p, device_vector<std::uint64_t>& hashes,
-                    device_build_stats& stats, const device_options& device) {
+template <class Record>
+filter build_layers(const filter_params& p, const build_options& options,
+                    device_vector<Record>& hashes, device_build_stats& stats,
+                    const device_options& device) {
+  const layer_sizing sizing = ribbon::detail::sizing_from(options, p, hashes.size());
   return with_layout(p, [&](auto width_tag, auto result_tag) {
-    return device_builder<decltype(width_tag)::value, decltype(result_tag)>(p, stats, device)
+    return device_builder<decltype(width_tag)::value, decltype(result_tag), Record>(p, sizing,
+                                                                                   stats, device)
         .build(hashes);
   });
 }
@@ -409,7 +500,7 @@ class device_range_solver final : public shard_range_solver {
       using builder = device_builder<decltype(width_tag)::value, decltype(result_tag)>;
       using word = typename builder::word;
       device_build_stats stats;  // per call: calls come from several threads
-      builder b(p, stats, device_);
+      builder b(p, default_sizing(p.width), stats, device_);
       device_vector<std::uint64_t> hashes(keys.begin(), keys.end());
       typename builder::range_sections sections;
       if (!b.solve_range(g, first, end, hashes, sections)) {
@@ -430,6 +521,23 @@ class device_range_solver final : public shard_range_solver {
  private:
   device_options device_;
 };
+
+/// Is a value too wide for r bits?
+struct too_wide_op {
+  std::uint32_t result_bits;
+  RIBBON_HD bool operator()(std::uint32_t value) const {
+    return result_bits < 32 && (value >> result_bits) != 0;
+  }
+};
+
+/// Throws, as ribbon::detail::check_values, for the first value that does not fit in r bits.
+void check_device_values(const device_vector<std::uint32_t>& values, std::uint32_t result_bits) {
+  const auto at = thrust::find_if(thrust::device, values.begin(), values.end(),
+                                  too_wide_op{result_bits});
+  if (at == values.end()) return;
+  ribbon::detail::throw_value_too_wide(*at, static_cast<std::uint64_t>(at - values.begin()),
+                                       result_bits);
+}
 
 /// Times the whole build into stats (if given).
 template <class F>
@@ -466,7 +574,7 @@ filter build(const std::uint64_t* keys, std::uint64_t count, const build_options
     thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(),
                       hash_u64_op{seed_mix(p.seed)});
     s.hash_seconds = device_seconds_since(start);
-    return build_layers(p, hashes, s, device);
+    return build_layers(p, options, hashes, s, device);
   });
 }
 
@@ -491,7 +599,7 @@ filter build(const std::string_view* keys, std::uint64_t count, const build_opti
                       thrust::counting_iterator<std::uint64_t>(count), hashes.begin(),
                       hash_bytes_op{raw(device_bytes), raw(device_offsets), p.seed});
     s.hash_seconds = device_seconds_since(start);
-    return build_layers(p, hashes, s, device);
+    return build_layers(p, options, hashes, s, device);
   });
 }
 
@@ -503,7 +611,7 @@ filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_k
     const auto start = clock_type::now();
     device_vector<std::uint64_t> device_hashes(hashes, hashes + count);
     s.upload_seconds = device_seconds_since(start);
-    return build_layers(p, device_hashes, s, device);
+    return build_layers(p, options, device_hashes, s, device);
   });
 }
 
@@ -523,7 +631,59 @@ filter build_from_hashes(std::uint64_t count,
     });
     if (filled != count) throw error("build_from_hashes: fewer hashes than announced");
     s.upload_seconds = device_seconds_since(start);
-    return build_layers(p, device_hashes, s, device);
+    return build_layers(p, options, device_hashes, s, device);
+  });
+}
+
+filter build(const std::uint64_t* keys, const std::uint32_t* values, std::uint64_t count,
+             const build_options& options, memory where, device_build_stats* stats,
+             const device_options& device) {
+  const filter_params p = ribbon::detail::retrieval_params_from(options, key_kind::u64);
+  return timed(stats, [&](device_build_stats& s) {
+    auto start = clock_type::now();
+    device_vector<std::uint64_t> hashes(count);
+    device_vector<std::uint32_t> device_values(count);
+    if (count > 0) {
+#if defined(RIBBON_GPU_ON_TBB)
+      (void)where;
+      thrust::copy(keys, keys + count, hashes.begin());
+      thrust::copy(values, values + count, device_values.begin());
+#else
+      const cudaMemcpyKind kind =
+          where == memory::host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
+      check(cudaMemcpy(raw(hashes), keys, count * sizeof(std::uint64_t), kind),
+            "cudaMemcpy (keys)");
+      check(cudaMemcpy(raw(device_values), values, count * sizeof(std::uint32_t), kind),
+            "cudaMemcpy (values)");
+#endif
+    }
+    s.upload_seconds = device_seconds_since(start);
+    start = clock_type::now();
+    check_device_values(device_values, p.result_bits);
+    thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(),
+                      hash_u64_op{seed_mix(p.seed)});
+    device_vector<keyed_value> records(count);
+    thrust::transform(thrust::device, hashes.begin(), hashes.end(), device_values.begin(),
+                      records.begin(), pair_op{});
+    s.hash_seconds = device_seconds_since(start);
+    return build_layers(p, options, records, s, device);
+  });
+}
+
+filter build_from_hashes(const std::uint64_t* hashes, const std::uint32_t* values,
+                         std::uint64_t count, key_kind keys, const build_options& options,
+                         device_build_stats* stats, const device_options& device) {
+  const filter_params p = ribbon::detail::retrieval_params_from(options, keys);
+  ribbon::detail::check_values(values, count, p.result_bits);
+  return timed(stats, [&](device_build_stats& s) {
+    const auto start = clock_type::now();
+    const device_vector<std::uint64_t> device_hashes(hashes, hashes + count);
+    const device_vector<std::uint32_t> device_values(values, values + count);
+    device_vector<keyed_value> records(count);
+    thrust::transform(thrust::device, device_hashes.begin(), device_hashes.end(),
+                      device_values.begin(), records.begin(), pair_op{});
+    s.upload_seconds = device_seconds_since(start);
+    return build_layers(p, options, records, s, device);
   });
 }
 

@@ -19,9 +19,10 @@ namespace detail {
 /// Is a key whose layer hash starts at `start` bumped out of layer `layer`?
 RIBBON_HD RIBBON_FORCE_INLINE bool is_bumped(const filter_params& p, const layer_ref& layer,
                                              std::uint64_t start) {
-  if (!layer.geometry.bumping()) return false;
+  if (!layer.geometry.sharded()) return false;
   const std::uint64_t in_shard = start & (layer.geometry.shard_size() - 1);
   if (start >= layer.geometry.shard_size() && in_shard < p.width) return true;  // shard head
+  if (!layer.geometry.bumping()) return false;
   // B is a power of two: shift and mask rather than divide (a division per query is slow).
   const int bucket_bits = count_trailing_zeros(p.bucket_size);
   const std::uint64_t bucket = start >> bucket_bits;
@@ -30,53 +31,121 @@ RIBBON_HD RIBBON_FORCE_INLINE bool is_bumped(const filter_params& p, const layer
   return (start & (p.bucket_size - 1)) < p.threshold(code);
 }
 
-/// The r-bit result of the row (start, coeff) against the interleaved solution.
+/// The `bits`-bit result of a row whose band begins `shift` columns into `block` (a block's
+/// first word) and may reach into the next block, whose first word is block[bits].
 template <unsigned Width>
-RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t row_result(const void* solution,
-                                                       std::uint32_t result_bits,
-                                                       std::uint64_t start, word_t<Width> coeff) {
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t block_result(const word_t<Width>* block,
+                                                         std::uint32_t bits, unsigned shift,
+                                                         word_t<Width> coeff) {
   using word = word_t<Width>;
-  const word* block = static_cast<const word*>(solution) + (start / Width) * result_bits;
-  const unsigned shift = static_cast<unsigned>(start % Width);
   // The row's columns in this block and in the next: (coeff >> 1) >> (Width - 1 - shift) is
   // coeff >> (Width - shift), also for shift = 0.
   const word low = coeff << shift;
   const word high = (coeff >> 1) >> (Width - 1 - shift);
   std::uint32_t result = 0;
-  for (std::uint32_t j = 0; j < result_bits; ++j) {
-    result |= parity((block[j] & low) ^ (block[j + result_bits] & high)) << j;
+  for (std::uint32_t j = 0; j < bits; ++j) {
+    result |= parity((block[j] & low) ^ (block[j + bits] & high)) << j;
   }
   return result;
 }
 
+/// The r-bit result of the row (start, coeff) against an interleaved solution whose blocks
+/// all hold r = `result_bits` words.
+template <unsigned Width>
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t row_result(const void* solution,
+                                                       std::uint32_t result_bits,
+                                                       std::uint64_t start, word_t<Width> coeff) {
+  const auto* block = static_cast<const word_t<Width>*>(solution) + (start / Width) * result_bits;
+  return block_result<Width>(block, result_bits, static_cast<unsigned>(start % Width), coeff);
+}
+
+/// The result of a key's row in `layer` (where it is not bumped) and, in `bits`, how many
+/// bits it has: r, or r + 1 in the upper blocks of a layer with fractional bits. A row that
+/// starts in the last r-word block reads only r words of the next block.
+template <unsigned Width>
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t layer_result(const filter_params& p,
+                                                         const layer_ref& layer,
+                                                         std::uint64_t start, std::uint64_t hash,
+                                                         std::uint32_t& bits) {
+  const std::uint64_t block = start / Width;
+  bits = layer.geometry.block_bits(block, p.result_bits);
+  const auto* words = static_cast<const word_t<Width>*>(layer.solution) +
+                      layer.geometry.block_word(block, p.result_bits);
+  return block_result<Width>(words, bits, static_cast<unsigned>(start % Width),
+                             coefficients<Width>(hash));
+}
+
+/// The right side a filter's key has: its fingerprint, or 0 in a homogeneous filter.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t expected_result(const filter_params& p,
+                                                            std::uint64_t hash,
+                                                            std::uint32_t bits) {
+  return p.variant == filter_variant::homogeneous ? 0u : fingerprint(hash, bits);
+}
+
+/// Layer 0's hash of a key hash: the key hash itself, or its remix where layer 0 has a salt
+/// (a standard layer retried with a new seed).
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t layer0_hash(const layer_ref& layer0,
+                                                        std::uint64_t key_hash) {
+  return layer0.salt != 0 ? remix(key_hash, layer0.salt) : key_hash;
+}
+
 /// Walks the layers from `first`, where the key's layer hash is `hash`, to the first layer
-/// that does not bump it, and checks the key's equation there.
+/// that does not bump it. Returns that layer (num_layers if every layer bumps the key), with
+/// its start and layer hash in `start` and `hash`.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t find_layer(const layer_ref* layers,
+                                                       std::uint32_t num_layers,
+                                                       std::uint32_t first, const filter_params& p,
+                                                       std::uint64_t& hash, std::uint64_t& start) {
+  for (std::uint32_t l = first; l < num_layers; ++l) {
+    const layer_ref& layer = layers[l];
+    if (l > first) hash = remix(hash, layer.salt);
+    start = fastrange64(hash, layer.geometry.num_starts);
+    if (!is_bumped(p, layer, start)) return l;
+  }
+  return num_layers;
+}
+
+/// Membership from layer `first`, where the key's layer hash is `hash`.
 template <unsigned Width>
 RIBBON_HD RIBBON_FORCE_INLINE bool contains_from_layer(const filter_params& p,
                                                        const layer_ref* layers,
                                                        std::uint32_t num_layers,
                                                        std::uint32_t first, std::uint64_t hash) {
-  for (std::uint32_t l = first; l < num_layers; ++l) {
-    const layer_ref& layer = layers[l];
-    if (l > first) hash = remix(hash, layer.salt);
-    const std::uint64_t start = fastrange64(hash, layer.geometry.num_starts);
-    if (is_bumped(p, layer, start)) continue;
-    return row_result<Width>(layer.solution, p.result_bits, start, coefficients<Width>(hash)) ==
-           fingerprint(hash, p.result_bits);
-  }
-  return false;  // bumped out of every layer: no key of the set goes there
+  std::uint64_t start = 0;
+  const std::uint32_t l = find_layer(layers, num_layers, first, p, hash, start);
+  if (l == num_layers) return false;  // bumped out of every layer: no key of the set goes there
+  std::uint32_t bits = 0;
+  const std::uint32_t result = layer_result<Width>(p, layers[l], start, hash, bits);
+  return result == expected_result(p, hash, bits);
 }
 
 /// Does the filter (possibly) contain the key whose key hash is `hash`?
 template <unsigned Width>
 RIBBON_HD RIBBON_FORCE_INLINE bool contains_hash(const filter_params& p, const layer_ref* layers,
                                                  std::uint32_t num_layers, std::uint64_t hash) {
-  return contains_from_layer<Width>(p, layers, num_layers, 0, hash);
+  if (num_layers == 0) return false;
+  return contains_from_layer<Width>(p, layers, num_layers, 0, layer0_hash(layers[0], hash));
+}
+
+/// The value a retrieval structure stores for the key whose key hash is `hash` (arbitrary
+/// for keys that were not in the set).
+template <unsigned Width>
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup_hash(const filter_params& p,
+                                                        const layer_ref* layers,
+                                                        std::uint32_t num_layers,
+                                                        std::uint64_t hash) {
+  if (num_layers == 0) return 0;
+  hash = layer0_hash(layers[0], hash);
+  std::uint64_t start = 0;
+  const std::uint32_t l = find_layer(layers, num_layers, 0, p, hash, start);
+  if (l == num_layers) return 0;
+  std::uint32_t bits = 0;
+  return layer_result<Width>(p, layers[l], start, hash, bits);
 }
 
 }  // namespace detail
 
-/// Non-owning view of a filter: parameters and per-layer pointers. Trivially copyable; pass it
+/// Non-owning view of a filter (or retrieval structure): parameters and per-layer pointers. Trivially copyable; pass it
 /// by value to a kernel. The memory it points to must outlive it.
 struct filter_ref {
   filter_params params;
@@ -99,6 +168,15 @@ struct filter_ref {
       case 32: return detail::contains_hash<32>(params, layers, num_layers, hash);
       case 64: return detail::contains_hash<64>(params, layers, num_layers, hash);
       default: return detail::contains_hash<128>(params, layers, num_layers, hash);
+    }
+  }
+
+  /// The value stored for a key hash (retrieval structures; arbitrary for other keys).
+  RIBBON_HD std::uint32_t lookup_hash(std::uint64_t hash) const {
+    switch (params.width) {
+      case 32: return detail::lookup_hash<32>(params, layers, num_layers, hash);
+      case 64: return detail::lookup_hash<64>(params, layers, num_layers, hash);
+      default: return detail::lookup_hash<128>(params, layers, num_layers, hash);
     }
   }
 

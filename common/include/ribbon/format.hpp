@@ -20,11 +20,12 @@
 namespace ribbon::format {
 
 inline constexpr char magic[8] = {'R', 'I', 'B', 'B', 'O', 'N', 'F', 'L'};
-inline constexpr std::uint32_t current_version = 1;
+/// Version 2 added the variant (standard, homogeneous, retrieval) and fractional bits per key;
+/// version 1 files (bumped filters) are still read.
+inline constexpr std::uint32_t current_version = 2;
+inline constexpr std::uint32_t oldest_readable_version = 1;
 inline constexpr std::uint64_t section_alignment = 64;
 
-/// What the file stores (more variants may follow; readers reject unknown ones).
-enum class variant : std::uint32_t { bumped_filter = 0 };
 /// How bucket thresholds are encoded.
 enum class threshold_encoding : std::uint32_t { two_bit = 1 };
 
@@ -33,7 +34,7 @@ struct file_header {
   std::uint32_t format_version;
   std::uint32_t header_bytes;
   std::uint64_t file_bytes;
-  std::uint32_t variant;
+  std::uint32_t variant;  ///< a ribbon::filter_variant (readers reject unknown ones)
   std::uint32_t key_kind;
   std::uint32_t width;
   std::uint32_t result_bits;
@@ -47,7 +48,9 @@ struct file_header {
   std::uint32_t num_layers;
   std::uint32_t descriptor_bytes;
   std::uint64_t descriptors_checksum;  ///< XXH64 of all layer descriptors
-  std::uint64_t reserved[3];
+  std::uint32_t extra_bit_fraction;    ///< fractional bits per key (version 2; 0 in version 1)
+  std::uint32_t reserved32;
+  std::uint64_t reserved[2];
   std::uint64_t header_checksum;  ///< XXH64 of the 120 bytes before it
 };
 static_assert(sizeof(file_header) == 128);
@@ -65,7 +68,8 @@ struct layer_descriptor {
   std::uint64_t solution_offset;
   std::uint64_t solution_bytes;
   std::uint64_t solution_checksum;
-  std::uint64_t reserved[5];
+  std::uint64_t upper_start_block;  ///< first block with r + 1 words (version 2; see layer.hpp)
+  std::uint64_t reserved[4];
 };
 static_assert(sizeof(layer_descriptor) == 128);
 

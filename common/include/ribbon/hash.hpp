@@ -39,6 +39,31 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t hash_u64(std::uint64_t key, std::uin
   return mix64((key + seed_mixed) * 0x9E3779B97F4A7C15ULL);
 }
 
+namespace detail {
+/// The multiplicative inverse of an odd number modulo 2^64 (Newton's iteration).
+RIBBON_HD constexpr std::uint64_t inverse_odd(std::uint64_t a) {
+  std::uint64_t x = a;  // correct to 3 bits; each step doubles them
+  for (int i = 0; i < 5; ++i) x *= 2 - a * x;
+  return x;
+}
+}  // namespace detail
+
+/// The inverse of mix64.
+RIBBON_HD constexpr std::uint64_t unmix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= detail::inverse_odd(0xC4CEB9FE1A85EC53ULL);
+  x ^= x >> 33;
+  x *= detail::inverse_odd(0xFF51AFD7ED558CCDULL);
+  x ^= x >> 33;
+  return x;
+}
+
+/// The integer key whose hash_u64 is `hash` (hash_u64 is a bijection): lets an error about a
+/// key hash name the key.
+RIBBON_HD constexpr std::uint64_t unhash_u64(std::uint64_t hash, std::uint64_t seed_mixed) {
+  return unmix64(hash) * detail::inverse_odd(0x9E3779B97F4A7C15ULL) - seed_mixed;
+}
+
 /// Key hash of a byte-string key: XXH64 with the user's seed.
 RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t hash_bytes(const void* data, std::size_t length,
                                                        std::uint64_t seed) {

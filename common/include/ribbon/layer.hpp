@@ -12,8 +12,10 @@
 namespace ribbon {
 
 /// Kind of a layer. Bumped layers are overloaded and pass some keys on; the last layer is
-/// plain (no bumping, built with slack and retried on failure).
-enum class layer_kind : std::uint32_t { bumped = 0, plain = 1 };
+/// plain (no bumping, built with slack and retried on failure). A standard layer is layer 0
+/// of the standard and homogeneous variants: sharded like a bumped layer, with slack and no
+/// thresholds; only its shard-head keys go on (to a plain layer), and it is retried whole.
+enum class layer_kind : std::uint32_t { bumped = 0, plain = 1, standard = 2 };
 
 /// Geometry of one layer. A row starts at s in [0, num_starts) and spans columns
 /// [s, s + w); the layer has num_starts + w columns, that is num_starts / w + 1 blocks.
@@ -26,8 +28,21 @@ struct layer_geometry {
   std::uint64_t num_starts = 0;
   std::uint32_t shard_bits = 63;
   layer_kind kind = layer_kind::plain;
+  /// Blocks from this one on hold r + 1 result words, those before it r (fractional bits
+  /// per key); num_blocks() when every block holds r.
+  std::uint64_t upper_start_block = ~std::uint64_t{0};
 
   RIBBON_HD bool bumping() const { return kind == layer_kind::bumped; }
+  /// Are the heads of shards k > 0 bumped by rule (bumped and standard layers)?
+  RIBBON_HD bool sharded() const { return kind != layer_kind::plain; }
+  /// Result bits of the keys starting in block `block`.
+  RIBBON_HD std::uint32_t block_bits(std::uint64_t block, std::uint32_t result_bits) const {
+    return result_bits + (block >= upper_start_block ? 1u : 0u);
+  }
+  /// Index of block `block`'s first word in the solution (blocks hold r or r + 1 words).
+  RIBBON_HD std::uint64_t block_word(std::uint64_t block, std::uint32_t result_bits) const {
+    return block * result_bits + (block > upper_start_block ? block - upper_start_block : 0);
+  }
   RIBBON_HD std::uint64_t shard_size() const { return std::uint64_t{1} << shard_bits; }
   RIBBON_HD std::uint64_t num_shards() const {
     return detail::divide_round_up(num_starts, shard_size());
@@ -61,23 +76,24 @@ struct layer_geometry {
   RIBBON_HD std::uint64_t shard_range_solution_bytes(std::uint64_t first, std::uint64_t end,
                                                      std::uint32_t width,
                                                      std::uint32_t result_bits) const {
-    return (shard_first_block(end, width) - shard_first_block(first, width)) * result_bits *
+    return (block_word(shard_first_block(end, width), result_bits) -
+            block_word(shard_first_block(first, width), result_bits)) *
            (width / 8);
   }
   /// 64-bit words of 2-bit bucket codes.
   RIBBON_HD std::uint64_t threshold_words(std::uint32_t bucket_size) const {
     return detail::divide_round_up(num_buckets(bucket_size), 32);
   }
-  /// Bytes of the interleaved solution: per block of w columns, r words of w bits.
+  /// Bytes of the interleaved solution: per block of w columns, r (or r + 1) words of w bits.
   RIBBON_HD std::uint64_t solution_bytes(std::uint32_t width, std::uint32_t result_bits) const {
-    return num_blocks(width) * result_bits * (width / 8);
+    return block_word(num_blocks(width), result_bits) * (width / 8);
   }
 };
 
 /// A layer as a query sees it: geometry, hash salt and pointers to its sections.
 struct layer_ref {
   layer_geometry geometry;
-  std::uint64_t salt = 0;                     ///< remix salt (unused for layer 0)
+  std::uint64_t salt = 0;                     ///< remix salt (layer 0: 0 = no remix)
   const std::uint64_t* thresholds = nullptr;  ///< 2 bits per bucket, 32 buckets per word
   const void* solution = nullptr;             ///< interleaved blocks of coefficient words
 };
@@ -105,11 +121,28 @@ struct plain_layer_try {
 plain_layer_try plain_layer_attempt(std::uint32_t layer, std::uint64_t keys, const filter_params& p,
                                     const layer_sizing& sizing, std::uint32_t attempt);
 
-/// Is layer `layer`, reached by `keys` keys, the final plain one? (Layer 0 is always bumped.)
+/// Is layer `layer`, reached by `keys` keys, the final plain one? Layer 0 never is (bumped
+/// or standard); after a standard layer 0 comes the plain one.
 RIBBON_HD inline bool is_plain_layer(std::uint32_t layer, std::uint64_t keys,
-                                     const layer_sizing& sizing) {
-  return layer + 1 == max_layers || (layer > 0 && keys <= sizing.plain_max_keys);
+                                     const filter_params& p, const layer_sizing& sizing) {
+  return layer + 1 == max_layers ||
+         (layer > 0 && (keys <= sizing.plain_max_keys || !uses_bumping(p.variant)));
 }
+
+/// Tries of a standard layer 0 before a build gives up; from the fifth on it grows.
+inline constexpr std::uint32_t max_standard_attempts = 32;
+
+/// Salt and geometry of one try of a standard (or homogeneous) layer 0.
+struct standard_layer_try {
+  std::uint64_t salt;  ///< 0 for the first try: layer 0 hashes are the key hashes
+  layer_geometry geometry;
+};
+
+/// Try `attempt` of the standard layer 0 for `keys` keys: (1 + eps) slots per key, a fresh
+/// salt per try, more slots from the fifth try on. Throws ribbon::error after
+/// max_standard_attempts failed tries.
+standard_layer_try standard_layer_attempt(std::uint64_t keys, const filter_params& p,
+                                          const layer_sizing& sizing, std::uint32_t attempt);
 
 /// Remix salt of layer `layer` at retry `attempt`.
 RIBBON_HD inline std::uint64_t layer_salt(std::uint64_t seed, std::uint32_t layer,
@@ -123,15 +156,26 @@ RIBBON_HD inline std::uint64_t bumped_layer_salt(std::uint64_t seed, std::uint32
   return layer == 0 ? 0 : layer_salt(seed, layer, 0);
 }
 
+/// A layer's geometry: its last blocks hold r + 1 bits as the parameters' fraction says.
+RIBBON_HD inline layer_geometry make_geometry(std::uint64_t starts, std::uint32_t shard_bits,
+                                              layer_kind kind, const filter_params& p) {
+  layer_geometry g{starts, shard_bits, kind};
+  const std::uint64_t blocks = g.num_blocks(p.width);
+  const auto upper = static_cast<std::uint64_t>(
+      (static_cast<detail::uint128_t>(blocks) * p.extra_bit_fraction) >> 16);
+  g.upper_start_block = blocks - upper;
+  return g;
+}
+
 /// Geometry of a bumped layer with `starts` start positions.
 RIBBON_HD inline layer_geometry bumped_geometry(std::uint64_t starts, const filter_params& p) {
-  return layer_geometry{starts, static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)),
-                        layer_kind::bumped};
+  return make_geometry(starts, static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)),
+                       layer_kind::bumped, p);
 }
 
 /// Geometry of a plain layer with `starts` start positions (a single shard).
-RIBBON_HD inline layer_geometry plain_geometry(std::uint64_t starts) {
-  return layer_geometry{starts, 63, layer_kind::plain};
+RIBBON_HD inline layer_geometry plain_geometry(std::uint64_t starts, const filter_params& p) {
+  return make_geometry(starts, 63, layer_kind::plain, p);
 }
 
 /// Geometry of the bumped layer that `keys` keys reach.

@@ -14,6 +14,32 @@ namespace ribbon {
 /// The largest number of layers a filter may have (bumped layers plus the final plain one).
 inline constexpr std::uint32_t max_layers = 16;
 
+/// What a file stores. Filters answer membership (no false negatives, about 2^-r false
+/// positives); retrieval structures (static functions) return the r-bit value stored for a key.
+enum class filter_variant : std::uint32_t {
+  bumped = 0,              ///< BuRR-style bumped, layered filter (the default; smallest)
+  standard = 1,            ///< standard Ribbon: no bumping, slack eps > 0, retried on failure
+  homogeneous = 2,         ///< homogeneous Ribbon: all right sides 0, never fails
+  bumped_retrieval = 3,    ///< static function, bumped and layered
+  standard_retrieval = 4,  ///< static function, standard Ribbon with retries
+};
+
+/// Is this a retrieval structure (a static function) rather than a filter?
+RIBBON_HD constexpr bool is_retrieval(filter_variant v) {
+  return v == filter_variant::bumped_retrieval || v == filter_variant::standard_retrieval;
+}
+/// Does layer 0 bump keys by bucket thresholds (rather than being a standard Ribbon layer)?
+RIBBON_HD constexpr bool uses_bumping(filter_variant v) {
+  return v == filter_variant::bumped || v == filter_variant::bumped_retrieval;
+}
+/// Is `v` a known variant?
+RIBBON_HD constexpr bool valid_variant(filter_variant v) {
+  return static_cast<std::uint32_t>(v) <= static_cast<std::uint32_t>(filter_variant::standard_retrieval);
+}
+
+/// The unit of filter_params::extra_bit_fraction.
+inline constexpr std::uint32_t extra_bit_one = 1u << 16;
+
 /// Parameters shared by every builder and reader. Everything a query needs is here or in the
 /// per-layer geometry; all of it is stored in the file header.
 struct filter_params {
@@ -22,10 +48,16 @@ struct filter_params {
   std::uint32_t bucket_size = 0;      ///< B: slots per bumping bucket (power of two)
   std::uint32_t threshold_light = 0;  ///< bucket code 1 bumps keys whose offset is below this
   std::uint32_t threshold_heavy = 0;  ///< bucket code 2 bumps keys whose offset is below this
-  std::uint32_t reserved = 0;
+  filter_variant variant = filter_variant::bumped;
   std::uint64_t shard_size = 0;   ///< S: start positions per shard (power of two)
   std::uint64_t seed = 0;         ///< hash seed
   key_kind keys = key_kind::u64;  ///< how keys are hashed
+  /// Fractional bits per key: about this fraction (in units of 2^-16) of each layer's blocks,
+  /// the last ones, hold r + 1 result bits instead of r (filters only; 0: none).
+  std::uint32_t extra_bit_fraction = 0;
+
+  /// Result bits the solver carries: r, or r + 1 with fractional bits.
+  RIBBON_HD std::uint32_t solver_bits() const { return result_bits + (extra_bit_fraction != 0); }
 
   /// Offsets below `threshold(code)` in a bucket with that code are bumped.
   RIBBON_HD std::uint32_t threshold(unsigned code) const {
@@ -38,6 +70,7 @@ struct layer_sizing {
   double overload = 0;               ///< eps of a bumped layer (negative: overloaded)
   double plain_slack = 0;            ///< eps of the final plain layer (positive)
   std::uint64_t plain_max_keys = 0;  ///< a layer with at most this many keys is built plain
+  double standard_slack = 0;         ///< eps of a standard or homogeneous layer 0
 };
 
 namespace detail {
@@ -75,5 +108,28 @@ layer_sizing default_sizing(std::uint32_t width);
 
 /// Result bits for a target false-positive rate: the smallest r with 2^-r <= fpr (1..32).
 std::uint32_t result_bits_for_fpr(double fpr);
+
+/// Result bits and extra-bit fraction for a target false-positive rate, fractional: r with
+/// 2^-(r+1) < fpr <= 2^-r and a fraction f of blocks holding r + 1 bits, so that the
+/// expected rate 2^-r (1 - f/2) is fpr. {0, 0} for fpr outside (0, 1).
+struct fractional_bits {
+  std::uint32_t result_bits;
+  std::uint32_t extra_bit_fraction;
+};
+fractional_bits fractional_bits_for_fpr(double fpr);
+
+/// Expected false-positive rate of a filter with these parameters (2^-r, or the block-
+/// weighted mix of 2^-r and 2^-(r+1)); homogeneous filters exceed it when overloaded.
+double expected_fpr(const filter_params& p);
+
+/// eps of a standard Ribbon layer 0 so that a build succeeds at its first try with about
+/// probability `success` (from measured per-shard failure rates; see bench/RESULTS.md).
+double standard_slack_for_success(const filter_params& p, std::uint64_t keys, double success);
+
+namespace detail {
+/// Throws conflicting_values_error for the key with key hash `key_hash` (a retrieval build
+/// found it twice with different values); names an integer key.
+[[noreturn]] void throw_conflicting_values(const filter_params& p, std::uint64_t key_hash);
+}  // namespace detail
 
 }  // namespace ribbon

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,9 +19,18 @@ namespace ribbon {
 
 /// What to build.
 struct build_options {
-  std::uint32_t width = 64;       ///< ribbon width: 32, 64 or 128
-  std::uint32_t result_bits = 8;  ///< r, 1..32: false-positive rate 2^-r
-  double target_fpr = 0;          ///< if > 0, r is the smallest with 2^-r <= target_fpr
+  filter_variant variant = filter_variant::bumped;  ///< see filter_variant
+  std::uint32_t width = 64;                         ///< ribbon width: 32, 64 or 128
+  std::uint32_t result_bits = 8;  ///< r, 1..32: false-positive rate 2^-r; value bits (retrieval)
+  /// Filters: if > 0, the false-positive rate to reach with fractional bits per key (r and
+  /// r + 1 bits in a mix of blocks: --fpr 0.01 costs about 6.7 bits/key, not 7).
+  double target_fpr = 0;
+  /// Standard and homogeneous variants: eps of layer 0, (1 + eps) n slots. NaN: standard
+  /// variants derive it from success_probability, homogeneous uses 0.01. Homogeneous accepts
+  /// eps <= 0 (overloaded, a higher false-positive rate).
+  double slack = std::numeric_limits<double>::quiet_NaN();
+  /// Standard variants: probability that the first try of layer 0 succeeds (sets the slack).
+  double success_probability = 0.95;
   std::uint64_t shard_size = 0;   ///< start positions per shard (power of two); 0: default
   std::uint64_t seed = 0;         ///< hash seed; the file is a function of keys, params, seed
   std::uint32_t threads = 0;      ///< worker threads; 0: all hardware threads
@@ -39,6 +49,7 @@ struct build_stats {
   double eliminate_thread_seconds = 0;
   double back_substitute_thread_seconds = 0;
   std::uint32_t plain_layer_attempts = 0;  ///< tries of the final plain layer (1 = no retry)
+  std::uint32_t standard_attempts = 0;     ///< tries of a standard layer 0 (1 = no retry)
 };
 
 namespace detail {
@@ -46,6 +57,16 @@ namespace detail {
 /// shared by every builder. Throws ribbon::error for invalid options (what check_params()
 /// finds, or a target FPR outside (0, 1)).
 filter_params params_from(const build_options& options, key_kind keys);
+/// params_from() for a build with values: a retrieval variant (bumped -> bumped_retrieval,
+/// standard -> standard_retrieval; homogeneous has none) with r = options.result_bits.
+filter_params retrieval_params_from(const build_options& options, key_kind keys);
+/// The layer sizing of a build of `keys` keys (the standard slack from the options).
+layer_sizing sizing_from(const build_options& options, const filter_params& p, std::uint64_t keys);
+/// Throws ribbon::error naming the first value that does not fit in r bits.
+void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits);
+/// The error of check_values(): value `value` of key number `index` needs more than r bits.
+[[noreturn]] void throw_value_too_wide(std::uint32_t value, std::uint64_t index,
+                                       std::uint32_t result_bits);
 }  // namespace detail
 
 /// How to open a filter file.
@@ -57,6 +78,11 @@ struct load_options {
 /// A static Ribbon filter: the set membership of a fixed set of keys, with no false negatives
 /// and a false-positive rate of about 2^-r. Built in bulk (oneTBB), saved to and loaded from
 /// one file format (mmap, zero copies), queried one key at a time or in batches.
+///
+/// The same type holds a retrieval structure (a static function, built with values): lookup()
+/// returns the r-bit value stored for a key of the set, and an arbitrary r-bit value for any
+/// other key (it cannot tell them apart). contains() is for filters, lookup() for retrieval
+/// (checked; a mismatch throws ribbon::error).
 ///
 /// A filter is built from either 64-bit integer keys or byte-string keys and must be queried
 /// with the same kind (checked; a mismatch throws ribbon::error).
@@ -80,6 +106,18 @@ class filter {
   static filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
                                   const build_options& options = {}, build_stats* stats = nullptr);
 
+  /// Builds a retrieval structure mapping keys[i] to values[i] (each below 2^r). A key given
+  /// twice with the same value is fine; with two values it is an error
+  /// (conflicting_values_error). options.variant bumped or standard picks the retrieval form.
+  static filter build(const std::uint64_t* keys, const std::uint32_t* values, std::uint64_t count,
+                      const build_options& options = {}, build_stats* stats = nullptr);
+  static filter build(const std::string_view* keys, const std::uint32_t* values,
+                      std::uint64_t count, const build_options& options = {},
+                      build_stats* stats = nullptr);
+  static filter build_from_hashes(const std::uint64_t* hashes, const std::uint32_t* values,
+                                  std::uint64_t count, key_kind keys,
+                                  const build_options& options = {}, build_stats* stats = nullptr);
+
   /// Opens a filter file. Throws ribbon::error for a missing, unreadable, truncated, corrupt
   /// or unknown file, naming the file and the cause.
   static filter load(const std::string& path, const load_options& options = {});
@@ -94,18 +132,35 @@ class filter {
 
   /// Membership of one integer key: true for every key of the set.
   bool contains(std::uint64_t key) const {
-    check_kind(key_kind::u64);
+    check_query(key_kind::u64, false);
     return ref_.contains(key);
   }
   /// Membership of one byte-string key.
   bool contains(std::string_view key) const {
-    check_kind(key_kind::bytes);
+    check_query(key_kind::bytes, false);
     return ref_.contains(key.data(), key.size());
   }
   /// Batched membership: out[i] = contains(keys[i]). Hashes ahead and prefetches; runs in
   /// parallel for large batches.
   void contains(const std::uint64_t* keys, std::uint64_t count, bool* out) const;
   void contains(const std::string_view* keys, std::uint64_t count, bool* out) const;
+
+  /// Retrieval: the value stored for a key (arbitrary for keys not in the set).
+  std::uint32_t lookup(std::uint64_t key) const {
+    check_query(key_kind::u64, true);
+    return ref_.lookup_hash(ref_.key_hash(key));
+  }
+  std::uint32_t lookup(std::string_view key) const {
+    check_query(key_kind::bytes, true);
+    return ref_.lookup_hash(ref_.key_hash(key.data(), key.size()));
+  }
+  /// Batched retrieval: out[i] = lookup(keys[i]), in parallel for large batches.
+  void lookup(const std::uint64_t* keys, std::uint64_t count, std::uint32_t* out) const;
+  void lookup(const std::string_view* keys, std::uint64_t count, std::uint32_t* out) const;
+
+  /// What the file stores.
+  filter_variant variant() const { return ref_.params.variant; }
+  bool is_retrieval() const { return ribbon::is_retrieval(ref_.params.variant); }
 
   /// The view used by queries (and usable in device code after copying the image).
   const filter_ref& ref() const { return ref_; }
@@ -124,10 +179,12 @@ class filter {
 
  private:
   struct storage;
-  void check_kind(key_kind expected) const {
+  void check_query(key_kind expected, bool retrieval) const {
     if (ref_.params.keys != expected) throw_kind_mismatch(expected);
+    if (is_retrieval() != retrieval) throw_variant_mismatch(retrieval);
   }
   [[noreturn]] void throw_kind_mismatch(key_kind expected) const;
+  [[noreturn]] void throw_variant_mismatch(bool retrieval) const;
   void adopt_image(const unsigned char* data, std::uint64_t size, const load_options& options,
                    const std::string& source);
   format::filter_image image() const;

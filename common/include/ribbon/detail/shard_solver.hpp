@@ -8,6 +8,7 @@
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
+#include "ribbon/detail/records.hpp"
 #include "ribbon/detail/rows.hpp"
 #include "ribbon/hash.hpp"
 #include "ribbon/layer.hpp"
@@ -93,7 +94,8 @@ struct shard_outcome {
 
 /// Eliminates the rows of one shard, one pivot step at a time.
 ///
-/// `hashes` holds the layer hashes of the shard's keys sorted ascending (so by start).
+/// `hashes` holds the shard's records (layer hashes, with values in retrieval) sorted by hash
+/// (so by start).
 /// Buckets are processed in ascending order, and each bucket's keys in descending start
 /// order: at the first failure in a bucket the smallest threshold above the failing offset is
 /// chosen, the bucket's rows below it (the most recent insertions) are undone, and those keys
@@ -101,19 +103,20 @@ struct shard_outcome {
 /// to the front of `hashes`, in ascending order. Bucket codes go to `threshold_words`, whose
 /// element 0 is the layer's threshold word `threshold_origin` (a window of the layer's array,
 /// e.g. one shard range of an out-of-core build); the shard writes its own words only. A plain
-/// layer is one bucket that may not bump.
+/// layer is one bucket that may not bump; a standard layer's shard is one bucket that bumps
+/// only its head keys (by rule) and fails, like a plain layer, on an inconsistent row.
 ///
 /// The work is a state machine advanced by step(): one xor with one pivot in the common case.
 /// A step's latency is a chain of dependent loads, so a CPU thread interleaves the steps of
 /// several shards (independent by construction) to keep its pipeline full; eliminate_shard()
 /// runs one shard alone.
-template <unsigned Width, class Result>
+template <unsigned Width, class Result, class Record = std::uint64_t>
 class shard_eliminator {
  public:
   using word = word_t<Width>;
 
   RIBBON_HD shard_eliminator(const filter_params& p, const layer_geometry& g, std::uint64_t shard,
-                             std::uint64_t* hashes, std::uint64_t count,
+                             Record* hashes, std::uint64_t count,
                              shard_workspace<Width, Result> ws, std::uint64_t* threshold_words,
                              std::uint64_t threshold_origin = 0)
       : p_(p),
@@ -127,7 +130,7 @@ class shard_eliminator {
         first_bucket_(g.bumping() ? g.shard_begin(shard) / p.bucket_size : 0),
         bucket_size_(g.bumping() ? p.bucket_size : g.shard_end(shard) - g.shard_begin(shard)),
         num_buckets_(g.bumping() ? (g.shard_end(shard) - g.shard_begin(shard)) / p.bucket_size : 1),
-        rule_limit_(g.bumping() && shard > 0 ? Width : 0),
+        rule_limit_(g.sharded() && shard > 0 ? Width : 0),
         undo_capacity_(undo_capacity(p.bucket_size, Width)) {
     const std::uint64_t columns = shard_columns(g, shard, Width);
     for (std::uint64_t c = 0; c < columns; ++c) {
@@ -203,14 +206,15 @@ class shard_eliminator {
   /// the bucket has none left.
   RIBBON_HD bool load_row() {
     if (row_ == bucket_first_) return false;
-    const std::uint64_t h = hashes_[row_ - 1];
+    const Record& record = hashes_[row_ - 1];
+    const std::uint64_t h = record_hash(record);
     const std::uint64_t start = local_start(h, g_, begin_);
     if (start < rule_limit_) return false;  // the rest of the bucket is bumped by rule
     --row_;
     row_start_ = start;
     column_ = start;
     coeff_ = coefficients<Width>(h);
-    result_ = static_cast<Result>(fingerprint(h, p_.result_bits));
+    result_ = static_cast<Result>(record_rhs(p_, g_, (begin_ + start) / Width, record));
     return true;
   }
 
@@ -249,7 +253,7 @@ class shard_eliminator {
       bucket_first_ = bucket_end_;
       std::uint64_t end = bucket_first_;
       const std::uint64_t limit = bucket_begin() + bucket_size_;
-      while (end < count_ && local_start(hashes_[end], g_, begin_) < limit) ++end;
+      while (end < count_ && local_start(record_hash(hashes_[end]), g_, begin_) < limit) ++end;
       bucket_end_ = end;
       row_ = end;
       if (load_row()) return;
@@ -259,13 +263,14 @@ class shard_eliminator {
   /// Records the bucket's code and moves its bumped keys (a prefix, sorted by start) to the
   /// front.
   RIBBON_HD void finish_bucket() {
-    if (!g_.bumping()) return;
-    std::uint64_t bump_below = bucket_begin() + p_.threshold(code_);
+    if (!g_.sharded()) return;
+    std::uint64_t bump_below = bucket_begin() + (g_.bumping() ? p_.threshold(code_) : 0);
     if (bump_below < rule_limit_) bump_below = rule_limit_;
     for (std::uint64_t i = bucket_first_;
-         i < bucket_end_ && local_start(hashes_[i], g_, begin_) < bump_below; ++i) {
+         i < bucket_end_ && local_start(record_hash(hashes_[i]), g_, begin_) < bump_below; ++i) {
       hashes_[kept_++] = hashes_[i];
     }
+    if (!g_.bumping()) return;
     const std::uint64_t bucket = first_bucket_ + bucket_;
     code_word_ |= std::uint64_t{code_} << (2 * (bucket % 32));
     if (bucket % 32 == 31 || bucket_ + 1 == num_buckets_) {
@@ -279,7 +284,7 @@ class shard_eliminator {
   filter_params p_;
   layer_geometry g_;
   shard_workspace<Width, Result> ws_;
-  std::uint64_t* hashes_;
+  Record* hashes_;
   std::uint64_t count_;
   std::uint64_t* threshold_words_;
   std::uint64_t threshold_origin_;  // layer index of threshold_words_[0]
@@ -342,52 +347,71 @@ RIBBON_HD void interleave(Eliminator* eliminators, unsigned count) {
 }
 
 /// Eliminates the rows of one shard (see shard_eliminator, also for `threshold_origin`).
-template <unsigned Width, class Result>
+template <unsigned Width, class Result, class Record>
 RIBBON_HD shard_outcome eliminate_shard(const filter_params& p, const layer_geometry& g,
-                                        std::uint64_t shard, std::uint64_t* hashes,
-                                        std::uint64_t count, shard_workspace<Width, Result> ws,
+                                        std::uint64_t shard, Record* hashes, std::uint64_t count,
+                                        shard_workspace<Width, Result> ws,
                                         std::uint64_t* threshold_words,
                                         std::uint64_t threshold_origin = 0) {
-  shard_eliminator<Width, Result> eliminator(p, g, shard, hashes, count, ws, threshold_words,
-                                             threshold_origin);
+  shard_eliminator<Width, Result, Record> eliminator(p, g, shard, hashes, count, ws,
+                                                     threshold_words, threshold_origin);
   while (!eliminator.done()) eliminator.step();
   return eliminator.outcome();
 }
 
-/// Back-substitution with the number of result bits known at compile time (`Bits` > 0) or
-/// at run time (`Bits` == 0, r = `result_bits`); a constant lets the compiler keep the r
-/// state words in registers.
+/// The value a free (pivot-less) column gets: 0, which makes the solution the unique one with
+/// zeros there, a function of the kept rows alone and not of the order they were eliminated
+/// in. A homogeneous filter needs a random member of its solution space instead (all right
+/// sides are 0, so zeros everywhere would accept every key): pseudo-random bits, a function of
+/// the seed, the layer's size and the column, the same for every builder.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t free_column_value(const filter_params& p,
+                                                              const layer_geometry& g,
+                                                              std::uint64_t column,
+                                                              std::uint32_t bits) {
+  if (p.variant != filter_variant::homogeneous) return 0;
+  const std::uint64_t layer_key = mix64(p.seed ^ (g.num_starts * 0x9E3779B97F4A7C15ULL));
+  return static_cast<std::uint32_t>(mix64(layer_key + column) >> (64 - bits));
+}
+
+/// Back-substitution with the number of result bits known at compile time (`Bits` > 0, every
+/// block holds Bits words) or at run time (`Bits` == 0: r = p.solver_bits(), blocks hold the
+/// geometry's r or r + 1 words); a constant lets the compiler keep the state words in
+/// registers. Columns [first_column, end_column) of the shard starting at start `begin`.
 template <unsigned Width, class Result, std::uint32_t Bits>
-RIBBON_HD void back_substitute_columns(std::uint32_t result_bits, std::uint64_t begin,
-                                       std::uint64_t end_column, std::uint64_t first_column,
-                                       const word_t<Width>* coeffs, const Result* results,
-                                       word_t<Width>* solution, std::uint64_t block_origin) {
+RIBBON_HD void back_substitute_columns(const filter_params& p, const layer_geometry& g,
+                                       std::uint64_t begin, std::uint64_t end_column,
+                                       std::uint64_t first_column, const word_t<Width>* coeffs,
+                                       const Result* results, word_t<Width>* solution,
+                                       std::uint64_t block_origin) {
   using word = word_t<Width>;
-  const std::uint32_t r = Bits != 0 ? Bits : result_bits;
+  const std::uint32_t r = Bits != 0 ? Bits : p.solver_bits();
+  const std::uint64_t origin_word = g.block_word(block_origin, p.result_bits);
   word state[Bits != 0 ? Bits : 32];
   for (std::uint32_t j = 0; j < r; ++j) state[j] = 0;
   for (std::uint64_t column = end_column; column-- > first_column;) {
     const word coeff = coeffs[column];
-    // Free columns get 0, whatever an undone row left in `results`: the solution is then the
-    // unique one with zeros at the free columns, a function of the kept rows alone and not of
-    // the order in which they were eliminated.
-    const std::uint32_t result = coeff != 0 ? results[column] : 0u;
+    const std::uint32_t result =
+        coeff != 0 ? results[column] : free_column_value(p, g, begin + column, r);
     for (std::uint32_t j = 0; j < r; ++j) {
       const word shifted = state[j] << 1;
       const word bit = static_cast<word>(parity(shifted & coeff) ^ ((result >> j) & 1u));
       state[j] = shifted | bit;
     }
     if (column % Width == 0) {  // begin is a multiple of Width
-      word* block = solution + ((begin + column) / Width - block_origin) * r;
-      for (std::uint32_t j = 0; j < r; ++j) block[j] = state[j];
+      const std::uint64_t block = (begin + column) / Width;
+      word* out = solution + (g.block_word(block, p.result_bits) - origin_word);
+      const std::uint32_t bits = Bits != 0 ? Bits : g.block_bits(block, p.result_bits);
+      for (std::uint32_t j = 0; j < bits; ++j) out[j] = state[j];
     }
   }
 }
 
 /// BACK-SUBSTITUTE for the columns a shard owns, written as interleaved blocks: per block of
-/// `Width` columns, r words whose bit j is the solution bit of column block*Width + j.
-/// Free (pivot-less) columns get 0. solution[0] is the layer's block `block_origin` (a window,
-/// as for the threshold words).
+/// `Width` columns, r (or r + 1) words whose bit j is the solution bit of column
+/// block*Width + j. solution[0] is the first word of the layer's block `block_origin` (a
+/// window, as for the threshold words). With fractional bits the solver's extra bit is
+/// solved everywhere and stored in the upper blocks only: keys of the lower blocks carry 0
+/// there, and no key of an upper block reaches a lower one.
 template <unsigned Width, class Result>
 RIBBON_HD void back_substitute_shard(const filter_params& p, const layer_geometry& g,
                                      std::uint64_t shard, const word_t<Width>* coeffs,
@@ -396,16 +420,17 @@ RIBBON_HD void back_substitute_shard(const filter_params& p, const layer_geometr
   const std::uint64_t begin = g.shard_begin(shard);
   const std::uint64_t end = shard_columns(g, shard, Width);
   const std::uint64_t first = shard == 0 ? 0 : Width;
-  const std::uint32_t r = p.result_bits;
+  const std::uint32_t r = p.solver_bits();
   // The common sizes get their own code; others run the generic loop.
-  if (r == 8 && sizeof(Result) == 1) {
-    back_substitute_columns<Width, Result, 8>(r, begin, end, first, coeffs, results, solution,
+  const bool uniform = p.extra_bit_fraction == 0;
+  if (uniform && r == 8 && sizeof(Result) == 1) {
+    back_substitute_columns<Width, Result, 8>(p, g, begin, end, first, coeffs, results, solution,
                                               block_origin);
-  } else if (r == 16 && sizeof(Result) == 2) {
-    back_substitute_columns<Width, Result, 16>(r, begin, end, first, coeffs, results, solution,
+  } else if (uniform && r == 16 && sizeof(Result) == 2) {
+    back_substitute_columns<Width, Result, 16>(p, g, begin, end, first, coeffs, results, solution,
                                                block_origin);
   } else {
-    back_substitute_columns<Width, Result, 0>(r, begin, end, first, coeffs, results, solution,
+    back_substitute_columns<Width, Result, 0>(p, g, begin, end, first, coeffs, results, solution,
                                               block_origin);
   }
 }

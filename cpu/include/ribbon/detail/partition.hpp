@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ribbon/detail/records.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/hash.hpp"
 #include "ribbon/layer.hpp"
@@ -27,16 +28,16 @@ inline std::uint64_t partition_chunk_size(std::uint64_t n) {
 /// whole layer otherwise). Two passes over the source (count, then scatter) so that no second
 /// n-sized buffer is needed: recomputing a hash is cheaper than the memory. shard_offsets gets
 /// end_shard - first_shard + 1 entries, shard s's hashes at [offsets[s - first_shard], ...).
-template <class Source>
+template <class Source, class Record>
 void partition_shard_range(std::uint64_t n, const Source& source, const layer_geometry& g,
-                           std::uint64_t first_shard, std::uint64_t end_shard, std::uint64_t* out,
+                           std::uint64_t first_shard, std::uint64_t end_shard, Record* out,
                            std::vector<std::uint64_t>& shard_offsets, double* count_seconds,
                            double* scatter_seconds) {
   const std::uint64_t shards = end_shard - first_shard;
   const std::uint64_t chunk = partition_chunk_size(n);
   const std::uint64_t chunks = divide_round_up(n, chunk);
   std::vector<std::uint64_t> counts(chunks * shards, 0);
-  auto shard_of = [&](std::uint64_t h) { return g.shard_of(h) - first_shard; };
+  auto shard_of = [&](const Record& r) { return g.shard_of(record_hash(r)) - first_shard; };
   auto start = std::chrono::steady_clock::now();
   tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
     std::uint64_t* row = counts.data() + c * shards;
@@ -62,8 +63,8 @@ void partition_shard_range(std::uint64_t n, const Source& source, const layer_ge
     std::uint64_t* cursor = counts.data() + c * shards;
     const std::uint64_t end = std::min(n, (c + 1) * chunk);
     for (std::uint64_t i = c * chunk; i < end; ++i) {
-      const std::uint64_t h = source(i);
-      out[cursor[shard_of(h)]++] = h;
+      const Record r = source(i);
+      out[cursor[shard_of(r)]++] = r;
     }
   });
   if (scatter_seconds)
@@ -72,18 +73,19 @@ void partition_shard_range(std::uint64_t n, const Source& source, const layer_ge
 }
 
 /// partition_shard_range() over every shard of the layer.
-template <class Source>
+template <class Source, class Record>
 void partition_by_shard(std::uint64_t n, const Source& source, const layer_geometry& g,
-                        std::uint64_t* out, std::vector<std::uint64_t>& shard_offsets,
+                        Record* out, std::vector<std::uint64_t>& shard_offsets,
                         double* count_seconds, double* scatter_seconds) {
   partition_shard_range(n, source, g, 0, g.num_shards(), out, shard_offsets, count_seconds,
                         scatter_seconds);
 }
 
-/// Sorts a shard's hashes ascending: LSD radix sort on the local start (a few passes of at
+/// Sorts a shard's records by hash: LSD radix sort on the local start (a few passes of at
 /// most 11 bits), then insertion sort, which only has to order hashes sharing a start.
-inline void sort_shard(std::uint64_t* h, std::uint64_t count, const layer_geometry& g,
-                       std::uint64_t shard, std::vector<std::uint64_t>& scratch) {
+template <class Record>
+void sort_shard(Record* h, std::uint64_t count, const layer_geometry& g, std::uint64_t shard,
+                std::vector<Record>& scratch) {
   const std::uint64_t begin = g.shard_begin(shard);
   const std::uint64_t span = g.shard_end(shard) - begin;
   if (count >= 64 && span > 1) {
@@ -93,13 +95,13 @@ inline void sort_shard(std::uint64_t* h, std::uint64_t count, const layer_geomet
     const std::uint64_t mask = (std::uint64_t{1} << digit_bits) - 1;
     if (scratch.size() < count) scratch.resize(count);
     std::vector<std::uint64_t> histogram(mask + 1);
-    std::uint64_t* src = h;
-    std::uint64_t* dst = scratch.data();
+    Record* src = h;
+    Record* dst = scratch.data();
     for (unsigned pass = 0; pass < passes; ++pass) {
       const unsigned shift = pass * digit_bits;
       std::fill(histogram.begin(), histogram.end(), 0);
       for (std::uint64_t i = 0; i < count; ++i) {
-        ++histogram[(local_start(src[i], g, begin) >> shift) & mask];
+        ++histogram[(local_start(record_hash(src[i]), g, begin) >> shift) & mask];
       }
       std::uint64_t sum = 0;
       for (auto& bin : histogram) {
@@ -108,16 +110,16 @@ inline void sort_shard(std::uint64_t* h, std::uint64_t count, const layer_geomet
         sum += c;
       }
       for (std::uint64_t i = 0; i < count; ++i) {
-        dst[histogram[(local_start(src[i], g, begin) >> shift) & mask]++] = src[i];
+        dst[histogram[(local_start(record_hash(src[i]), g, begin) >> shift) & mask]++] = src[i];
       }
       std::swap(src, dst);
     }
-    if (src != h) std::memcpy(h, src, count * sizeof(std::uint64_t));
+    if (src != h) std::memcpy(h, src, count * sizeof(Record));
   }
   for (std::uint64_t i = 1; i < count; ++i) {
-    const std::uint64_t v = h[i];
+    const Record v = h[i];
     std::uint64_t j = i;
-    for (; j > 0 && h[j - 1] > v; --j) h[j] = h[j - 1];
+    for (; j > 0 && record_hash(h[j - 1]) > record_hash(v); --j) h[j] = h[j - 1];
     h[j] = v;
   }
 }

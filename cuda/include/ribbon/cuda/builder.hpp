@@ -39,6 +39,7 @@ struct device_build_stats {
   double total_seconds = 0;
   std::uint32_t layers = 0;
   std::uint32_t plain_layer_attempts = 0;
+  std::uint32_t standard_attempts = 0;  ///< tries of a standard layer 0 (1 = no retry)
 };
 
 /// Where a build's keys are.
@@ -66,6 +67,17 @@ filter build(const std::string_view* keys, std::uint64_t count, const build_opti
 filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
                          const build_options& options = {}, device_build_stats* stats = nullptr,
                          const device_options& device = {});
+
+/// Builds a retrieval structure mapping integer keys[i] (host or device memory) to values[i]
+/// (in the same memory), as filter::build with values: the same file bytes.
+filter build(const std::uint64_t* keys, const std::uint32_t* values, std::uint64_t count,
+             const build_options& options = {}, memory where = memory::host,
+             device_build_stats* stats = nullptr, const device_options& device = {});
+
+/// Builds a retrieval structure from key hashes and values in host memory.
+filter build_from_hashes(const std::uint64_t* hashes, const std::uint32_t* values,
+                         std::uint64_t count, key_kind keys, const build_options& options = {},
+                         device_build_stats* stats = nullptr, const device_options& device = {});
 
 /// Builds from `count` key hashes that `hashes(visit)` passes to `visit` chunk by chunk
 /// (what ribbon::bulk_builder's in_memory hook provides); each chunk is copied as it comes.

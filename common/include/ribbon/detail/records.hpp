@@ -1,0 +1,71 @@
+/// @file records.hpp
+/// What the builders carry per key: its layer hash (filters), or its layer hash and the value
+/// to store (retrieval). The solver reads both through the functions here, so one pipeline
+/// serves both.
+#pragma once
+
+#include <cstdint>
+
+#include "ribbon/config.hpp"
+#include "ribbon/detail/rows.hpp"
+#include "ribbon/layer.hpp"
+#include "ribbon/params.hpp"
+
+namespace ribbon::detail {
+
+/// A key of a retrieval build: its layer hash and its r-bit value.
+struct keyed_value {
+  std::uint64_t hash;
+  std::uint64_t value;  ///< fits in r bits (checked when the build starts)
+};
+
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t record_hash(std::uint64_t hash) { return hash; }
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t record_hash(const keyed_value& r) { return r.hash; }
+
+/// The record with its hash replaced (the next layer's hash), its value kept.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t with_hash(std::uint64_t, std::uint64_t hash) {
+  return hash;
+}
+RIBBON_HD RIBBON_FORCE_INLINE keyed_value with_hash(const keyed_value& r, std::uint64_t hash) {
+  return {hash, r.value};
+}
+
+/// Orders records by hash (the order every builder solves a shard in).
+struct record_less {
+  template <class Record>
+  RIBBON_HD bool operator()(const Record& a, const Record& b) const {
+    return record_hash(a) < record_hash(b);
+  }
+};
+
+/// The right side of a key's equation, for a key starting in block `block` of layer `g`: its
+/// fingerprint (r or r + 1 bits), 0 in a homogeneous filter, its value in retrieval.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t record_rhs(const filter_params& p,
+                                                       const layer_geometry& g,
+                                                       std::uint64_t block, std::uint64_t hash) {
+  if (p.variant == filter_variant::homogeneous) return 0;
+  return fingerprint(hash, g.block_bits(block, p.result_bits));
+}
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t record_rhs(const filter_params& p,
+                                                       const layer_geometry& g,
+                                                       std::uint64_t block,
+                                                       const keyed_value& r) {
+  (void)p, (void)g, (void)block;
+  return static_cast<std::uint32_t>(r.value);
+}
+
+/// In records sorted by hash, the first pair of equal hashes with different values (a key
+/// given twice with two values, or two keys sharing a 64-bit hash): its index, or `count`.
+RIBBON_HD inline std::uint64_t find_conflict(const std::uint64_t*, std::uint64_t count) {
+  return count;  // filters: equal hashes are duplicate keys, which are allowed
+}
+RIBBON_HD inline std::uint64_t find_conflict(const keyed_value* records, std::uint64_t count) {
+  for (std::uint64_t i = 1; i < count; ++i) {
+    if (records[i].hash == records[i - 1].hash && records[i].value != records[i - 1].value) {
+      return i;
+    }
+  }
+  return count;
+}
+
+}  // namespace ribbon::detail
