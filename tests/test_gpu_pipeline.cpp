@@ -45,6 +45,90 @@ TEST(GpuPipeline, SameBytesAsTheCpuBuilderAcrossSizes) {
   expect_same_bytes(ribbon_test::keys_range(1, 0, ribbon_test::scaled(1'000'000, 100'000)), o);
 }
 
+TEST(GpuPipeline, SameBytesForEveryVariant) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  const std::uint64_t n = ribbon_test::scaled(60'000, 20'000);
+  for (ribbon::filter_variant v :
+       {ribbon::filter_variant::standard, ribbon::filter_variant::homogeneous,
+        ribbon::filter_variant::bumped_retrieval, ribbon::filter_variant::standard_retrieval}) {
+    for (std::uint32_t width : {32u, 64u, 128u}) {
+      for (std::uint32_t bits : {1u, 8u, 13u}) {
+        ribbon::build_options o;
+        o.variant = v;
+        o.width = width;
+        o.result_bits = bits;
+        o.seed = width + bits;
+        o.shard_size = width == 128 ? 16384 : 4096;  // several shards with rule-bumped heads
+        SCOPED_TRACE("variant " + std::to_string(static_cast<int>(v)));
+        const auto keys = ribbon_test::keys_range(width + bits, 0, n);
+        if (!ribbon::is_retrieval(v)) {
+          expect_same_bytes(keys, o);
+          continue;
+        }
+        std::vector<std::uint32_t> values(n);
+        for (std::uint64_t i = 0; i < n; ++i) {
+          values[i] = static_cast<std::uint32_t>(ribbon_test::splitmix(i) >> (64 - bits));
+        }
+        const ribbon::filter gpu = ribbon::cuda::build(keys.data(), values.data(), n, o);
+        const ribbon::filter cpu = ribbon::filter::build(keys.data(), values.data(), n, o);
+        ASSERT_TRUE(gpu.serialize() == cpu.serialize()) << "GPU and CPU files differ";
+        for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(gpu.lookup(keys[i]), values[i]);
+      }
+    }
+  }
+}
+
+TEST(GpuPipeline, SameBytesWithFractionalBitsAndStandardRetries) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  const auto keys = ribbon_test::keys_range(61, 0, ribbon_test::scaled(100'000, 30'000));
+  for (ribbon::filter_variant v : {ribbon::filter_variant::bumped,
+                                   ribbon::filter_variant::standard,
+                                   ribbon::filter_variant::homogeneous}) {
+    for (double fpr : {0.01, 0.0003}) {
+      ribbon::build_options o;
+      o.variant = v;
+      o.target_fpr = fpr;
+      expect_same_bytes(keys, o);
+    }
+  }
+  ribbon::build_options retried;  // too little slack: the first tries fail
+  retried.variant = ribbon::filter_variant::standard;
+  retried.width = 32;
+  retried.slack = 0.002;
+  retried.shard_size = 4096;
+  ribbon::cuda::device_build_stats stats;
+  ribbon::build_stats cpu_stats;
+  const ribbon::filter gpu = ribbon::cuda::build(keys.data(), keys.size(), retried,
+                                                 ribbon::cuda::memory::host, &stats);
+  const ribbon::filter cpu = ribbon::filter::build(keys.data(), keys.size(), retried, &cpu_stats);
+  EXPECT_GT(stats.standard_attempts, 1u);
+  EXPECT_EQ(stats.standard_attempts, cpu_stats.standard_attempts);
+  EXPECT_TRUE(gpu.serialize() == cpu.serialize());
+}
+
+TEST(GpuPipeline, ConflictingValuesNameTheSameKeyAsTheCpu) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  std::vector<std::uint64_t> keys = ribbon_test::keys_range(62, 0, 5000);
+  std::vector<std::uint32_t> values(keys.size(), 5);
+  for (std::size_t at : {100u, 2000u, 4000u}) {
+    keys.push_back(keys[at]);
+    values.push_back(6);
+  }
+  std::string gpu_message, cpu_message;
+  try {
+    (void)ribbon::cuda::build(keys.data(), values.data(), keys.size());
+  } catch (const ribbon::conflicting_values_error& e) {
+    gpu_message = e.what();
+  }
+  try {
+    (void)ribbon::filter::build(keys.data(), values.data(), keys.size());
+  } catch (const ribbon::conflicting_values_error& e) {
+    cpu_message = e.what();
+  }
+  EXPECT_FALSE(gpu_message.empty());
+  EXPECT_EQ(gpu_message, cpu_message);
+}
+
 TEST(GpuPipeline, SameBytesAcrossWidthsBitsAndSeeds) {
   RIBBON_SKIP_WITHOUT_DEVICE();
   const std::uint64_t n = ribbon_test::scaled(150'000, 30'000);
