@@ -34,6 +34,11 @@ int run_gpu_bench(const std::vector<std::uint64_t>&, const std::vector<std::uint
   throw error(gpu_unavailable);
 }
 
+filter build_retrieval_on_gpu(const std::uint64_t*, const std::uint32_t*, std::uint64_t, key_kind,
+                              const build_options&) {
+  throw error(gpu_unavailable);
+}
+
 #else
 
 bool use_gpu(const std::string& backend) {
@@ -60,6 +65,11 @@ void configure_gpu_build(bulk_options& options) {
   const std::uint64_t host_limit =
       options.memory_limit != 0 ? options.memory_limit : default_memory_limit();
   options.memory_limit = std::min(host_limit, device_limit);
+}
+
+filter build_retrieval_on_gpu(const std::uint64_t* hashes, const std::uint32_t* values,
+                              std::uint64_t count, key_kind keys, const build_options& options) {
+  return cuda::build_from_hashes(hashes, values, count, keys, options);
 }
 
 namespace {

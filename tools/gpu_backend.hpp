@@ -20,6 +20,11 @@ bool use_gpu(const std::string& backend);
 /// range is solved on the device. Caps options.memory_limit to what the device holds.
 void configure_gpu_build(bulk_options& options);
 
+/// A retrieval build (key hashes with values, in memory) on the GPU; the same file as
+/// filter::build_from_hashes with values.
+filter build_retrieval_on_gpu(const std::uint64_t* hashes, const std::uint32_t* values,
+                              std::uint64_t count, key_kind keys, const build_options& options);
+
 /// `ribbon bench --backend gpu`: builds `keys` from device memory, checks and times batched
 /// GPU queries on device- and host-resident keys, prints a report (or JSON). Returns the exit
 /// status.
