@@ -13,15 +13,10 @@
 #include "gpu_backend.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
+#include "util.hpp"
 
 namespace ribbon::cli {
 namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point start) {
-  return std::chrono::duration<double>(clock_type::now() - start).count();
-}
 
 std::uint64_t splitmix64(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
@@ -57,6 +52,9 @@ struct bench_settings {
   std::uint32_t width = 64;
   std::uint32_t bits = 8;
   double fpr = 0;  // if set, chooses bits
+  std::string variant = "bumped";
+  double slack = std::nan("");
+  double success_probability = 0.95;
   std::uint32_t threads = 0;
   std::uint64_t seed = 1;
   std::uint64_t shard_size = 0;
@@ -83,14 +81,31 @@ int run_bench(const bench_settings& s) {
   options.threads = threads;
   options.seed = s.seed;
   options.shard_size = s.shard_size;
+  options.variant = parse_variant(s.variant);
+  options.slack = s.slack;
+  options.success_probability = s.success_probability;
+  const bool retrieval = is_retrieval(options.variant);
 
-  if (gpu) return run_gpu_bench(keys, negatives, options, s.json);
+  if (gpu) {
+    if (retrieval) throw error("bench --backend gpu covers the filter variants, not retrieval");
+    return run_gpu_bench(keys, negatives, options, s.json);
+  }
+  // Retrieval stores a pseudo-random r-bit value per key.
+  std::vector<std::uint32_t> values;
+  if (retrieval) {
+    values.resize(n);
+    const std::uint32_t r = s.bits;
+    for (auto& v : values) {
+      v = static_cast<std::uint32_t>(splitmix64(state) >> (64 - r));
+    }
+  }
 
   const bool peak_reset = reset_peak_rss();
   const std::uint64_t rss_before = proc_status_bytes("VmRSS");
   build_stats stats;
   const auto build_start = clock_type::now();
-  filter f = filter::build(keys.data(), n, options, &stats);
+  filter f = retrieval ? filter::build(keys.data(), values.data(), n, options, &stats)
+                       : filter::build(keys.data(), n, options, &stats);
   const double build_seconds = seconds_since(build_start);
   const std::uint64_t peak = proc_status_bytes("VmHWM");
   const double peak_rss_per_key =
@@ -98,51 +113,81 @@ int run_bench(const bench_settings& s) {
           ? static_cast<double>(peak > rss_before ? peak - rss_before : 0) / static_cast<double>(n)
           : -1;
 
-  // Scalar queries: one key at a time, every member and every non-member.
+  // Scalar queries: one key at a time, every member and every non-member. Retrieval: a
+  // "false negative" is a member whose lookup is not its value; non-members have no answer
+  // to check (their value is arbitrary), so only their time is measured.
   std::uint64_t false_negatives = 0;
-  auto t = clock_type::now();
-  for (std::uint64_t k : keys) false_negatives += !f.contains(k);
-  const double positive_seconds = seconds_since(t);
   std::uint64_t false_positives = 0;
+  std::uint64_t checksum = 0;  // keeps the non-member lookups from being optimised away
+  auto t = clock_type::now();
+  if (retrieval) {
+    for (std::uint64_t i = 0; i < n; ++i) false_negatives += f.lookup(keys[i]) != values[i];
+  } else {
+    for (std::uint64_t k : keys) false_negatives += !f.contains(k);
+  }
+  const double positive_seconds = seconds_since(t);
   t = clock_type::now();
-  for (std::uint64_t k : negatives) false_positives += f.contains(k);
+  if (retrieval) {
+    for (std::uint64_t k : negatives) checksum += f.lookup(k);
+  } else {
+    for (std::uint64_t k : negatives) false_positives += f.contains(k);
+  }
   const double negative_seconds = seconds_since(t);
 
   // Batched queries over the non-members, on all threads and on one.
   std::unique_ptr<bool[]> out(new bool[m]);
+  std::vector<std::uint32_t> looked_up(retrieval ? m : 0);
+  auto batch = [&] {
+    if (retrieval) {
+      f.lookup(negatives.data(), m, looked_up.data());
+    } else {
+      f.contains(negatives.data(), m, out.get());
+    }
+  };
   f.set_query_threads(threads);
   t = clock_type::now();
-  f.contains(negatives.data(), m, out.get());
+  batch();
   const double batch_seconds = seconds_since(t);
-  const std::uint64_t batch_positives =
-      static_cast<std::uint64_t>(std::count(out.get(), out.get() + m, true));
+  if (retrieval) {
+    std::uint64_t batch_checksum = 0;
+    for (std::uint32_t v : looked_up) batch_checksum += v;
+    if (batch_checksum != checksum) throw error("batched and scalar lookups disagree");
+  } else {
+    const std::uint64_t batch_positives =
+        static_cast<std::uint64_t>(std::count(out.get(), out.get() + m, true));
+    if (batch_positives != false_positives) {
+      throw error("batched and scalar queries disagree: " + std::to_string(batch_positives) +
+                  " vs " + std::to_string(false_positives) + " positives");
+    }
+  }
   f.set_query_threads(1);
   t = clock_type::now();
-  f.contains(negatives.data(), m, out.get());
+  batch();
   const double batch_one_thread_seconds = seconds_since(t);
-  if (batch_positives != false_positives) {
-    throw error("batched and scalar queries disagree: " + std::to_string(batch_positives) + " vs " +
-                std::to_string(false_positives) + " positives");
-  }
 
   const double per_key = n > 0 ? 1e9 / static_cast<double>(n) : 0;
   const double per_negative = 1e9 / static_cast<double>(m);
   const double bits_per_key = f.bits_per_key();
   const std::uint32_t bits = f.params().result_bits;
-  const double fpr_expected = std::ldexp(1.0, -static_cast<int>(bits));
+  // Filters: against -log2 of the expected FPR (r, or r + f with fractional bits), the
+  // information-theoretic space; retrieval: against r.
+  const double fpr_expected = retrieval ? 0 : expected_fpr(f.params());
+  const double ideal_bits = retrieval ? bits : -std::log2(fpr_expected);
   const double fpr_measured = static_cast<double>(false_positives) / static_cast<double>(m);
-  const double overhead_pct = 100.0 * (bits_per_key / bits - 1.0);
+  const double overhead_pct = 100.0 * (bits_per_key / ideal_bits - 1.0);
+  const std::string& variant = variant_name(f.variant());
 
   if (s.json) {
     std::printf(
-        "{\"keys\": %llu, \"negatives\": %llu, \"width\": %u, \"bits\": %u, \"threads\": %u, "
+        "{\"variant\": \"%s\", \"keys\": %llu, \"negatives\": %llu, \"width\": %u, "
+        "\"bits\": %u, \"extra_bit_fraction\": %.5f, \"ideal_bits\": %.5f, \"threads\": %u, "
         "\"backend\": \"%s\", \"seed\": %llu, \"shard_size\": %llu, \"layers\": %u, "
         "\"build_ns_per_key\": %.3f, "
         "\"stage_ns_per_key\": {\"hash\": %.3f, \"partition\": %.3f, \"solve\": %.3f, "
         "\"gather\": %.3f, \"later_layers\": %.3f}, "
         "\"solve_thread_ns_per_key\": {\"sort\": %.3f, \"eliminate\": %.3f, "
         "\"back_substitute\": %.3f}, "
-        "\"plain_layer_attempts\": %u, \"filter_bytes\": %llu, "
+        "\"plain_layer_attempts\": %u, \"standard_attempts\": %u, \"filter_bytes\": %llu, "
         "\"bits_per_key\": %.5f, \"overhead_pct\": %.4f, "
         "\"fpr_expected\": %.8f, \"fpr_measured\": %.8f, \"false_positives\": %llu, "
         "\"false_negatives\": %llu, "
@@ -150,36 +195,47 @@ int run_bench(const bench_settings& s) {
         "\"batched_negative\": %.3f, \"batched_negative_per_thread\": %.3f, "
         "\"batched_negative_one_thread\": %.3f}, "
         "\"peak_rss_bytes_per_key\": %.3f}\n",
-        static_cast<unsigned long long>(n), static_cast<unsigned long long>(m), s.width, bits,
-        threads, "cpu", static_cast<unsigned long long>(s.seed),
+        variant.c_str(), static_cast<unsigned long long>(n), static_cast<unsigned long long>(m),
+        s.width, bits, f.params().extra_bit_fraction / 65536.0, ideal_bits, threads, "cpu",
+        static_cast<unsigned long long>(s.seed),
         static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
         build_seconds * per_key, stats.hash_seconds * per_key, stats.partition_seconds * per_key,
         stats.solve_seconds * per_key, stats.gather_seconds * per_key,
         stats.later_layers_seconds * per_key, stats.sort_thread_seconds * per_key,
         stats.eliminate_thread_seconds * per_key, stats.back_substitute_thread_seconds * per_key,
-        stats.plain_layer_attempts, static_cast<unsigned long long>(f.size_bytes()), bits_per_key,
-        overhead_pct, fpr_expected, fpr_measured, static_cast<unsigned long long>(false_positives),
+        stats.plain_layer_attempts, stats.standard_attempts,
+        static_cast<unsigned long long>(f.size_bytes()), bits_per_key, overhead_pct, fpr_expected,
+        fpr_measured, static_cast<unsigned long long>(false_positives),
         static_cast<unsigned long long>(false_negatives), positive_seconds * per_key,
         negative_seconds * per_negative, batch_seconds * per_negative,
         batch_seconds * per_negative * threads, batch_one_thread_seconds * per_negative,
         peak_rss_per_key);
   } else {
-    std::printf("ribbon bench: %llu keys, w=%u, r=%u, %u threads, backend %s\n",
-                static_cast<unsigned long long>(n), s.width, bits, threads, "cpu");
+    std::printf("ribbon bench: %s, %llu keys, w=%u, r=%u%s, %u threads, backend %s\n",
+                variant.c_str(), static_cast<unsigned long long>(n), s.width, bits,
+                f.params().extra_bit_fraction != 0 ? " (+1 in some blocks)" : "", threads, "cpu");
     std::printf(
         "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
         "gather %.2f, later layers %.2f ns/key)\n",
         build_seconds * per_key, build_seconds, stats.hash_seconds * per_key,
         stats.partition_seconds * per_key, stats.solve_seconds * per_key,
         stats.gather_seconds * per_key, stats.later_layers_seconds * per_key);
-    std::printf("  space        %8.4f bits/key, overhead %.4f%% over r, %u layers, %llu bytes\n",
-                bits_per_key, overhead_pct, f.num_layers(),
-                static_cast<unsigned long long>(f.size_bytes()));
     std::printf(
-        "  accuracy     FPR %.6f measured on %llu non-members (expected %.6f), "
-        "%llu false negatives\n",
-        fpr_measured, static_cast<unsigned long long>(m), fpr_expected,
-        static_cast<unsigned long long>(false_negatives));
+        "  space        %8.4f bits/key, overhead %.4f%% over %.4f bits, %u layers, %llu bytes, "
+        "%u tries\n",
+        bits_per_key, overhead_pct, ideal_bits, f.num_layers(),
+        static_cast<unsigned long long>(f.size_bytes()), std::max(stats.standard_attempts, 1u));
+    if (retrieval) {
+      std::printf("  accuracy     %llu of %llu members with a wrong value\n",
+                  static_cast<unsigned long long>(false_negatives),
+                  static_cast<unsigned long long>(n));
+    } else {
+      std::printf(
+          "  accuracy     FPR %.6f measured on %llu non-members (expected %.6f), "
+          "%llu false negatives\n",
+          fpr_measured, static_cast<unsigned long long>(m), fpr_expected,
+          static_cast<unsigned long long>(false_negatives));
+    }
     std::printf(
         "  queries      scalar positive %.2f ns, scalar negative %.2f ns, batched "
         "negative %.2f ns/key (%u threads), %.2f ns/key (1 thread)\n",
@@ -187,6 +243,7 @@ int run_bench(const bench_settings& s) {
         threads, batch_one_thread_seconds * per_negative);
     std::printf("  memory       peak RSS %.2f bytes/key beyond the input keys\n", peak_rss_per_key);
   }
+  if (checksum == 1) std::fprintf(stderr, " ");  // uses the checksum (never printed in practice)
   return false_negatives == 0 ? 0 : 1;
 }
 
@@ -208,6 +265,15 @@ std::function<int()> add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 32));
   cmd->add_option("--fpr", settings->fpr, "target false-positive rate (chooses r)")
       ->check(CLI::Range(1e-10, 0.75));
+  cmd->add_option("--variant", settings->variant,
+                  "bumped (default), standard, homogeneous, retrieval (bumped, random r-bit "
+                  "values) or standard-retrieval")
+      ->check(CLI::IsMember(variant_names()));
+  cmd->add_option("--slack", settings->slack,
+                  "standard/homogeneous: layer-0 eps (default: from --success-probability; "
+                  "homogeneous 0.01)");
+  cmd->add_option("--success-probability", settings->success_probability,
+                  "standard: probability that the first try succeeds (default 0.95)");
   cmd->add_option("-t,--threads", settings->threads, "threads (default: all cores)");
   cmd->add_option("--seed", settings->seed, "seed for keys and hashing");
   cmd->add_option("--shard-size", settings->shard_size, "slots per shard (power of two)");

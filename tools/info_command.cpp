@@ -38,9 +38,18 @@ int run_info(const info_settings& s) {
   const filter_params& p = f.params();
   const auto u = [](std::uint64_t v) { return std::to_string(v); };
   const double bits_per_key = f.bits_per_key();
-  const double overhead_pct =
-      f.key_count() > 0 ? 100.0 * (bits_per_key / p.result_bits - 1.0) : 0.0;
-  const double fpr = std::ldexp(1.0, -static_cast<int>(p.result_bits));
+  // Filters: overhead against -log2(FPR) (r, or about r + f with fractional bits); retrieval:
+  // against r, the value bits.
+  const bool retrieval = f.is_retrieval();
+  const double fpr = expected_fpr(p);
+  const double ideal_bits = retrieval ? p.result_bits : -std::log2(fpr);
+  const double overhead_pct = f.key_count() > 0 ? 100.0 * (bits_per_key / ideal_bits - 1.0) : 0.0;
+  const double extra_fraction = p.extra_bit_fraction / static_cast<double>(extra_bit_one);
+  auto kind_name = [](const layer_geometry& g) {
+    return g.kind == layer_kind::bumped     ? "bumped"
+           : g.kind == layer_kind::standard ? "standard"
+                                            : "plain";
+  };
 
   std::string out;
   if (s.json) {
@@ -50,10 +59,12 @@ int run_info(const info_settings& s) {
     };
     field("file", json_string(s.filter_path));
     field("file_bytes", u(f.size_bytes()));
-    field("format_version", u(format::current_version));
+    field("format_version", u(f.format_version()));
+    field("variant", json_string(variant_name(p.variant)));
     field("key_kind", json_string(key_kind_name(p.keys)));
     field("width", u(p.width));
     field("result_bits", u(p.result_bits));
+    field("extra_bit_fraction", number(extra_fraction, "%.6f"));
     field("bucket_size", u(p.bucket_size));
     field("threshold_light", u(p.threshold_light));
     field("threshold_heavy", u(p.threshold_heavy));
@@ -62,8 +73,9 @@ int run_info(const info_settings& s) {
     field("key_count", u(f.key_count()));
     field("num_layers", u(f.num_layers()));
     field("bits_per_key", number(bits_per_key, "%.6f"));
+    field("ideal_bits_per_key", number(ideal_bits, "%.6f"));
     field("overhead_pct", number(overhead_pct, "%.4f"));
-    field("expected_fpr", number(fpr, "%.10g"));
+    field("expected_fpr", retrieval ? std::string("null") : number(fpr, "%.10g"));
     field("builder", json_string(builder_text));
     out += "  \"layers\": [";
     for (std::size_t l = 0; l < f.layers().size(); ++l) {
@@ -73,7 +85,7 @@ int run_info(const info_settings& s) {
                                                        static_cast<double>(layer.input_keys)
                                                  : 0.0;
       out += l == 0 ? "\n" : ",\n";
-      out += "    {\"index\": " + u(l) + ", \"kind\": \"" + (g.bumping() ? "bumped" : "plain") +
+      out += "    {\"index\": " + u(l) + ", \"kind\": \"" + kind_name(g) +
              "\", \"starts\": " + u(g.num_starts) + ", \"shards\": " + u(g.num_shards()) +
              ", \"buckets\": " + u(g.num_buckets(p.bucket_size)) + ", \"salt\": " + u(layer.salt) +
              ", \"input_keys\": " + u(layer.input_keys) +
@@ -91,11 +103,17 @@ int run_info(const info_settings& s) {
     };
     line("file", s.filter_path);
     line("file bytes", u(f.size_bytes()));
-    line("format version", u(format::current_version));
+    line("format version", u(f.format_version()));
+    line("variant", variant_name(p.variant) +
+                        (retrieval ? " (a static function: lookup returns the stored value)"
+                                   : std::string(" filter")));
     line("key kind", p.keys == key_kind::bytes ? "bytes (byte strings, query with --format lines)"
                                                : "u64 (64-bit integers, --format u64 or hex64)");
     line("width", u(p.width));
-    line("result bits", u(p.result_bits));
+    line("result bits", u(p.result_bits) + (p.extra_bit_fraction != 0
+                                                ? number(100 * extra_fraction,
+                                                         " (+1 in the last %.2f%% of blocks)")
+                                                : std::string()));
     line("bucket size", u(p.bucket_size));
     line("thresholds", "light " + u(p.threshold_light) + ", heavy " + u(p.threshold_heavy));
     line("shard size", u(p.shard_size));
@@ -103,9 +121,14 @@ int run_info(const info_settings& s) {
     line("keys", u(f.key_count()));
     line("layers", u(f.num_layers()));
     line("bits/key", f.key_count() > 0
-                         ? number(bits_per_key, "%.4f") + number(overhead_pct, " (%.3f%% over r)")
+                         ? number(bits_per_key, "%.4f") + number(overhead_pct, " (%.3f%% over ") +
+                               (retrieval ? std::string("r)") : number(ideal_bits, "%.4f bits)"))
                          : std::string("- (no keys)"));
-    line("expected FPR", "2^-" + u(p.result_bits) + " = " + number(fpr, "%.6g"));
+    if (!retrieval) {
+      line("expected FPR",
+           (p.extra_bit_fraction != 0 ? std::string("") : "2^-" + u(p.result_bits) + " = ") +
+               number(fpr, "%.6g"));
+    }
     line("builder", builder_text);
     for (std::size_t l = 0; l < f.layers().size(); ++l) {
       const format::layer_image& layer = f.layers()[l];
@@ -115,12 +138,11 @@ int run_info(const info_settings& s) {
                                           static_cast<double>(layer.input_keys)
                                     : 0.0;
       const std::string name = "layer " + u(l);
-      line(name.c_str(), std::string(g.bumping() ? "bumped" : "plain") + ", " + u(g.num_starts) +
-                             " starts, " + u(g.num_shards()) + " shards, " + u(layer.input_keys) +
-                             " keys in, " + u(layer.bumped_keys) + " bumped" +
-                             number(bumped_pct, " (%.3f%%)") + ", thresholds " +
-                             u(g.threshold_words(p.bucket_size) * 8) + " B, solution " +
-                             u(g.solution_bytes(p.width, p.result_bits)) + " B");
+      line(name.c_str(), std::string(kind_name(g)) + ", " + u(g.num_starts) + " starts, " +
+                             u(g.num_shards()) + " shards, " + u(layer.input_keys) + " keys in, " +
+                             u(layer.bumped_keys) + " bumped" + number(bumped_pct, " (%.3f%%)") +
+                             ", thresholds " + u(g.threshold_words(p.bucket_size) * 8) +
+                             " B, solution " + u(g.solution_bytes(p.width, p.result_bits)) + " B");
     }
   }
   if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0) {

@@ -116,4 +116,23 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
+const std::vector<std::string>& variant_names() {
+  static const std::vector<std::string> names{"bumped", "standard", "homogeneous", "retrieval",
+                                              "standard-retrieval"};
+  return names;
+}
+
+filter_variant parse_variant(const std::string& name) {
+  const auto& names = variant_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<filter_variant>(i);
+  }
+  throw error("unknown variant '" + name +
+              "' (bumped, standard, homogeneous, retrieval, standard-retrieval)");
+}
+
+const std::string& variant_name(filter_variant variant) {
+  return variant_names().at(static_cast<std::size_t>(variant));
+}
+
 }  // namespace ribbon::cli

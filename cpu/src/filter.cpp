@@ -41,6 +41,7 @@ void filter::adopt_image(const unsigned char* data, std::uint64_t size, const lo
                          const std::string& source) {
   format::parsed_image parsed = format::parse_image(data, size, options.verify_checksums, source);
   ref_ = parsed.ref;
+  format_version_ = parsed.header.format_version;
   layers_.clear();
   for (std::uint32_t l = 0; l < ref_.num_layers; ++l) {
     format::layer_image layer;

@@ -25,9 +25,9 @@ struct build_options {
   /// Filters: if > 0, the false-positive rate to reach with fractional bits per key (r and
   /// r + 1 bits in a mix of blocks: --fpr 0.01 costs about 6.7 bits/key, not 7).
   double target_fpr = 0;
-  /// Standard and homogeneous variants: eps of layer 0, (1 + eps) n slots. NaN: standard
-  /// variants derive it from success_probability, homogeneous uses 0.01. Homogeneous accepts
-  /// eps <= 0 (overloaded, a higher false-positive rate).
+  /// Standard and homogeneous variants: eps of layer 0, (1 + eps) n slots. NaN: derived from
+  /// success_probability (homogeneous builds never fail, but below that slack their
+  /// false-positive rate climbs far above 2^-r). Homogeneous accepts eps <= 0 (overloaded).
   double slack = std::numeric_limits<double>::quiet_NaN();
   /// Standard variants: probability that the first try of layer 0 succeeds (sets the slack).
   double success_probability = 0.95;
@@ -160,6 +160,8 @@ class filter {
 
   /// What the file stores.
   filter_variant variant() const { return ref_.params.variant; }
+  /// The format version of the file it was loaded from (built filters: the current one).
+  std::uint32_t format_version() const { return format_version_; }
   bool is_retrieval() const { return ribbon::is_retrieval(ref_.params.variant); }
 
   /// The view used by queries (and usable in device code after copying the image).
@@ -193,6 +195,7 @@ class filter {
   std::vector<format::layer_image> layers_;
   filter_ref ref_{};
   std::uint32_t query_threads_ = 0;
+  std::uint32_t format_version_ = format::current_version;
 
   friend struct builder_access;
 };
