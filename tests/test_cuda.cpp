@@ -36,6 +36,64 @@ bool have_gpu(std::string& why) {
   return devices > 0;
 }
 
+TEST(CudaQuery, VariantsMatchTheCpuKeyForKey) {
+  std::string why;
+  if (!have_gpu(why)) GTEST_SKIP() << "GPU test skipped: " << why;
+  std::vector<std::uint64_t> keys(200000), probes(400000);
+  std::vector<std::uint32_t> values(keys.size());
+  for (std::uint64_t i = 0; i < keys.size(); ++i) {
+    keys[i] = ribbon::mix64(i + 7);
+    values[i] = static_cast<std::uint32_t>(ribbon::mix64(i) >> 51);  // 13 bits
+  }
+  for (std::uint64_t i = 0; i < probes.size(); ++i) {
+    probes[i] = (i & 1) ? keys[i / 2] : ribbon::mix64(i + (std::uint64_t{1} << 41));
+  }
+  std::uint64_t* device_keys = nullptr;
+  bool* device_found = nullptr;
+  std::uint32_t* device_values = nullptr;
+  RIBBON_CUDA_CHECK(cudaMalloc(&device_keys, probes.size() * sizeof(std::uint64_t)));
+  RIBBON_CUDA_CHECK(cudaMalloc(&device_found, probes.size()));
+  RIBBON_CUDA_CHECK(cudaMalloc(&device_values, probes.size() * sizeof(std::uint32_t)));
+  RIBBON_CUDA_CHECK(cudaMemcpy(device_keys, probes.data(), probes.size() * sizeof(std::uint64_t),
+                               cudaMemcpyHostToDevice));
+  for (ribbon::filter_variant v :
+       {ribbon::filter_variant::standard, ribbon::filter_variant::homogeneous,
+        ribbon::filter_variant::bumped, ribbon::filter_variant::bumped_retrieval,
+        ribbon::filter_variant::standard_retrieval}) {
+    for (std::uint32_t width : {32u, 64u, 128u}) {
+      ribbon::build_options o;
+      o.variant = v;
+      o.width = width;
+      o.result_bits = 13;
+      if (!ribbon::is_retrieval(v)) o.target_fpr = 0.003;  // fractional bits
+      const ribbon::filter f = ribbon::is_retrieval(v)
+                                   ? ribbon::cuda::build(keys.data(), values.data(), keys.size(), o)
+                                   : ribbon::cuda::build(keys.data(), keys.size(), o);
+      const ribbon::cuda::device_filter d(f);
+      if (f.is_retrieval()) {
+        std::vector<std::uint32_t> expected(probes.size()), got(probes.size());
+        f.lookup(probes.data(), probes.size(), expected.data());
+        d.lookup(device_keys, probes.size(), device_values);
+        RIBBON_CUDA_CHECK(cudaMemcpy(got.data(), device_values,
+                                     probes.size() * sizeof(std::uint32_t),
+                                     cudaMemcpyDeviceToHost));
+        ASSERT_EQ(got, expected);
+      } else {
+        std::unique_ptr<bool[]> expected(new bool[probes.size()]);
+        std::unique_ptr<bool[]> got(new bool[probes.size()]);
+        f.contains(probes.data(), probes.size(), expected.get());
+        d.contains(device_keys, probes.size(), device_found);
+        RIBBON_CUDA_CHECK(
+            cudaMemcpy(got.get(), device_found, probes.size(), cudaMemcpyDeviceToHost));
+        ASSERT_EQ(std::memcmp(got.get(), expected.get(), probes.size()), 0);
+      }
+    }
+  }
+  cudaFree(device_keys);
+  cudaFree(device_found);
+  cudaFree(device_values);
+}
+
 TEST(CudaQuery, MatchesCpuKeyForKey) {
   std::string why;
   if (!have_gpu(why)) GTEST_SKIP() << "GPU test skipped: " << why;

@@ -81,8 +81,7 @@ TEST(GpuPipeline, SameBytesForEveryVariant) {
 TEST(GpuPipeline, SameBytesWithFractionalBitsAndStandardRetries) {
   RIBBON_SKIP_WITHOUT_DEVICE();
   const auto keys = ribbon_test::keys_range(61, 0, ribbon_test::scaled(100'000, 30'000));
-  for (ribbon::filter_variant v : {ribbon::filter_variant::bumped,
-                                   ribbon::filter_variant::standard,
+  for (ribbon::filter_variant v : {ribbon::filter_variant::bumped, ribbon::filter_variant::standard,
                                    ribbon::filter_variant::homogeneous}) {
     for (double fpr : {0.01, 0.0003}) {
       ribbon::build_options o;
@@ -98,8 +97,8 @@ TEST(GpuPipeline, SameBytesWithFractionalBitsAndStandardRetries) {
   retried.shard_size = 4096;
   ribbon::cuda::device_build_stats stats;
   ribbon::build_stats cpu_stats;
-  const ribbon::filter gpu = ribbon::cuda::build(keys.data(), keys.size(), retried,
-                                                 ribbon::cuda::memory::host, &stats);
+  const ribbon::filter gpu =
+      ribbon::cuda::build(keys.data(), keys.size(), retried, ribbon::cuda::memory::host, &stats);
   const ribbon::filter cpu = ribbon::filter::build(keys.data(), keys.size(), retried, &cpu_stats);
   EXPECT_GT(stats.standard_attempts, 1u);
   EXPECT_EQ(stats.standard_attempts, cpu_stats.standard_attempts);

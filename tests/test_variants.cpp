@@ -38,8 +38,7 @@ std::vector<std::uint32_t> values_for(const std::vector<std::uint64_t>& keys, st
 }
 
 ribbon::filter build_variant(filter_variant v, const std::vector<std::uint64_t>& keys,
-                             const std::vector<std::uint32_t>& values,
-                             ribbon::build_options o) {
+                             const std::vector<std::uint32_t>& values, ribbon::build_options o) {
   o.variant = v;
   if (ribbon::is_retrieval(v)) {
     return ribbon::filter::build(keys.data(), values.data(), keys.size(), o);

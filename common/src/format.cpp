@@ -309,7 +309,7 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
       fail(source, which + "unknown kind");
     const auto kind = static_cast<layer_kind>(d.kind);
     // Bumped variants: bumped layers, then plain. Others: a standard layer 0, then plain.
-    const bool kind_fits = kind == layer_kind::plain ? l > 0 || !uses_bumping(p.variant)
+    const bool kind_fits = kind == layer_kind::plain    ? l > 0 || !uses_bumping(p.variant)
                            : kind == layer_kind::bumped ? uses_bumping(p.variant)
                                                         : l == 0 && !uses_bumping(p.variant);
     if (!kind_fits) fail(source, which + "layer kind does not fit the variant");

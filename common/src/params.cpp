@@ -137,7 +137,8 @@ standard_layer_try standard_layer_attempt(std::uint64_t keys, const filter_param
                 " keys); give it more slack");
   }
   long double slots = static_cast<long double>(keys) * (1.0L + sizing.standard_slack);
-  for (std::uint32_t a = 4; a <= attempt; ++a) slots *= 1.0L + std::max(sizing.standard_slack, 0.01);
+  for (std::uint32_t a = 4; a <= attempt; ++a)
+    slots *= 1.0L + std::max(sizing.standard_slack, 0.01);
   const auto target = static_cast<std::uint64_t>(std::ceil(slots));
   const std::uint64_t starts = detail::round_up(target > 0 ? target : 1, p.width);
   return {attempt == 0 ? 0 : layer_salt(p.seed, 0, attempt),
@@ -150,10 +151,9 @@ namespace detail {
 void throw_conflicting_values(const filter_params& p, std::uint64_t key_hash) {
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(key_hash));
-  const std::string which =
-      p.keys == key_kind::u64
-          ? "key " + std::to_string(unhash_u64(key_hash, seed_mix(p.seed)))
-          : std::string("a byte-string key (key hash 0x") + hex + ")";
+  const std::string which = p.keys == key_kind::u64
+                                ? "key " + std::to_string(unhash_u64(key_hash, seed_mix(p.seed)))
+                                : std::string("a byte-string key (key hash 0x") + hex + ")";
   throw conflicting_values_error(
       "duplicate key with different values: " + which + " is given twice with two values",
       key_hash);

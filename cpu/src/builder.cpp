@@ -80,8 +80,7 @@ void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_
 
 void throw_value_too_wide(std::uint32_t value, std::uint64_t index, std::uint32_t result_bits) {
   throw error("value " + std::to_string(value) + " of key " + std::to_string(index) +
-              " (counting from 0) does not fit in " + std::to_string(result_bits) +
-              " result bits");
+              " (counting from 0) does not fit in " + std::to_string(result_bits) + " result bits");
 }
 
 }  // namespace detail
@@ -148,8 +147,8 @@ filter filter::build(const std::uint64_t* keys, const std::uint32_t* values, std
   return build_retrieval(key_kind::u64, values, count, options, stats, u64_hash(keys));
 }
 
-filter filter::build(const std::string_view* keys, const std::uint32_t* values,
-                     std::uint64_t count, const build_options& options, build_stats* stats) {
+filter filter::build(const std::string_view* keys, const std::uint32_t* values, std::uint64_t count,
+                     const build_options& options, build_stats* stats) {
   return build_retrieval(key_kind::bytes, values, count, options, stats, bytes_hash(keys));
 }
 

@@ -562,9 +562,11 @@ struct bulk_builder::impl {
       }
     } remove_spill{*this};
     if (out_of_core && !uses_bumping(params.variant)) {
-      throw error("the standard and homogeneous variants build in memory only (their layer 0 is "
-                  "retried whole), and " + std::to_string(count) +
-                  " keys exceed the memory limit: raise it, or use the bumped variant");
+      throw error(
+          "the standard and homogeneous variants build in memory only (their layer 0 is "
+          "retried whole), and " +
+          std::to_string(count) +
+          " keys exceed the memory limit: raise it, or use the bumped variant");
     }
     const auto start = detail::clock_type::now();
     bulk_result result = detail::run_with_threads(options.build.threads, [&] {

@@ -295,9 +295,8 @@ class layered_builder {
       const auto solve_start = clock_type::now();
       aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
       std::vector<std::uint64_t> bumped_counts(g.num_shards());
-      const bool solved =
-          solve_range(g, 0, g.num_shards(), hashes.get(), offsets, {nullptr, solution.get()},
-                      &bumped_counts);
+      const bool solved = solve_range(g, 0, g.num_shards(), hashes.get(), offsets,
+                                      {nullptr, solution.get()}, &bumped_counts);
       stats_.solve_seconds += seconds_since(solve_start);
       if (!solved) continue;
       stats_.standard_attempts = attempt + 1;

@@ -89,22 +89,22 @@ void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                     const KeyHash& key_hash, bool* out, const Rows& rows = {}) {
   const filter_params& p = f.params;
   const layer_ref& first = f.layers[0];
-  prefetched_range<Width>(f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h,
-                                                       std::uint64_t s) {
-    bool found;
-    if (detail::is_bumped(p, first, s)) {
-      found = f.num_layers > 1 && detail::contains_from_layer<Width>(p, f.layers, f.num_layers, 1,
-                                                                     remix(h, f.layers[1].salt));
-    } else if constexpr (Bits != 0) {
-      found = rows(first.solution, Bits, s, detail::coefficients<Width>(h)) ==
-              detail::expected_result(p, h, Bits);
-    } else {
-      std::uint32_t bits = 0;
-      const std::uint32_t result = detail::layer_result<Width>(p, first, s, h, bits);
-      found = result == detail::expected_result(p, h, bits);
-    }
-    out[i] = found;
-  });
+  prefetched_range<Width>(
+      f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h, std::uint64_t s) {
+        bool found;
+        if (detail::is_bumped(p, first, s)) {
+          found = f.num_layers > 1 && detail::contains_from_layer<Width>(
+                                          p, f.layers, f.num_layers, 1, remix(h, f.layers[1].salt));
+        } else if constexpr (Bits != 0) {
+          found = rows(first.solution, Bits, s, detail::coefficients<Width>(h)) ==
+                  detail::expected_result(p, h, Bits);
+        } else {
+          std::uint32_t bits = 0;
+          const std::uint32_t result = detail::layer_result<Width>(p, first, s, h, bits);
+          found = result == detail::expected_result(p, h, bits);
+        }
+        out[i] = found;
+      });
 }
 
 /// Batched retrieval over keys [begin, end).
@@ -113,17 +113,17 @@ void lookup_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                   const KeyHash& key_hash, std::uint32_t* out) {
   const filter_params& p = f.params;
   const layer_ref& first = f.layers[0];
-  prefetched_range<Width>(f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h,
-                                                       std::uint64_t s) {
-    std::uint32_t bits = 0;
-    if (!detail::is_bumped(p, first, s)) {
-      out[i] = detail::layer_result<Width>(p, first, s, h, bits);
-      return;
-    }
-    h = remix(h, f.layers[1].salt);  // the last layer bumps no key: layer 1 exists
-    const std::uint32_t l = detail::find_layer(f.layers, f.num_layers, 1, p, h, s);
-    out[i] = l < f.num_layers ? detail::layer_result<Width>(p, f.layers[l], s, h, bits) : 0;
-  });
+  prefetched_range<Width>(
+      f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h, std::uint64_t s) {
+        std::uint32_t bits = 0;
+        if (!detail::is_bumped(p, first, s)) {
+          out[i] = detail::layer_result<Width>(p, first, s, h, bits);
+          return;
+        }
+        h = remix(h, f.layers[1].salt);  // the last layer bumps no key: layer 1 exists
+        const std::uint32_t l = detail::find_layer(f.layers, f.num_layers, 1, p, h, s);
+        out[i] = l < f.num_layers ? detail::layer_result<Width>(p, f.layers[l], s, h, bits) : 0;
+      });
 }
 
 /// Runs run(begin, end) over [0, count), in parallel for large batches.
@@ -186,9 +186,8 @@ void lookup_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key_h
     return;
   }
   run_batch(count, threads, [&](std::uint64_t begin, std::uint64_t end) {
-    with_width(f, [&](auto width) {
-      lookup_range<decltype(width)::value>(f, begin, end, key_hash, out);
-    });
+    with_width(
+        f, [&](auto width) { lookup_range<decltype(width)::value>(f, begin, end, key_hash, out); });
   });
 }
 

@@ -117,6 +117,11 @@ struct staging {
 
 }  // namespace
 
+void device_filter::lookup(const std::uint64_t* device_keys, std::uint64_t count,
+                           std::uint32_t* device_out, cudaStream_t stream) const {
+  check(cuda::lookup(ref_, device_keys, count, device_out, stream), "lookup kernel launch");
+}
+
 void device_filter::contains_host(const std::uint64_t* host_keys, std::uint64_t count,
                                   bool* host_out, std::uint64_t chunk_keys) const {
   if (count == 0) return;

@@ -168,9 +168,9 @@ struct solve_shard_op {
     const std::uint64_t local = shard - range_first;
     const std::uint64_t begin = offsets[local];
     const ribbon::detail::shard_outcome outcome =
-        ribbon::detail::eliminate_shard<Width, Result, Record>(
-            p, g, shard, hashes + begin, offsets[local + 1] - begin, ws, thresholds,
-            threshold_origin);
+        ribbon::detail::eliminate_shard<Width, Result, Record>(p, g, shard, hashes + begin,
+                                                               offsets[local + 1] - begin, ws,
+                                                               thresholds, threshold_origin);
     if (!outcome.solved) {
       *failed = 1;  // every writer writes 1: no atomic needed
       return;
@@ -323,23 +323,23 @@ class device_builder {
     for (std::uint64_t batch_first = first; batch_first < end; batch_first += batch) {
       const std::uint64_t batch_end = std::min(end, batch_first + batch);
       const solve_shard_op<Width, Result, Record> solve{p_,
-                                                g,
-                                                first,
-                                                batch_first,
-                                                raw(hashes),
-                                                raw(out.offsets),
-                                                raw(coeffs),
-                                                raw(results),
-                                                raw(undo_columns),
-                                                raw(undo_offsets),
-                                                columns,
-                                                undo,
-                                                raw(out.thresholds),
-                                                threshold_origin,
-                                                raw(out.solution),
-                                                block_origin,
-                                                raw(out.bumped_counts),
-                                                raw(failed)};
+                                                        g,
+                                                        first,
+                                                        batch_first,
+                                                        raw(hashes),
+                                                        raw(out.offsets),
+                                                        raw(coeffs),
+                                                        raw(results),
+                                                        raw(undo_columns),
+                                                        raw(undo_offsets),
+                                                        columns,
+                                                        undo,
+                                                        raw(out.thresholds),
+                                                        threshold_origin,
+                                                        raw(out.solution),
+                                                        block_origin,
+                                                        raw(out.bumped_counts),
+                                                        raw(failed)};
       thrust::for_each(thrust::device, thrust::counting_iterator<std::uint64_t>(batch_first),
                        thrust::counting_iterator<std::uint64_t>(batch_end), solve);
     }
@@ -483,7 +483,7 @@ filter build_layers(const filter_params& p, const build_options& options,
   const layer_sizing sizing = ribbon::detail::sizing_from(options, p, hashes.size());
   return with_layout(p, [&](auto width_tag, auto result_tag) {
     return device_builder<decltype(width_tag)::value, decltype(result_tag), Record>(p, sizing,
-                                                                                   stats, device)
+                                                                                    stats, device)
         .build(hashes);
   });
 }
@@ -532,8 +532,8 @@ struct too_wide_op {
 
 /// Throws, as ribbon::detail::check_values, for the first value that does not fit in r bits.
 void check_device_values(const device_vector<std::uint32_t>& values, std::uint32_t result_bits) {
-  const auto at = thrust::find_if(thrust::device, values.begin(), values.end(),
-                                  too_wide_op{result_bits});
+  const auto at =
+      thrust::find_if(thrust::device, values.begin(), values.end(), too_wide_op{result_bits});
   if (at == values.end()) return;
   ribbon::detail::throw_value_too_wide(*at, static_cast<std::uint64_t>(at - values.begin()),
                                        result_bits);

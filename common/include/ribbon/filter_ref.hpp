@@ -145,8 +145,8 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup_hash(const filter_params& p,
 
 }  // namespace detail
 
-/// Non-owning view of a filter (or retrieval structure): parameters and per-layer pointers. Trivially copyable; pass it
-/// by value to a kernel. The memory it points to must outlive it.
+/// Non-owning view of a filter (or retrieval structure): parameters and per-layer pointers.
+/// Trivially copyable; pass it by value to a kernel. The memory it points to must outlive it.
 struct filter_ref {
   filter_params params;
   std::uint64_t seed_mixed = 0;  ///< seed_mix(params.seed), precomputed

@@ -34,7 +34,8 @@ RIBBON_HD constexpr bool uses_bumping(filter_variant v) {
 }
 /// Is `v` a known variant?
 RIBBON_HD constexpr bool valid_variant(filter_variant v) {
-  return static_cast<std::uint32_t>(v) <= static_cast<std::uint32_t>(filter_variant::standard_retrieval);
+  return static_cast<std::uint32_t>(v) <=
+         static_cast<std::uint32_t>(filter_variant::standard_retrieval);
 }
 
 /// The unit of filter_params::extra_bit_fraction.

@@ -31,9 +31,9 @@ struct build_options {
   double slack = std::numeric_limits<double>::quiet_NaN();
   /// Standard variants: probability that the first try of layer 0 succeeds (sets the slack).
   double success_probability = 0.95;
-  std::uint64_t shard_size = 0;   ///< start positions per shard (power of two); 0: default
-  std::uint64_t seed = 0;         ///< hash seed; the file is a function of keys, params, seed
-  std::uint32_t threads = 0;      ///< worker threads; 0: all hardware threads
+  std::uint64_t shard_size = 0;  ///< start positions per shard (power of two); 0: default
+  std::uint64_t seed = 0;        ///< hash seed; the file is a function of keys, params, seed
+  std::uint32_t threads = 0;     ///< worker threads; 0: all hardware threads
 };
 
 /// Wall-clock times of the build's stages (seconds) and layer counts.

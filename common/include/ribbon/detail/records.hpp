@@ -19,8 +19,12 @@ struct keyed_value {
   std::uint64_t value;  ///< fits in r bits (checked when the build starts)
 };
 
-RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t record_hash(std::uint64_t hash) { return hash; }
-RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t record_hash(const keyed_value& r) { return r.hash; }
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t record_hash(std::uint64_t hash) {
+  return hash;
+}
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t record_hash(const keyed_value& r) {
+  return r.hash;
+}
 
 /// The record with its hash replaced (the next layer's hash), its value kept.
 RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t with_hash(std::uint64_t, std::uint64_t hash) {
@@ -41,14 +45,13 @@ struct record_less {
 /// The right side of a key's equation, for a key starting in block `block` of layer `g`: its
 /// fingerprint (r or r + 1 bits), 0 in a homogeneous filter, its value in retrieval.
 RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t record_rhs(const filter_params& p,
-                                                       const layer_geometry& g,
-                                                       std::uint64_t block, std::uint64_t hash) {
+                                                       const layer_geometry& g, std::uint64_t block,
+                                                       std::uint64_t hash) {
   if (p.variant == filter_variant::homogeneous) return 0;
   return fingerprint(hash, g.block_bits(block, p.result_bits));
 }
 RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t record_rhs(const filter_params& p,
-                                                       const layer_geometry& g,
-                                                       std::uint64_t block,
+                                                       const layer_geometry& g, std::uint64_t block,
                                                        const keyed_value& r) {
   (void)p, (void)g, (void)block;
   return static_cast<std::uint32_t>(r.value);

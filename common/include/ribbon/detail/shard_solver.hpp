@@ -116,9 +116,8 @@ class shard_eliminator {
   using word = word_t<Width>;
 
   RIBBON_HD shard_eliminator(const filter_params& p, const layer_geometry& g, std::uint64_t shard,
-                             Record* hashes, std::uint64_t count,
-                             shard_workspace<Width, Result> ws, std::uint64_t* threshold_words,
-                             std::uint64_t threshold_origin = 0)
+                             Record* hashes, std::uint64_t count, shard_workspace<Width, Result> ws,
+                             std::uint64_t* threshold_words, std::uint64_t threshold_origin = 0)
       : p_(p),
         g_(g),
         ws_(ws),

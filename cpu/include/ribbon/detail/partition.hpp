@@ -74,9 +74,9 @@ void partition_shard_range(std::uint64_t n, const Source& source, const layer_ge
 
 /// partition_shard_range() over every shard of the layer.
 template <class Source, class Record>
-void partition_by_shard(std::uint64_t n, const Source& source, const layer_geometry& g,
-                        Record* out, std::vector<std::uint64_t>& shard_offsets,
-                        double* count_seconds, double* scatter_seconds) {
+void partition_by_shard(std::uint64_t n, const Source& source, const layer_geometry& g, Record* out,
+                        std::vector<std::uint64_t>& shard_offsets, double* count_seconds,
+                        double* scatter_seconds) {
   partition_shard_range(n, source, g, 0, g.num_shards(), out, shard_offsets, count_seconds,
                         scatter_seconds);
 }

@@ -37,6 +37,11 @@ class device_filter {
   void contains(const std::uint64_t* device_keys, std::uint64_t count, bool* device_out,
                 cudaStream_t stream = 0) const;
 
+  /// Retrieval: out[i] = the value stored for integer keys[i], keys and values in device
+  /// memory; asynchronous on `stream`.
+  void lookup(const std::uint64_t* device_keys, std::uint64_t count, std::uint32_t* device_out,
+              cudaStream_t stream = 0) const;
+
   /// The same for keys and answers in host memory: chunks of `chunk_keys` go through pinned
   /// staging buffers on two streams, so the copies of one chunk overlap the kernel of the
   /// other. Returns when every answer is in `host_out`.

@@ -16,4 +16,9 @@ namespace ribbon::cuda {
 cudaError_t contains(const filter_ref& filter, const std::uint64_t* keys, std::uint64_t count,
                      bool* out, cudaStream_t stream = 0);
 
+/// out[i] = the value a retrieval structure stores for integer keys[i] (arbitrary for keys not
+/// in its set), for keys and answers resident on the device; asynchronous on `stream`.
+cudaError_t lookup(const filter_ref& filter, const std::uint64_t* keys, std::uint64_t count,
+                   std::uint32_t* out, cudaStream_t stream = 0);
+
 }  // namespace ribbon::cuda
