@@ -61,23 +61,26 @@ for t in test_cuda test_gpu_pipeline_cuda test_gpu_pipeline_tbb; do
 done
 
 step "ribbon bench --backend gpu"
+# Runs are KEYS:SHARD:VARIANT:WIDTH.
 runs=()
-for n in "${sizes[@]}"; do runs+=("${n}:0"); done
+for n in "${sizes[@]}"; do runs+=("${n}:0:bumped:64"); done
 # The shard size sets the solve kernel's parallelism (a thread per shard): the smallest legal
 # one at w=64 (32 buckets of 128) on the first size, for comparison.
-runs+=("${sizes[0]}:4096")
+runs+=("${sizes[0]}:4096:bumped:64")
+# The other filter variants (issue #5) at the first size.
+runs+=("${sizes[0]}:0:standard:128" "${sizes[0]}:0:homogeneous:128")
 for run in "${runs[@]}"; do
-  n="${run%%:*}"
-  shard="${run##*:}"
-  tag="${n}-s${shard}"
+  IFS=: read -r n shard variant width <<<"${run}"
+  tag="${n}-s${shard}-${variant}-w${width}"
   # Non-members: as many as keys up to 10^8 (host memory for both sets).
   negatives=$((n < 100000000 ? n : 100000000))
-  if build-gpu/tools/ribbon bench --backend gpu -n "${n}" --negatives "${negatives}" -w 64 -r 8 \
-    --shard-size "${shard}" --json >"${out}/bench-${tag}.json" 2>"${out}/bench-${tag}.err"; then
+  if build-gpu/tools/ribbon bench --backend gpu -n "${n}" --negatives "${negatives}" \
+    -w "${width}" -r 8 --variant "${variant}" --shard-size "${shard}" --json \
+    >"${out}/bench-${tag}.json" 2>"${out}/bench-${tag}.err"; then
     cat "${out}/bench-${tag}.json"
   else
     status=1
-    echo "bench -n ${n} --shard-size ${shard}: FAILED"
+    echo "bench ${tag}: FAILED"
     tail -5 "${out}/bench-${tag}.err"
   fi
 done
@@ -90,18 +93,19 @@ if command -v python3 >/dev/null 2>&1; then
   python3 - "${out}" "${runs[@]}" <<'PY' | tee "${final}/table.md"
 import json, sys
 out, runs = sys.argv[1], sys.argv[2:]
-print("| keys | shard size | build s | keys/s | hash / sort / solve / compact / download s "
+print("| keys | shard size | variant | w | build s | keys/s | hash / sort / solve / compact / download s "
       "| same bytes as CPU | bits/key | FPR | false neg. "
       "| queries/s device members / device non-members / host |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for run in runs:
-    n, shard = run.split(":")
+    n, shard, variant, width = run.split(":")
     try:
-        r = json.load(open(f"{out}/bench-{n}-s{shard}.json"))
+        r = json.load(open(f"{out}/bench-{n}-s{shard}-{variant}-w{width}.json"))
     except Exception as e:
-        print(f"| {n} | {shard} | failed: {e} |"); continue
+        print(f"| {n} | {shard} | {variant} | {width} | failed: {e} |"); continue
     s, q = r["stage_seconds"], r["query_keys_per_second"]
-    print(f"| {r['keys']:.0e} | {r['shard_size']} | {r['build_seconds']:.4f} | "
+    print(f"| {r['keys']:.0e} | {r['shard_size']} | {variant} | {width} | "
+          f"{r['build_seconds']:.4f} | "
           f"{r['build_keys_per_second']:.3e} | "
           f"{s['hash']:.4f} / {s['sort']:.4f} / {s['solve']:.4f} / {s['compact']:.4f} / "
           f"{s['download']:.4f} | {r['identical_to_cpu']} | {r['bits_per_key']:.4f} | "
