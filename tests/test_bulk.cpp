@@ -31,6 +31,7 @@ struct bulk_case {
   std::uint64_t shard_size;     // 0: default
   std::uint64_t memory_limit;   // 0: default (in memory for these sizes)
   std::uint64_t expected_keys;  // hint: more partition files than the keys need
+  double fpr = 0;               // > 0: fractional bits per key for this rate
 };
 
 std::string describe(const bulk_case& c) {
@@ -46,6 +47,7 @@ ribbon::bulk_result bulk_build(const std::vector<std::uint64_t>& keys, const bul
   ribbon::bulk_options o;
   o.build.width = c.width;
   o.build.result_bits = c.bits;
+  o.build.target_fpr = c.fpr;
   o.build.shard_size = c.shard_size;
   o.build.seed = 77;
   o.build.threads = threads;
@@ -68,6 +70,7 @@ std::vector<unsigned char> reference_bytes(const std::vector<std::uint64_t>& key
   ribbon::build_options o;
   o.width = c.width;
   o.result_bits = c.bits;
+  o.target_fpr = c.fpr;
   o.shard_size = c.shard_size;
   o.seed = 77;
   return ribbon::filter::build(keys.data(), keys.size(), o).serialize();
@@ -127,6 +130,45 @@ TEST(BulkBuilder, OutOfCoreWithManyPartitionsAndSmallShards) {
   // A far too low estimate: two partition files, each cut into shard ranges by its counts.
   expect_same_file_as_in_memory({n, 64, 8, 4096, 9 * n, 1}, true);
   expect_same_file_as_in_memory({n, 128, 8, 16384, 15 * n, 0}, true);
+}
+
+TEST(BulkBuilder, OutOfCoreWithFractionalBits) {
+  // Blocks of r and r + 1 words: the shard ranges' solution windows start at word offsets
+  // that are no longer multiples of r.
+  const std::uint64_t n = ribbon_test::scaled(200'000, 40'000);
+  expect_same_file_as_in_memory({n, 64, 0, 4096, 9 * n, 0, 0.01}, true);
+  expect_same_file_as_in_memory({n, 128, 0, 16384, 1, 0, 0.0003}, true);
+  expect_same_file_as_in_memory({n, 32, 0, 1024, 1, 1ull << 40, 0.3}, true);
+}
+
+TEST(BulkBuilder, StandardVariantsBeyondTheLimitAreAClearError) {
+  temp_dir dir;
+  ribbon::bulk_options o;
+  o.build.variant = ribbon::filter_variant::standard;
+  o.memory_limit = 1;
+  o.tmp_dir = dir.path();
+  ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+  const auto keys = ribbon_test::keys_range(71, 0, 1000);
+  builder.add(keys.data(), keys.size());
+  try {
+    (void)builder.finish(dir.file("out.rbn"));
+    FAIL() << "a standard build went out of core";
+  } catch (const ribbon::error& e) {
+    EXPECT_NE(std::string(e.what()).find("in memory only"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(dir.entries().empty());
+  // In memory the variants go through the bulk builder like the default.
+  o.memory_limit = 0;
+  for (auto v : {ribbon::filter_variant::standard, ribbon::filter_variant::homogeneous}) {
+    o.build.variant = v;
+    ribbon::bulk_builder in_memory(ribbon::key_kind::u64, o);
+    in_memory.add(keys.data(), keys.size());
+    (void)in_memory.finish(dir.file("out.rbn"));
+    ribbon::build_options direct;
+    direct.variant = v;
+    EXPECT_TRUE(read_file(dir.file("out.rbn")) ==
+                ribbon::filter::build(keys.data(), keys.size(), direct).serialize());
+  }
 }
 
 TEST(BulkBuilder, LimitAboveTheDataStaysInMemory) {
