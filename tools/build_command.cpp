@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "progress.hpp"
 #include "ribbon/bulk_builder.hpp"
 #include "ribbon/error.hpp"
+#include "ribbon/filter.hpp"
 #include "util.hpp"
 
 namespace ribbon::cli {
@@ -39,6 +41,15 @@ struct build_settings {
   std::string tmp_dir;
   bool progress = false;
   bool quiet = false;
+  std::string variant = "bumped";
+  double slack = std::numeric_limits<double>::quiet_NaN();
+  double success_probability = 0.95;
+  bool values = false;     ///< inputs are key<TAB>value lines
+  std::string value_file;  ///< little-endian 8-byte values, one per key
+  // Which options were given (set after parsing).
+  bool bits_given = false;
+  bool slack_given = false;
+  bool success_probability_given = false;
 };
 
 /// Fails early (before reading any input) if the output cannot be created: the library
@@ -57,9 +68,24 @@ void check_output_writable(const std::string& path) {
   ::unlink(probe.c_str());
 }
 
+const char* variant_label(filter_variant variant) {
+  switch (variant) {
+    case filter_variant::bumped: return "";
+    case filter_variant::standard: return "standard";
+    case filter_variant::homogeneous: return "homogeneous";
+    case filter_variant::bumped_retrieval: return "retrieval";
+    case filter_variant::standard_retrieval: return "standard retrieval";
+  }
+  return "";
+}
+
 void print_summary(const build_settings& s, const bulk_result& result, double seconds,
                    std::uint64_t input_bytes, bool gpu) {
-  const std::uint32_t r = result.params.result_bits;
+  const filter_params& p = result.params;
+  const std::uint32_t r = p.result_bits;
+  const bool retrieval = is_retrieval(p.variant);
+  const bool fractional = !retrieval && p.extra_bit_fraction != 0;
+  const double fpr = expected_fpr(p);
   const double keys = static_cast<double>(result.key_count);
   const double rate = seconds > 0 ? 1.0 / seconds : 0;
   std::string line = "ribbon build: " + s.output + ": " + std::to_string(result.key_count) +
@@ -67,12 +93,35 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
   char text[160];
   if (result.key_count > 0) {
     const double bits_per_key = result.bits_per_key();
-    std::snprintf(text, sizeof(text), ", %.3f bits/key (%.2f%% over r=%u)", bits_per_key,
-                  100.0 * (bits_per_key / r - 1.0), r);
+    if (fractional) {
+      // r and r + 1 bits in a mix of blocks: the overhead over the information-theoretic
+      // minimum for the expected rate.
+      const double minimum = -std::log2(fpr);
+      std::snprintf(text, sizeof(text), ", %.3f bits/key (%.2f%% over log2(1/FPR) = %.3f)",
+                    bits_per_key, 100.0 * (bits_per_key / minimum - 1.0), minimum);
+    } else {
+      std::snprintf(text, sizeof(text), ", %.3f bits/key (%.2f%% over r=%u)", bits_per_key,
+                    100.0 * (bits_per_key / r - 1.0), r);
+    }
     line += text;
   }
-  std::snprintf(text, sizeof(text), ", expected FPR 2^-%u = %.3g, %.2f s, ", r,
-                std::ldexp(1.0, -static_cast<int>(r)), seconds);
+  if (retrieval) {
+    line += std::string(", ") + variant_label(p.variant) + ", " + std::to_string(r) + "-bit values";
+  } else if (fractional) {
+    std::snprintf(text, sizeof(text), ", expected FPR %.3g (r=%u and r=%u blocks)", fpr, r, r + 1);
+    line += text;
+  } else {
+    std::snprintf(text, sizeof(text), ", expected FPR 2^-%u = %.3g", r, fpr);
+    line += text;
+  }
+  if (!retrieval && p.variant != filter_variant::bumped) {
+    line += std::string(", ") + variant_label(p.variant);
+  }
+  const std::uint32_t tries = result.stats.standard_attempts;
+  if (!uses_bumping(p.variant) && p.variant != filter_variant::homogeneous && tries != 0) {
+    line += ", " + std::to_string(tries) + (tries == 1 ? " try" : " tries");
+  }
+  std::snprintf(text, sizeof(text), ", %.2f s, ", seconds);
   line += text;
   line += format_count(keys * rate) + " keys/s, " +
           format_bytes(static_cast<double>(input_bytes) * rate) + "/s input, ";
@@ -86,18 +135,286 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+// ---- retrieval builds (--values, --value-file) ----
+
+/// Key hashes and values of a retrieval build, in input order, and where each key came from.
+struct keyed_values {
+  std::vector<std::uint64_t> hashes;
+  std::vector<std::uint32_t> values;
+  std::vector<std::uint64_t> keys_per_source;  ///< keys read from each input
+};
+
+/// Reads a --value-file: little-endian 8-byte unsigned values, each below 2^32.
+std::vector<std::uint32_t> read_value_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw error("cannot open value file " + path + ": " + std::strerror(errno));
+  struct stat st;
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  if (!stat_ok || S_ISDIR(st.st_mode)) {
+    const int stat_errno = stat_ok ? EISDIR : errno;
+    ::close(fd);
+    throw error("cannot read value file " + path + ": " + std::strerror(stat_errno));
+  }
+  std::vector<std::uint32_t> values;
+  if (S_ISREG(st.st_mode)) values.reserve(static_cast<std::size_t>(st.st_size) / 8);
+  std::vector<unsigned char> buffer(std::size_t{1} << 20);
+  std::size_t held = 0;  // bytes in buffer not yet converted (fewer than 8)
+  std::uint64_t offset = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data() + held, buffer.size() - held);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int read_errno = errno;
+      ::close(fd);
+      throw error("cannot read value file " + path + ": " + std::strerror(read_errno));
+    }
+    if (n == 0) break;
+    held += static_cast<std::size_t>(n);
+    const std::size_t whole = held - held % 8;
+    for (std::size_t i = 0; i < whole; i += 8) {
+      std::uint64_t v = 0;
+      for (int b = 7; b >= 0; --b) v = (v << 8) | buffer[i + static_cast<std::size_t>(b)];
+      if (v > UINT32_MAX) {
+        ::close(fd);
+        throw error("value file " + path + ": value " + std::to_string(v) + " at byte " +
+                    std::to_string(offset) + " (value number " + std::to_string(values.size() + 1) +
+                    ") does not fit in 32 bits");
+      }
+      values.push_back(static_cast<std::uint32_t>(v));
+      offset += 8;
+    }
+    std::memmove(buffer.data(), buffer.data() + whole, held - whole);
+    held -= whole;
+  }
+  ::close(fd);
+  if (held != 0) {
+    throw error("value file " + path + ": size " + std::to_string(offset + held) +
+                " bytes is not a multiple of 8 (values are little-endian 8-byte integers)");
+  }
+  return values;
+}
+
+/// Where key number `index` (from 0, in input order) came from: "FILE:LINE" for line
+/// formats, "FILE byte OFFSET" for u64.
+std::string key_location(const input_reader& reader, const keyed_values& kv, input_format format,
+                         std::uint64_t index) {
+  std::size_t source = 0;
+  while (source + 1 < kv.keys_per_source.size() && index >= kv.keys_per_source[source]) {
+    index -= kv.keys_per_source[source++];
+  }
+  if (format == input_format::u64) {
+    return reader.name(source) + " byte " + std::to_string(8 * index);
+  }
+  return reader.name(source) + ":" + std::to_string(index + 1);
+}
+
+/// The message for two values of one key: names the key (read again for byte strings, where
+/// the inputs can be read again) and the two places.
+std::string conflict_message(const build_settings& s, input_format format, input_reader& reader,
+                             const keyed_values& kv, const conflicting_values_error& e) {
+  const std::uint64_t n = kv.hashes.size();
+  std::uint64_t first = n, second = n;
+  for (std::uint64_t i = 0; i < n && second == n; ++i) {
+    if (kv.hashes[i] != e.key_hash()) continue;
+    if (first == n) {
+      first = i;
+    } else if (kv.values[i] != kv.values[first]) {
+      second = i;
+    }
+  }
+  if (second == n) return e.what();  // not found: keep the library's message
+  const std::string places = " (" + key_location(reader, kv, format, first) + " and " +
+                             key_location(reader, kv, format, second) + ")";
+  if (format != input_format::lines) return e.what() + places;  // names the integer key
+  // Only regular files can be read again (not stdin or pipes).
+  const bool rereadable = std::all_of(s.inputs.begin(), s.inputs.end(), [](const std::string& p) {
+    struct stat st;
+    return p != "-" && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  });
+  if (!rereadable) {
+    return "duplicate key with different values: one key is given two values" + places;
+  }
+  // Read the inputs again for the text of key number `first`.
+  input_reader again(s.inputs, input_format::lines);
+  std::string key;
+  std::uint64_t seen = 0;
+  again.run(
+      1, parse_output::keys, 0,
+      [&](input_chunk& c) {
+        if (s.values) parse_key_value_lines(c, input_format::lines);
+      },
+      [&](input_chunk& c) {
+        if (first >= seen && first < seen + c.key_count) {
+          key = std::string(c.texts[static_cast<std::size_t>(first - seen)]);
+        }
+        seen += c.key_count;
+      });
+  return "duplicate key with different values: " + quote_for_message(key) + places;
+}
+
+int run_retrieval_build(const build_settings& s, input_format format, filter_variant variant,
+                        bool gpu, clock_type::time_point start, progress_mode mode) {
+  const input_format key_format = format;
+  std::vector<std::uint32_t> file_values;
+  if (!s.value_file.empty()) file_values = read_value_file(s.value_file);
+  // key<TAB>value lines are read as lines and split here.
+  input_reader reader(s.inputs, s.values ? input_format::lines : format);
+  build_options options;
+  options.variant = variant;
+  options.width = s.width;
+  options.result_bits = s.bits;
+  options.slack = s.slack;
+  options.success_probability = s.success_probability;
+  options.threads = s.threads;
+  options.seed = s.seed;
+  options.shard_size = s.shard_size;
+  // Fail on bad options before reading anything.
+  (void)detail::retrieval_params_from(options, key_kind_of(key_format));
+
+  keyed_values kv;
+  kv.keys_per_source.assign(s.inputs.size(), 0);
+  const std::uint64_t expected =
+      !s.value_file.empty() ? file_values.size() : reader.estimated_keys();
+  kv.hashes.reserve(expected);
+  if (s.values) kv.values.reserve(expected);
+  const std::uint64_t value_limit =
+      s.bits_given && s.bits < 32 ? std::uint64_t{1} << s.bits : std::uint64_t{1} << 32;
+  build_progress progress;
+  progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
+  const std::uint64_t seed_mixed = seed_mix(s.seed);
+  reader.run(
+      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
+      [&](input_chunk& c) {
+        if (!s.values) return;
+        parse_key_value_lines(c, key_format);
+        if (!c.error.empty()) return;
+        // The hashes the library expects (hashed with the seed as bulk builds do).
+        const std::size_t n = c.texts.size();
+        c.values.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          c.values[i] = key_format == input_format::hex64
+                            ? hash_u64(c.values[i], seed_mixed)
+                            : hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed);
+          if (c.entry_values[i] >= value_limit) {
+            c.error = "value " + std::to_string(c.entry_values[i]) + " does not fit in --bits " +
+                      std::to_string(s.bits) + " (values must be below 2^" +
+                      std::to_string(s.bits) + ")";
+            c.error_line = i;
+            return;
+          }
+        }
+      },
+      [&](input_chunk& c) {
+        if (!s.values && kv.hashes.size() + c.values.size() > file_values.size()) {
+          throw error("value file " + s.value_file + " holds " +
+                      std::to_string(file_values.size()) + " values, fewer than the keys (" +
+                      reader.name(c.source) + " has more)");
+        }
+        kv.hashes.insert(kv.hashes.end(), c.values.begin(), c.values.end());
+        if (s.values)
+          kv.values.insert(kv.values.end(), c.entry_values.begin(), c.entry_values.end());
+        kv.keys_per_source[c.source] += c.key_count;
+      });
+  const std::uint64_t count = kv.hashes.size();
+  if (!s.values) {
+    if (file_values.size() != count) {
+      throw error("value file " + s.value_file + " holds " + std::to_string(file_values.size()) +
+                  " values for " + std::to_string(count) + " keys: give one value per key");
+    }
+    kv.values = std::move(file_values);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      if (kv.values[i] >= value_limit) {
+        throw error("value file " + s.value_file + ": value " + std::to_string(kv.values[i]) +
+                    " at byte " + std::to_string(8 * i) + " (for the key at " +
+                    key_location(reader, kv, format, i) + ") does not fit in --bits " +
+                    std::to_string(s.bits) + " (values must be below 2^" + std::to_string(s.bits) +
+                    ")");
+      }
+    }
+  }
+  if (!s.bits_given) {
+    // As many bits as the largest value needs, at least 1.
+    const std::uint32_t largest =
+        count == 0 ? 0 : *std::max_element(kv.values.begin(), kv.values.end());
+    std::uint32_t bits = 1;
+    while (bits < 32 && (largest >> bits) != 0) ++bits;
+    options.result_bits = bits;
+  }
+
+  progress.current.store(build_progress::solving, std::memory_order_relaxed);
+  build_stats stats;
+  filter f;
+  try {
+    f = gpu ? build_retrieval_on_gpu(kv.hashes.data(), kv.values.data(), count,
+                                     key_kind_of(key_format), options)
+            : filter::build_from_hashes(kv.hashes.data(), kv.values.data(), count,
+                                        key_kind_of(key_format), options, &stats);
+  } catch (const conflicting_values_error& e) {
+    display.stop(false);
+    throw error(conflict_message(s, key_format, reader, kv, e));
+  }
+  progress.current.store(build_progress::writing, std::memory_order_relaxed);
+  f.save(s.output);
+  progress.current.store(build_progress::finished, std::memory_order_relaxed);
+  display.stop(true);
+  if (mode != progress_mode::quiet) {
+    bulk_result result;
+    result.params = f.params();
+    result.key_count = f.key_count();
+    result.file_bytes = f.size_bytes();
+    result.num_layers = f.num_layers();
+    result.stats = stats;
+    print_summary(s, result, seconds_since(start),
+                  reader.counters().bytes.load(std::memory_order_relaxed), gpu);
+  }
+  return 0;
+}
+
 int run_build(build_settings s) {
   const clock_type::time_point start = clock_type::now();
   const progress_mode mode = choose_progress_mode(s.progress, s.quiet);
   const bool gpu = use_gpu(s.backend);
   const input_format format = parse_input_format(s.format);
   const std::uint64_t memory_limit = parse_size(s.memory_limit, "--memory-limit");
+  filter_variant variant = parse_variant(s.variant);
+  const bool with_values = s.values || !s.value_file.empty();
+  if (with_values) {
+    if (variant == filter_variant::homogeneous) {
+      throw error(
+          "--variant homogeneous stores no values: use --variant bumped (retrieval) or "
+          "standard (standard-retrieval) with --values or --value-file");
+    }
+    if (s.fpr != 0) {
+      throw error(
+          "--fpr is for filters: a build with values stores --bits bits per value "
+          "(default: as many as the largest value needs)");
+    }
+    if (s.values && format == input_format::u64) {
+      throw error(
+          "--values reads key<TAB>value text lines (--format lines or hex64): give the "
+          "values of --format u64 keys with --value-file FILE");
+    }
+    if (variant == filter_variant::bumped) variant = filter_variant::bumped_retrieval;
+    if (variant == filter_variant::standard) variant = filter_variant::standard_retrieval;
+  } else if (is_retrieval(variant)) {
+    throw error("--variant " + s.variant +
+                " stores a value per key: give --values (key<TAB>value lines) or --value-file "
+                "FILE");
+  }
+  if (s.slack_given && uses_bumping(variant)) {
+    throw error("--slack is for --variant standard, standard-retrieval or homogeneous");
+  }
+  if (s.success_probability_given && variant != filter_variant::standard &&
+      variant != filter_variant::standard_retrieval) {
+    throw error("--success-probability is for --variant standard or standard-retrieval");
+  }
   if (s.inputs.empty()) {
     if (::isatty(STDIN_FILENO)) throw error("no input: give -i FILE or pipe keys into stdin");
     s.inputs.push_back("-");
   }
   check_output_writable(s.output);
   remove_temp_files_on_signals();
+  if (with_values) return run_retrieval_build(s, format, variant, gpu, start, mode);
 
   // The library keeps an eighth of the memory limit for what it does not count, the read
   // buffers among them: keep the chunks in flight (data and hashes) within it.
@@ -111,6 +428,9 @@ int run_build(build_settings s) {
   input_reader reader(s.inputs, format, max_chunk_bytes);
   build_progress progress;
   bulk_options options;
+  options.build.variant = variant;
+  options.build.slack = s.slack;
+  options.build.success_probability = s.success_probability;
   options.build.width = s.width;
   options.build.result_bits = s.bits;
   options.build.target_fpr = s.fpr;
@@ -154,14 +474,44 @@ std::function<int()> add_build_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-o,--output", s->output, "filter file to write (replaced atomically)")
       ->required();
-  CLI::Option* fpr = cmd->add_option("--fpr", s->fpr,
-                                     "target false-positive rate: r is the smallest with "
-                                     "2^-r <= P")
-                         ->check(CLI::Range(1e-12, 0.99));
-  CLI::Option* bits =
-      cmd->add_option("-r,--bits", s->bits, "result bits r: false-positive rate 2^-r (default 8)")
-          ->check(CLI::Range(1, 32));
+  CLI::Option* fpr =
+      cmd->add_option("--fpr", s->fpr,
+                      "target false-positive rate P: fractional bits per key (r and r + 1 bits "
+                      "in a mix of blocks, 2^-(r+1) < P <= 2^-r), about log2(1/P) bits per key")
+          ->check(CLI::Range(1e-12, 0.99));
+  CLI::Option* bits = cmd->add_option("-r,--bits", s->bits,
+                                      "result bits r: false-positive rate 2^-r (default 8); with "
+                                      "values, the bits of each value (default: as many as the "
+                                      "largest value needs)")
+                          ->check(CLI::Range(1, 32));
   fpr->excludes(bits);
+  cmd->add_option("--variant", s->variant,
+                  "bumped (smallest), standard (no bumping, retried on failure), homogeneous "
+                  "(never fails, a little higher FPR), retrieval or standard-retrieval (a "
+                  "value per key: needs --values or --value-file, which imply them)")
+      ->check(CLI::IsMember(variant_names()))
+      ->capture_default_str();
+  CLI::Option* slack =
+      cmd->add_option("--slack", s->slack,
+                      "standard and homogeneous variants: eps, layer 0 has (1 + eps) n slots "
+                      "(standard: (0, 4], default from --success-probability; homogeneous: "
+                      "(-0.5, 4], default 0.01)");
+  CLI::Option* success = cmd->add_option(
+      "--success-probability", s->success_probability,
+      "standard variants: probability that the first try succeeds, sets the slack (default "
+      "0.95)");
+  slack->excludes(success);
+  CLI::Option* values = cmd->add_flag(
+      "--values", s->values,
+      "build a retrieval structure (static function): each line is key<TAB>value (split at "
+      "the last tab; value decimal or 0x hex, below 2^32); keys as --format lines or hex64");
+  CLI::Option* value_file =
+      cmd->add_option("--value-file", s->value_file,
+                      "build a retrieval structure: little-endian 8-byte values (below 2^32), "
+                      "one per key in input order (any --format)");
+  values->excludes(value_file);
+  fpr->excludes(values);
+  fpr->excludes(value_file);
   cmd->add_option("-w,--width", s->width, "ribbon width: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}))
       ->capture_default_str();
@@ -187,7 +537,12 @@ std::function<int()> add_build_command(CLI::App& app) {
       cmd->add_flag("--progress", s->progress, "live progress line on stderr even if not a tty");
   CLI::Option* quiet = cmd->add_flag("-q,--quiet", s->quiet, "print nothing but errors");
   progress->excludes(quiet);
-  return [s] { return run_build(*s); };
+  return [s, bits, slack, success] {
+    s->bits_given = bits->count() > 0;
+    s->slack_given = slack->count() > 0;
+    s->success_probability_given = success->count() > 0;
+    return run_build(*s);
+  };
 }
 
 }  // namespace ribbon::cli

@@ -195,6 +195,58 @@ std::uint64_t parse_u64_decimal(std::string_view text, const std::string& where)
   return value;
 }
 
+std::string parse_value_text(std::string_view text, std::uint32_t& value) {
+  const std::string problem = "invalid value " + quote_for_message(text) +
+                              ": expected a decimal integer or 0x and hex digits, below 2^32";
+  std::uint64_t v = 0;
+  if (text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    if (!parse_hex_text(text.data(), text.size(), v)) return problem;
+  } else {
+    bool ok = !text.empty() && text.size() <= 20;
+    for (std::size_t i = 0; ok && i < text.size(); ++i) {
+      const char c = text[i];
+      const auto digit = static_cast<std::uint64_t>(c - '0');
+      ok = c >= '0' && c <= '9' && v <= (UINT64_MAX - digit) / 10;
+      v = v * 10 + digit;
+    }
+    if (!ok) return problem;
+  }
+  if (v > UINT32_MAX) {
+    return "value " + std::string(text) + " does not fit in 32 bits (the largest is 4294967295)";
+  }
+  value = static_cast<std::uint32_t>(v);
+  return {};
+}
+
+void parse_key_value_lines(input_chunk& c, input_format key_format) {
+  const std::uint64_t n = c.texts.size();
+  c.entry_values.resize(n);
+  c.values.clear();
+  if (key_format == input_format::hex64) c.values.resize(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::string_view line = c.texts[i];
+    const std::size_t tab = line.rfind('\t');
+    if (tab == std::string_view::npos) {
+      c.error = "no tab in " + quote_for_message(line) + ": --values needs key<TAB>value lines";
+      c.error_line = i;
+      return;
+    }
+    const std::string_view key = line.substr(0, tab);
+    std::string problem = parse_value_text(line.substr(tab + 1), c.entry_values[i]);
+    if (problem.empty() && key_format == input_format::hex64 &&
+        !parse_hex_text(key.data(), key.size(), c.values[i])) {
+      problem = key.empty() ? "empty key before the tab: hex64 keys need 1 to 16 hex digits"
+                            : hex64_problem(key);
+    }
+    if (!problem.empty()) {
+      c.error = std::move(problem);
+      c.error_line = i;
+      return;
+    }
+    c.texts[i] = key;
+  }
+}
+
 std::uint64_t parse_hex64(std::string_view text, const std::string& where) {
   std::uint64_t value = 0;
   if (!parse_hex_text(text.data(), text.size(), value)) {

@@ -36,6 +36,10 @@ std::uint64_t parse_hex64(std::string_view text, const std::string& where);
 /// A key's text for a message: quoted, at most 40 bytes, non-printable bytes escaped.
 std::string quote_for_message(std::string_view text);
 
+/// Parses a value of a key<TAB>value line: decimal, or hex with a 0x prefix, below 2^32.
+/// Returns an empty string, or what is wrong with `text`.
+std::string parse_value_text(std::string_view text, std::uint32_t& value);
+
 /// What the parse stage produces for each chunk.
 enum class parse_output {
   hashes,  ///< `values` holds the key hashes (build)
@@ -56,6 +60,9 @@ struct input_chunk {
   std::size_t found_capacity = 0;
   std::string output;           ///< scratch for callers (text to print)
   std::uint64_t positives = 0;  ///< scratch for callers
+  /// Values of key<TAB>value lines (parse_key_value_lines), scratch for callers.
+  std::vector<std::uint32_t> entry_values;
+  std::vector<std::uint32_t> looked_up;  ///< scratch for callers (retrieval lookups)
 
   /// found[] with room for key_count entries.
   bool* found_buffer();
@@ -66,7 +73,16 @@ struct input_chunk {
   std::string error;                ///< non-empty: this chunk failed (read or parse error)
   bool error_has_location = false;  ///< `error` already names the file and offset
   std::uint64_t error_line = 0;     ///< 0-based line in the chunk of a parse error
+  // A `process` callback may set `error` and `error_line` (line formats) too: the reader then
+  // stops and reports it, in input order, as "FILE:LINE: error".
 };
+
+/// For inputs of key<TAB>value lines (--values), read as input_format::lines with
+/// parse_output::keys: splits each line of the chunk at its last tab and parses the value.
+/// Leaves the key text in texts[i], the value in entry_values[i] and, for `key_format` hex64,
+/// the integer key in values[i] (values is empty for lines). A bad line sets c.error and
+/// c.error_line (the reader reports it with the file and line). key_format u64 has no text.
+void parse_key_value_lines(input_chunk& c, input_format key_format);
 
 /// Counters a progress display polls.
 struct input_counters {

@@ -25,12 +25,31 @@ const char* kind_description(key_kind kind) {
                                  : "64-bit integer keys (--format u64 or --format hex64)";
 }
 
-/// Loads with every checksum verified, and checks the filter's key kind against `format`.
-filter load_for_format(const std::string& path, input_format format) {
+/// Loads with every checksum verified, and checks the filter's key kind against `format` and
+/// that --values is given exactly for retrieval files (`command` names the subcommand).
+filter load_for_format(const std::string& path, input_format format, bool values,
+                       const char* command) {
   filter f = filter::load(path);
   if (f.params().keys != key_kind_of(format)) {
     throw error(path + ": the filter was built from " + kind_description(f.params().keys) +
                 " and cannot be queried with --format " + input_format_name(format));
+  }
+  if (f.is_retrieval() && !values) {
+    throw error(path +
+                ": a retrieval structure (built with values) answers lookups, not "
+                "membership: use '" +
+                command + " --values'" +
+                (std::string(command) == "verify" ? " with key<TAB>value lines" : ""));
+  }
+  if (!f.is_retrieval() && values) {
+    throw error(path +
+                ": --values is for retrieval structures (built with --values or "
+                "--value-file); this file is a filter");
+  }
+  if (values && format == input_format::u64 && std::string(command) == "verify") {
+    throw error(
+        "--values reads key<TAB>value text lines (--format lines or hex64); --format "
+        "u64 has no text");
   }
   return f;
 }
@@ -45,6 +64,16 @@ void query_chunk(const filter& f, input_format format, input_chunk& c) {
     f.contains(c.values.data(), c.key_count, found);
   }
   c.positives = static_cast<std::uint64_t>(std::count(found, found + c.key_count, true));
+}
+
+/// looked_up[i] = the value stored for key i of the chunk (retrieval).
+void lookup_chunk(const filter& f, input_format format, input_chunk& c) {
+  c.looked_up.resize(c.key_count);
+  if (format == input_format::lines) {
+    f.lookup(c.texts.data(), c.key_count, c.looked_up.data());
+  } else {
+    f.lookup(c.values.data(), c.key_count, c.looked_up.data());
+  }
 }
 
 /// Key `i` of a chunk as text: as written for line formats, decimal for u64.
@@ -87,6 +116,7 @@ struct query_settings {
   std::vector<std::string> keys;
   std::string format = "lines";
   bool count = false;
+  bool values = false;
   bool progress = false;
 };
 
@@ -98,23 +128,31 @@ int run_query(query_settings s) {
     }
     s.inputs.push_back("-");
   }
-  filter f = load_for_format(s.filter_path, format);
+  filter f = load_for_format(s.filter_path, format, s.values, "query");
   f.set_query_threads(1);
   std::uint64_t queried = 0, positive = 0;
 
-  // Arguments first, then the inputs in order; positives are printed in that order.
+  // Arguments first, then the inputs in order; positives (or key<TAB>value for every key
+  // with --values) are printed in that order.
   if (!s.keys.empty()) {
     input_chunk c = chunk_of_arguments(s.keys, format);
-    query_chunk(f, format, c);
-    queried += c.key_count;
-    positive += c.positives;
     std::string out;
-    for (std::uint64_t i = 0; i < c.key_count && !s.count; ++i) {
-      if (c.found[i]) {
-        out.append(s.keys[i]);
-        out += '\n';
+    if (s.values) {
+      lookup_chunk(f, format, c);
+      for (std::uint64_t i = 0; i < c.key_count; ++i) {
+        out += s.keys[i] + '\t' + std::to_string(c.looked_up[i]) + '\n';
+      }
+    } else {
+      query_chunk(f, format, c);
+      positive += c.positives;
+      for (std::uint64_t i = 0; i < c.key_count && !s.count; ++i) {
+        if (c.found[i]) {
+          out.append(s.keys[i]);
+          out += '\n';
+        }
       }
     }
+    queried += c.key_count;
     write_stdout(out);
   }
   if (!s.inputs.empty()) {
@@ -125,6 +163,16 @@ int run_query(query_settings s) {
     reader.run(
         0, parse_output::keys, 0,
         [&](input_chunk& c) {
+          if (s.values) {
+            lookup_chunk(f, format, c);
+            for (std::uint64_t i = 0; i < c.key_count; ++i) {
+              append_key_text(c, format, i, c.output);
+              c.output += '\t';
+              c.output += std::to_string(c.looked_up[i]);
+              c.output += '\n';
+            }
+            return;
+          }
           query_chunk(f, format, c);
           if (!print_keys) return;
           for (std::uint64_t i = 0; i < c.key_count; ++i) {
@@ -145,6 +193,8 @@ int run_query(query_settings s) {
                 static_cast<unsigned long long>(positive));
   }
   finish_stdout();
+  // A lookup answers for every key.
+  if (s.values) return queried > 0 ? 0 : 1;
   return positive > 0 ? 0 : 1;
 }
 
@@ -152,12 +202,16 @@ struct verify_settings {
   std::string filter_path;
   std::vector<std::string> inputs;
   std::string format = "lines";
+  bool values = false;
   bool progress = false;
   bool quiet = false;
 };
 
 int run_verify(const verify_settings& s) {
   const input_format format = parse_input_format(s.format);
+  if (s.values && s.inputs.empty()) {
+    throw error("--values checks the key<TAB>value lines of -i FILE: give -i");
+  }
   if (s.inputs.empty()) {
     const filter f = filter::load(s.filter_path);  // checks every checksum and the structure
     if (!s.quiet) {
@@ -168,28 +222,47 @@ int run_verify(const verify_settings& s) {
     finish_stdout();
     return 0;
   }
-  filter f = load_for_format(s.filter_path, format);
+  filter f = load_for_format(s.filter_path, format, s.values, "verify");
   f.set_query_threads(1);
-  input_reader reader(s.inputs, format);
+  // key<TAB>value lines are read as lines and split here.
+  input_reader reader(s.inputs, s.values ? input_format::lines : format);
   progress_display display(s.progress ? progress_mode::live : progress_mode::quiet, "verify",
                            &reader.counters(), reader.total_bytes(), nullptr);
   constexpr std::size_t missing_shown = 10;
   std::uint64_t checked = 0, missing = 0;
   std::vector<std::string> examples;
   reader.run(
-      0, parse_output::keys, 0, [&](input_chunk& c) { query_chunk(f, format, c); },
+      0, parse_output::keys, 0,
+      [&](input_chunk& c) {
+        if (!s.values) {
+          query_chunk(f, format, c);
+          return;
+        }
+        parse_key_value_lines(c, format);
+        if (!c.error.empty()) return;
+        lookup_chunk(f, format, c);
+        c.positives = 0;
+        for (std::uint64_t i = 0; i < c.key_count; ++i) {
+          c.positives += c.looked_up[i] == c.entry_values[i];
+        }
+      },
       [&](input_chunk& c) {
         checked += c.key_count;
         missing += c.key_count - c.positives;
         for (std::uint64_t i = 0; i < c.key_count && examples.size() < missing_shown; ++i) {
-          if (c.found[i]) continue;
+          if (s.values ? c.looked_up[i] == c.entry_values[i] : c.found[i]) continue;
           std::string key;
           if (format == input_format::u64) {
             key = std::to_string(c.values[i]) + " (" + reader.name(c.source) + " byte " +
                   std::to_string(c.byte_offset + 8 * i) + ")";
           } else {
             key = quote_for_message(c.texts[i]) + " (" + reader.name(c.source) + ":" +
-                  std::to_string(c.first_line + i) + ")";
+                  std::to_string(c.first_line + i);
+            if (s.values) {
+              key += ": value " + std::to_string(c.entry_values[i]) + ", stored " +
+                     std::to_string(c.looked_up[i]);
+            }
+            key += ")";
           }
           examples.push_back(std::move(key));
         }
@@ -197,8 +270,9 @@ int run_verify(const verify_settings& s) {
   display.stop(true);
   if (missing == 0) {
     if (!s.quiet) {
-      std::printf("OK: %s: checksums and structure valid, all %llu keys positive\n",
-                  s.filter_path.c_str(), static_cast<unsigned long long>(checked));
+      std::printf("OK: %s: checksums and structure valid, all %llu keys %s\n",
+                  s.filter_path.c_str(), static_cast<unsigned long long>(checked),
+                  s.values ? "have their values" : "positive");
     }
     finish_stdout();
     return 0;
@@ -207,9 +281,9 @@ int run_verify(const verify_settings& s) {
     std::string list;
     for (const std::string& key : examples) list += (list.empty() ? "" : ", ") + key;
     if (missing > examples.size()) list += ", ...";
-    std::printf("FAILED: %s: %llu of %llu keys are not in the filter: %s\n", s.filter_path.c_str(),
+    std::printf("FAILED: %s: %llu of %llu keys %s: %s\n", s.filter_path.c_str(),
                 static_cast<unsigned long long>(missing), static_cast<unsigned long long>(checked),
-                list.c_str());
+                s.values ? "have other values in the file" : "are not in the filter", list.c_str());
   }
   finish_stdout();
   return 1;
@@ -236,8 +310,13 @@ std::function<int()> add_query_command(CLI::App& app) {
                   "file of keys to query, '-' for stdin; repeatable. Default: stdin when no "
                   "keys are given");
   add_format_option(cmd, s->format);
-  cmd->add_flag("-c,--count", s->count,
-                "print only '<queried> queried, <positive> positive' instead of the keys");
+  CLI::Option* count =
+      cmd->add_flag("-c,--count", s->count,
+                    "print only '<queried> queried, <positive> positive' instead of the keys");
+  cmd->add_flag("--values", s->values,
+                "retrieval files (built with values): print key<TAB>value for every key (the "
+                "value is arbitrary for keys not in the set); exit 0 if any key was queried")
+      ->excludes(count);
   cmd->add_flag("--progress", s->progress, "live progress line on stderr");
   return [s] { return run_query(*s); };
 }
@@ -251,6 +330,9 @@ std::function<int()> add_verify_command(CLI::App& app) {
   cmd->add_option("filter", s->filter_path, "filter file")->required();
   cmd->add_option("-i,--input", s->inputs, "file of keys that must all be positive, '-' for stdin");
   add_format_option(cmd, s->format);
+  cmd->add_flag("--values", s->values,
+                "retrieval files: -i gives key<TAB>value lines (keys as --format lines or hex64) "
+                "and every key must have its value");
   CLI::Option* progress = cmd->add_flag("--progress", s->progress, "live progress line on stderr");
   CLI::Option* quiet =
       cmd->add_flag("-q,--quiet", s->quiet, "print nothing; the exit status tells");
