@@ -58,8 +58,9 @@ bool cpu_has_avx512_popcount() {
 #endif
 
 /// Answers keys [begin, end) in groups: hash a group and prefetch the layer-0 blocks its
-/// keys read, then answer each with answer(index, layer-0 hash, layer-0 start).
-template <unsigned Width, class KeyHash, class Answer>
+/// keys read, then answer each with answer(index, layer-0 hash, layer-0 start). Bits > 0:
+/// the common case, known at compile time: blocks of Bits words and a layer 0 without salt.
+template <unsigned Width, std::uint32_t Bits, class KeyHash, class Answer>
 void prefetched_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                       const KeyHash& key_hash, const Answer& answer) {
   const layer_ref& first = f.layers[0];
@@ -69,27 +70,35 @@ void prefetched_range(const filter_ref& f, std::uint64_t begin, std::uint64_t en
   for (std::uint64_t base = begin; base < end; base += prefetch_group) {
     const std::uint64_t m = std::min(prefetch_group, end - base);
     for (std::uint64_t i = 0; i < m; ++i) {
-      const std::uint64_t h = detail::layer0_hash(first, key_hash(base + i));
+      const std::uint64_t h =
+          Bits != 0 ? key_hash(base + i) : detail::layer0_hash(first, key_hash(base + i));
       const std::uint64_t s = fastrange64(h, first.geometry.num_starts);
       hashes[i] = h;
       starts[i] = s;
       // A query reads two adjacent blocks; prefetch their first cache lines.
       const std::uint64_t block = s / Width;
-      __builtin_prefetch(solution + first.geometry.block_word(block, f.params.result_bits));
-      __builtin_prefetch(solution + first.geometry.block_word(block + 1, f.params.result_bits));
+      if constexpr (Bits != 0) {
+        __builtin_prefetch(solution + block * Bits);
+        __builtin_prefetch(solution + (block + 1) * Bits);
+      } else {
+        const auto* words = solution + first.geometry.block_word(block, f.params.result_bits);
+        __builtin_prefetch(words);
+        __builtin_prefetch(words + first.geometry.block_bits(block, f.params.result_bits));
+      }
     }
     for (std::uint64_t i = 0; i < m; ++i) answer(base + i, hashes[i], starts[i]);
   }
 }
 
-/// Bits > 0: r known at compile time (the common sizes, with every block holding r words), so
-/// the r-word loop unrolls. Bits == 0: any filter (fractional bits, homogeneous).
+/// Bits > 0: r known at compile time (the common sizes of filters whose blocks all hold r words,
+/// with fingerprints and no layer-0 salt), so the r-word loop unrolls. Bits == 0: any filter
+/// (fractional bits, homogeneous, a retried standard layer).
 template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>, class KeyHash>
 void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                     const KeyHash& key_hash, bool* out, const Rows& rows = {}) {
   const filter_params& p = f.params;
   const layer_ref& first = f.layers[0];
-  prefetched_range<Width>(
+  prefetched_range<Width, Bits>(
       f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h, std::uint64_t s) {
         bool found;
         if (detail::is_bumped(p, first, s)) {
@@ -97,7 +106,7 @@ void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                                           p, f.layers, f.num_layers, 1, remix(h, f.layers[1].salt));
         } else if constexpr (Bits != 0) {
           found = rows(first.solution, Bits, s, detail::coefficients<Width>(h)) ==
-                  detail::expected_result(p, h, Bits);
+                  detail::fingerprint(h, Bits);
         } else {
           std::uint32_t bits = 0;
           const std::uint32_t result = detail::layer_result<Width>(p, first, s, h, bits);
@@ -113,7 +122,7 @@ void lookup_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                   const KeyHash& key_hash, std::uint32_t* out) {
   const filter_params& p = f.params;
   const layer_ref& first = f.layers[0];
-  prefetched_range<Width>(
+  prefetched_range<Width, 0>(
       f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h, std::uint64_t s) {
         std::uint32_t bits = 0;
         if (!detail::is_bumped(p, first, s)) {
@@ -158,8 +167,10 @@ void contains_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key
     std::fill(out, out + count, false);
     return;
   }
-  // Compile-time r only where every block holds r words.
-  const std::uint32_t bits = f.params.extra_bit_fraction == 0 ? f.params.result_bits : 0;
+  // Compile-time r only for the common case (see contains_range).
+  const bool common = f.params.extra_bit_fraction == 0 &&
+                      f.params.variant != filter_variant::homogeneous && f.layers[0].salt == 0;
+  const std::uint32_t bits = common ? f.params.result_bits : 0;
   run_batch(count, threads, [&](std::uint64_t begin, std::uint64_t end) {
     with_width(f, [&](auto width) {
       constexpr unsigned w = decltype(width)::value;

@@ -42,18 +42,15 @@ struct record_less {
   }
 };
 
-/// The right side of a key's equation, for a key starting in block `block` of layer `g`: its
-/// fingerprint (r or r + 1 bits), 0 in a homogeneous filter, its value in retrieval.
-RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t record_rhs(const filter_params& p,
-                                                       const layer_geometry& g, std::uint64_t block,
+/// The right side of a key's equation with `bits` result bits (r, or r + 1 in the upper
+/// blocks of a layer with fractional bits): its fingerprint, 0 in a homogeneous filter, its
+/// value in retrieval.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t record_rhs(const filter_params& p, std::uint32_t bits,
                                                        std::uint64_t hash) {
-  if (p.variant == filter_variant::homogeneous) return 0;
-  return fingerprint(hash, g.block_bits(block, p.result_bits));
+  return p.variant == filter_variant::homogeneous ? 0u : fingerprint(hash, bits);
 }
-RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t record_rhs(const filter_params& p,
-                                                       const layer_geometry& g, std::uint64_t block,
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t record_rhs(const filter_params&, std::uint32_t,
                                                        const keyed_value& r) {
-  (void)p, (void)g, (void)block;
   return static_cast<std::uint32_t>(r.value);
 }
 

@@ -86,6 +86,12 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t local_start(std::uint64_t hash, cons
   return fastrange64(hash, g.num_starts) - shard_begin;
 }
 
+/// The first start position in a block of r + 1 bits (past every start if there is none).
+RIBBON_HD inline std::uint64_t upper_first_start(const layer_geometry& g, std::uint32_t width) {
+  const std::uint64_t none = ~std::uint64_t{0};
+  return g.upper_start_block >= none / width ? none : g.upper_start_block * width;
+}
+
 /// Outcome of eliminating one shard.
 struct shard_outcome {
   std::uint64_t bumped = 0;  ///< keys passed on to the next layer
@@ -130,6 +136,7 @@ class shard_eliminator {
         bucket_size_(g.bumping() ? p.bucket_size : g.shard_end(shard) - g.shard_begin(shard)),
         num_buckets_(g.bumping() ? (g.shard_end(shard) - g.shard_begin(shard)) / p.bucket_size : 1),
         rule_limit_(g.sharded() && shard > 0 ? Width : 0),
+        upper_start_(upper_first_start(g, Width)),
         undo_capacity_(undo_capacity(p.bucket_size, Width)) {
     const std::uint64_t columns = shard_columns(g, shard, Width);
     for (std::uint64_t c = 0; c < columns; ++c) {
@@ -213,7 +220,8 @@ class shard_eliminator {
     row_start_ = start;
     column_ = start;
     coeff_ = coefficients<Width>(h);
-    result_ = static_cast<Result>(record_rhs(p_, g_, (begin_ + start) / Width, record));
+    const std::uint32_t bits = p_.result_bits + (begin_ + start >= upper_start_ ? 1u : 0u);
+    result_ = static_cast<Result>(record_rhs(p_, bits, record));
     return true;
   }
 
@@ -291,7 +299,8 @@ class shard_eliminator {
   std::uint64_t first_bucket_;      // layer index of the shard's first bucket
   std::uint64_t bucket_size_;
   std::uint64_t num_buckets_;
-  std::uint64_t rule_limit_;  // local starts below this are bumped by rule
+  std::uint64_t rule_limit_;   // local starts below this are bumped by rule
+  std::uint64_t upper_start_;  // starts from this on are in blocks of r + 1 bits
   std::uint32_t undo_capacity_;
 
   // Current row.
