@@ -175,10 +175,9 @@ int run_gpu_bench(const std::vector<std::uint64_t>& keys,
         static_cast<unsigned long long>(f.params().shard_size), f.num_layers(), build_seconds,
         static_cast<double>(n) / build_seconds, stats.hash_seconds, stats.sort_seconds,
         stats.solve_seconds, stats.compact_seconds, stats.download_seconds,
-        json_string(identical).c_str(), f.bits_per_key(), expected_fpr(f.params()),
-        fpr, static_cast<unsigned long long>(false_negatives),
-        static_cast<double>(n) / member_seconds, static_cast<double>(m) / device_seconds,
-        static_cast<double>(m) / host_seconds);
+        json_string(identical).c_str(), f.bits_per_key(), expected_fpr(f.params()), fpr,
+        static_cast<unsigned long long>(false_negatives), static_cast<double>(n) / member_seconds,
+        static_cast<double>(m) / device_seconds, static_cast<double>(m) / host_seconds);
   } else {
     std::printf("ribbon bench: %llu keys, w=%u, r=%u, backend gpu (%s)\n",
                 static_cast<unsigned long long>(n), f.params().width, r, prop.name);
@@ -190,8 +189,7 @@ int run_gpu_bench(const std::vector<std::uint64_t>& keys,
     std::printf("  same bytes as the CPU builder: %s\n", identical);
     std::printf("  space        %8.4f bits/key, %u layers\n", f.bits_per_key(), f.num_layers());
     std::printf("  accuracy     FPR %.6f (expected %.6f), %llu false negatives\n", fpr,
-                expected_fpr(f.params()),
-                static_cast<unsigned long long>(false_negatives));
+                expected_fpr(f.params()), static_cast<unsigned long long>(false_negatives));
     std::printf(
         "  queries      %.3e keys/s device-resident members, %.3e device-resident "
         "non-members, %.3e host-resident non-members\n",

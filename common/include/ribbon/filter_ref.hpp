@@ -114,9 +114,9 @@ RIBBON_HD RIBBON_FORCE_INLINE bool contains_from_layer(const filter_params& p,
   std::uint64_t start = 0;
   const std::uint32_t l = find_layer(layers, num_layers, first, p, hash, start);
   if (l == num_layers) return false;  // bumped out of every layer: no key of the set goes there
-  if (p.extra_bit_fraction == 0) {  // every block holds r words: the shorter path
-    return row_result<Width>(layers[l].solution, p.result_bits, start,
-                             coefficients<Width>(hash)) == expected_result(p, hash, p.result_bits);
+  if (p.extra_bit_fraction == 0) {    // every block holds r words: the shorter path
+    return row_result<Width>(layers[l].solution, p.result_bits, start, coefficients<Width>(hash)) ==
+           expected_result(p, hash, p.result_bits);
   }
   std::uint32_t bits = 0;
   const std::uint32_t result = layer_result<Width>(p, layers[l], start, hash, bits);
