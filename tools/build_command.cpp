@@ -252,6 +252,21 @@ std::string conflict_message(const build_settings& s, input_format format, input
   return "duplicate key with different values: " + quote_for_message(key) + places;
 }
 
+/// The library's options for these settings (every build path).
+build_options build_options_of(const build_settings& s, filter_variant variant) {
+  build_options options;
+  options.variant = variant;
+  options.width = s.width;
+  options.result_bits = s.bits;
+  options.target_fpr = s.fpr;
+  options.slack = s.slack;
+  options.success_probability = s.success_probability;
+  options.threads = s.threads;
+  options.seed = s.seed;
+  options.shard_size = s.shard_size;
+  return options;
+}
+
 int run_retrieval_build(const build_settings& s, input_format format, filter_variant variant,
                         bool gpu, clock_type::time_point start, progress_mode mode) {
   const input_format key_format = format;
@@ -259,15 +274,7 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
   if (!s.value_file.empty()) file_values = read_value_file(s.value_file);
   // key<TAB>value lines are read as lines and split here.
   input_reader reader(s.inputs, s.values ? input_format::lines : format);
-  build_options options;
-  options.variant = variant;
-  options.width = s.width;
-  options.result_bits = s.bits;
-  options.slack = s.slack;
-  options.success_probability = s.success_probability;
-  options.threads = s.threads;
-  options.seed = s.seed;
-  options.shard_size = s.shard_size;
+  build_options options = build_options_of(s, variant);
   // Fail on bad options before reading anything.
   (void)detail::retrieval_params_from(options, key_kind_of(key_format));
 
@@ -428,15 +435,7 @@ int run_build(build_settings s) {
   input_reader reader(s.inputs, format, max_chunk_bytes);
   build_progress progress;
   bulk_options options;
-  options.build.variant = variant;
-  options.build.slack = s.slack;
-  options.build.success_probability = s.success_probability;
-  options.build.width = s.width;
-  options.build.result_bits = s.bits;
-  options.build.target_fpr = s.fpr;
-  options.build.threads = s.threads;
-  options.build.seed = s.seed;
-  options.build.shard_size = s.shard_size;
+  options.build = build_options_of(s, variant);
   options.memory_limit = memory_limit;
   options.tmp_dir = s.tmp_dir;
   options.expected_keys = reader.estimated_keys();
