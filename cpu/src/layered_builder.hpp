@@ -237,34 +237,10 @@ class layered_builder {
   aligned_array<Record> bumped_layer(std::uint32_t l, std::uint64_t n, const Source& source,
                                      format::layer_image& layer,
                                      std::vector<aligned_bytes>& buffers) {
-    layer.input_keys = n;
     layer.salt = bumped_layer_salt(p_.seed, l);
     layer.geometry = bumped_layer_geometry(n, p_, sizing_);
-    const layer_geometry& g = layer.geometry;
-    start_layer(l, g.num_shards());
-    auto hashes = allocate_array<Record>(n);
-    std::vector<std::uint64_t> offsets;
-    partition_by_shard(n, source, g, hashes.get(), offsets, l == 0 ? &stats_.hash_seconds : nullptr,
-                       l == 0 ? &stats_.partition_seconds : nullptr);
-    const auto solve_start = clock_type::now();
-    aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
-    aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
-    std::vector<std::uint64_t> bumped_counts(g.num_shards());
-    solve_range(g, 0, g.num_shards(), hashes.get(), offsets,
-                {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()},
-                &bumped_counts);
-    if (l == 0) stats_.solve_seconds += seconds_since(solve_start);
-    layer.thresholds = thresholds.get();
-    layer.solution = solution.get();
-    buffers.push_back(std::move(thresholds));
-    buffers.push_back(std::move(solution));
-
-    // Gather the bumped hashes (each shard left them at the front of its range) at the front
-    // of the same array: no second buffer at the layer's peak. Sequential, because the
-    // ranges overlap; the bumped keys are a few percent of the layer.
-    const auto gather_start = clock_type::now();
-    layer.bumped_keys = gather_bumped(hashes.get(), offsets, bumped_counts);
-    if (l == 0) stats_.gather_seconds += seconds_since(gather_start);
+    aligned_array<Record> hashes;
+    sharded_layer(l, n, source, layer, buffers, hashes);  // a bumped layer always solves
     return hashes;
   }
 
@@ -276,38 +252,59 @@ class layered_builder {
   aligned_array<Record> standard_layer(std::uint64_t n, const Source& source,
                                        format::layer_image& layer,
                                        std::vector<aligned_bytes>& buffers) {
-    layer.input_keys = n;
+    aligned_array<Record> hashes;
     for (std::uint32_t attempt = 0;; ++attempt) {
       const standard_layer_try next = standard_layer_attempt(n, p_, sizing_, attempt);
       layer.salt = next.salt;
       layer.geometry = next.geometry;
-      const layer_geometry& g = layer.geometry;
-      start_layer(0, g.num_shards());
       const std::uint64_t salt = next.salt;
       auto salted = [&source, salt](std::uint64_t i) {
         const Record r = source(i);
         return salt == 0 ? r : with_hash(r, remix(record_hash(r), salt));
       };
-      auto hashes = allocate_array<Record>(n);
-      std::vector<std::uint64_t> offsets;
-      partition_by_shard(n, salted, g, hashes.get(), offsets, &stats_.hash_seconds,
-                         &stats_.partition_seconds);
-      const auto solve_start = clock_type::now();
-      aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
-      std::vector<std::uint64_t> bumped_counts(g.num_shards());
-      const bool solved = solve_range(g, 0, g.num_shards(), hashes.get(), offsets,
-                                      {nullptr, solution.get()}, &bumped_counts);
-      stats_.solve_seconds += seconds_since(solve_start);
-      if (!solved) continue;
-      stats_.standard_attempts = attempt + 1;
-      layer.thresholds = nullptr;
-      layer.solution = solution.get();
-      buffers.push_back(std::move(solution));
-      const auto gather_start = clock_type::now();
-      layer.bumped_keys = gather_bumped(hashes.get(), offsets, bumped_counts);
-      stats_.gather_seconds += seconds_since(gather_start);
-      return hashes;
+      if (sharded_layer(0, n, salted, layer, buffers, hashes)) {
+        stats_.standard_attempts = attempt + 1;
+        return hashes;
+      }
     }
+  }
+
+  /// Builds layer `l` (bumped or standard; its salt and geometry already in `layer`) over
+  /// source(i), i < n, into `layer` and `buffers`, leaving in `hashes` the layer-l records of
+  /// the keys passed on (the first layer.bumped_keys entries). Returns false, adding nothing,
+  /// if a standard layer's shard failed.
+  template <class Source>
+  bool sharded_layer(std::uint32_t l, std::uint64_t n, const Source& source,
+                     format::layer_image& layer, std::vector<aligned_bytes>& buffers,
+                     aligned_array<Record>& hashes) {
+    layer.input_keys = n;
+    const layer_geometry& g = layer.geometry;
+    start_layer(l, g.num_shards());
+    hashes = allocate_array<Record>(n);
+    std::vector<std::uint64_t> offsets;
+    partition_by_shard(n, source, g, hashes.get(), offsets, l == 0 ? &stats_.hash_seconds : nullptr,
+                       l == 0 ? &stats_.partition_seconds : nullptr);
+    const auto solve_start = clock_type::now();
+    aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
+    aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
+    std::vector<std::uint64_t> bumped_counts(g.num_shards());
+    const bool solved = solve_range(
+        g, 0, g.num_shards(), hashes.get(), offsets,
+        {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()}, &bumped_counts);
+    if (l == 0) stats_.solve_seconds += seconds_since(solve_start);
+    if (!solved) return false;
+    layer.thresholds = g.bumping() ? thresholds.get() : nullptr;
+    layer.solution = solution.get();
+    if (g.bumping()) buffers.push_back(std::move(thresholds));
+    buffers.push_back(std::move(solution));
+
+    // Gather the bumped hashes (each shard left them at the front of its range) at the front
+    // of the same array: no second buffer at the layer's peak. Sequential, because the
+    // ranges overlap; the bumped keys are a few percent of the layer.
+    const auto gather_start = clock_type::now();
+    layer.bumped_keys = gather_bumped(hashes.get(), offsets, bumped_counts);
+    if (l == 0) stats_.gather_seconds += seconds_since(gather_start);
+    return true;
   }
 
   /// The final plain layer over the `n` keys with previous-layer records `previous`.

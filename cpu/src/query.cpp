@@ -108,9 +108,7 @@ void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
           found = rows(first.solution, Bits, s, detail::coefficients<Width>(h)) ==
                   detail::fingerprint(h, Bits);
         } else {
-          std::uint32_t bits = 0;
-          const std::uint32_t result = detail::layer_result<Width>(p, first, s, h, bits);
-          found = result == detail::expected_result(p, h, bits);
+          found = detail::contains_from_layer<Width>(p, f.layers, f.num_layers, 0, h);
         }
         out[i] = found;
       });
@@ -120,18 +118,9 @@ void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
 template <unsigned Width, class KeyHash>
 void lookup_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                   const KeyHash& key_hash, std::uint32_t* out) {
-  const filter_params& p = f.params;
-  const layer_ref& first = f.layers[0];
   prefetched_range<Width, 0>(
-      f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h, std::uint64_t s) {
-        std::uint32_t bits = 0;
-        if (!detail::is_bumped(p, first, s)) {
-          out[i] = detail::layer_result<Width>(p, first, s, h, bits);
-          return;
-        }
-        h = remix(h, f.layers[1].salt);  // the last layer bumps no key: layer 1 exists
-        const std::uint32_t l = detail::find_layer(f.layers, f.num_layers, 1, p, h, s);
-        out[i] = l < f.num_layers ? detail::layer_result<Width>(p, f.layers[l], s, h, bits) : 0;
+      f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h, std::uint64_t) {
+        out[i] = detail::lookup_from_layer<Width>(f.params, f.layers, f.num_layers, 0, h);
       });
 }
 

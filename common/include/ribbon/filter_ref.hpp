@@ -7,6 +7,7 @@
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
+#include "ribbon/detail/records.hpp"
 #include "ribbon/detail/rows.hpp"
 #include "ribbon/hash.hpp"
 #include "ribbon/layer.hpp"
@@ -75,13 +76,6 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t layer_result(const filter_params& p,
                              coefficients<Width>(hash));
 }
 
-/// The right side a filter's key has: its fingerprint, or 0 in a homogeneous filter.
-RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t expected_result(const filter_params& p,
-                                                            std::uint64_t hash,
-                                                            std::uint32_t bits) {
-  return p.variant == filter_variant::homogeneous ? 0u : fingerprint(hash, bits);
-}
-
 /// Layer 0's hash of a key hash: the key hash itself, or its remix where layer 0 has a salt
 /// (a standard layer retried with a new seed).
 RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t layer0_hash(const layer_ref& layer0,
@@ -116,11 +110,11 @@ RIBBON_HD RIBBON_FORCE_INLINE bool contains_from_layer(const filter_params& p,
   if (l == num_layers) return false;  // bumped out of every layer: no key of the set goes there
   if (p.extra_bit_fraction == 0) {    // every block holds r words: the shorter path
     return row_result<Width>(layers[l].solution, p.result_bits, start, coefficients<Width>(hash)) ==
-           expected_result(p, hash, p.result_bits);
+           record_rhs(p, p.result_bits, hash);
   }
   std::uint32_t bits = 0;
   const std::uint32_t result = layer_result<Width>(p, layers[l], start, hash, bits);
-  return result == expected_result(p, hash, bits);
+  return result == record_rhs(p, bits, hash);
 }
 
 /// Does the filter (possibly) contain the key whose key hash is `hash`?
@@ -131,20 +125,29 @@ RIBBON_HD RIBBON_FORCE_INLINE bool contains_hash(const filter_params& p, const l
   return contains_from_layer<Width>(p, layers, num_layers, 0, layer0_hash(layers[0], hash));
 }
 
-/// The value a retrieval structure stores for the key whose key hash is `hash` (arbitrary
-/// for keys that were not in the set).
+/// Retrieval from layer `first`, where the key's layer hash is `hash`: the value stored for
+/// the key (arbitrary for keys that were not in the set).
+template <unsigned Width>
+RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup_from_layer(const filter_params& p,
+                                                              const layer_ref* layers,
+                                                              std::uint32_t num_layers,
+                                                              std::uint32_t first,
+                                                              std::uint64_t hash) {
+  std::uint64_t start = 0;
+  const std::uint32_t l = find_layer(layers, num_layers, first, p, hash, start);
+  if (l == num_layers) return 0;
+  std::uint32_t bits = 0;
+  return layer_result<Width>(p, layers[l], start, hash, bits);
+}
+
+/// The value a retrieval structure stores for the key whose key hash is `hash`.
 template <unsigned Width>
 RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup_hash(const filter_params& p,
                                                         const layer_ref* layers,
                                                         std::uint32_t num_layers,
                                                         std::uint64_t hash) {
   if (num_layers == 0) return 0;
-  hash = layer0_hash(layers[0], hash);
-  std::uint64_t start = 0;
-  const std::uint32_t l = find_layer(layers, num_layers, 0, p, hash, start);
-  if (l == num_layers) return 0;
-  std::uint32_t bits = 0;
-  return layer_result<Width>(p, layers[l], start, hash, bits);
+  return lookup_from_layer<Width>(p, layers, num_layers, 0, layer0_hash(layers[0], hash));
 }
 
 }  // namespace detail
