@@ -130,7 +130,7 @@ struct pair_op {
 struct conflict_op {
   const keyed_value* records;
   RIBBON_HD bool operator()(std::uint64_t i) const {
-    return records[i].hash == records[i - 1].hash && records[i].value != records[i - 1].value;
+    return ribbon::detail::conflicts_with_previous(records, i);
   }
 };
 
@@ -522,6 +522,22 @@ class device_range_solver final : public shard_range_solver {
   device_options device_;
 };
 
+/// A device copy of `count` elements in host or device memory (`what` names them in errors).
+template <class T>
+device_vector<T> to_device(const T* data, std::uint64_t count, memory where, const char* what) {
+  device_vector<T> copy(count);
+  if (count == 0) return copy;
+#if defined(RIBBON_GPU_ON_TBB)
+  (void)where, (void)what;
+  thrust::copy(data, data + count, copy.begin());
+#else
+  check(cudaMemcpy(raw(copy), data, count * sizeof(T),
+                   where == memory::host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice),
+        (std::string("cudaMemcpy (") + what + ")").c_str());
+#endif
+  return copy;
+}
+
 /// Is a value too wide for r bits?
 struct too_wide_op {
   std::uint32_t result_bits;
@@ -558,17 +574,7 @@ filter build(const std::uint64_t* keys, std::uint64_t count, const build_options
   const filter_params p = ribbon::detail::params_from(options, key_kind::u64);
   return timed(stats, [&](device_build_stats& s) {
     auto start = clock_type::now();
-    device_vector<std::uint64_t> hashes(count);
-    if (count > 0) {
-#if defined(RIBBON_GPU_ON_TBB)
-      (void)where;
-      thrust::copy(keys, keys + count, hashes.begin());
-#else
-      check(cudaMemcpy(raw(hashes), keys, count * sizeof(std::uint64_t),
-                       where == memory::host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice),
-            "cudaMemcpy (keys)");
-#endif
-    }
+    device_vector<std::uint64_t> hashes = to_device(keys, count, where, "keys");
     s.upload_seconds = device_seconds_since(start);
     start = clock_type::now();
     thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(),
@@ -641,22 +647,8 @@ filter build(const std::uint64_t* keys, const std::uint32_t* values, std::uint64
   const filter_params p = ribbon::detail::retrieval_params_from(options, key_kind::u64);
   return timed(stats, [&](device_build_stats& s) {
     auto start = clock_type::now();
-    device_vector<std::uint64_t> hashes(count);
-    device_vector<std::uint32_t> device_values(count);
-    if (count > 0) {
-#if defined(RIBBON_GPU_ON_TBB)
-      (void)where;
-      thrust::copy(keys, keys + count, hashes.begin());
-      thrust::copy(values, values + count, device_values.begin());
-#else
-      const cudaMemcpyKind kind =
-          where == memory::host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
-      check(cudaMemcpy(raw(hashes), keys, count * sizeof(std::uint64_t), kind),
-            "cudaMemcpy (keys)");
-      check(cudaMemcpy(raw(device_values), values, count * sizeof(std::uint32_t), kind),
-            "cudaMemcpy (values)");
-#endif
-    }
+    device_vector<std::uint64_t> hashes = to_device(keys, count, where, "keys");
+    const device_vector<std::uint32_t> device_values = to_device(values, count, where, "values");
     s.upload_seconds = device_seconds_since(start);
     start = clock_type::now();
     check_device_values(device_values, p.result_bits);

@@ -59,11 +59,13 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t record_rhs(const filter_params&, std
 RIBBON_HD inline std::uint64_t find_conflict(const std::uint64_t*, std::uint64_t count) {
   return count;  // filters: equal hashes are duplicate keys, which are allowed
 }
+/// Does sorted record i (i > 0) repeat its predecessor's hash with another value?
+RIBBON_HD inline bool conflicts_with_previous(const keyed_value* records, std::uint64_t i) {
+  return records[i].hash == records[i - 1].hash && records[i].value != records[i - 1].value;
+}
 RIBBON_HD inline std::uint64_t find_conflict(const keyed_value* records, std::uint64_t count) {
   for (std::uint64_t i = 1; i < count; ++i) {
-    if (records[i].hash == records[i - 1].hash && records[i].value != records[i - 1].value) {
-      return i;
-    }
+    if (conflicts_with_previous(records, i)) return i;
   }
   return count;
 }
