@@ -319,15 +319,12 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
     // A layer cannot have more start positions than the file has bits; this also keeps
     // every size computation below far from overflow.
     if (d.num_starts == 0 || d.num_starts > size * 8) fail(source, which + "bad slot count");
-    if (kind == layer_kind::bumped) {
+    if (kind != layer_kind::plain) {
+      // Sharded layers: whole buckets (bumped) or whole blocks (standard), shards of S.
+      const std::uint32_t unit = kind == layer_kind::bumped ? p.bucket_size : p.width;
       if (d.shard_bits != static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)) ||
-          d.num_starts % p.bucket_size != 0) {
-        fail(source, which + "inconsistent bumped-layer geometry");
-      }
-    } else if (kind == layer_kind::standard) {
-      if (d.shard_bits != static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)) ||
-          d.num_starts % p.width != 0) {
-        fail(source, which + "inconsistent standard-layer geometry");
+          d.num_starts % unit != 0) {
+        fail(source, which + "inconsistent sharded-layer geometry");
       }
     } else if (d.shard_bits != 63 || d.num_starts % p.width != 0 || l + 1 != n) {
       fail(source, which + "inconsistent plain-layer geometry");

@@ -102,6 +102,17 @@ double expected_fpr(const filter_params& p) {
 
 namespace {
 
+/// Start positions of a layer that is retried on failure (plain, standard): (1 + slack) per
+/// key, whole blocks. Retrying with new salts is enough almost always; from the fifth try on
+/// the layer grows by `growth` per try, so that a build can never loop forever.
+std::uint64_t retried_layer_starts(std::uint64_t keys, const filter_params& p, double slack,
+                                   double growth, std::uint32_t attempt) {
+  long double slots = static_cast<long double>(keys) * (1.0L + slack);
+  for (std::uint32_t a = 4; a <= attempt; ++a) slots *= 1.0L + growth;
+  const auto target = static_cast<std::uint64_t>(std::ceil(slots));
+  return detail::round_up(target > 0 ? target : 1, p.width);
+}
+
 /// First-try failure rate of one full standard shard of 2^16 slots: ln p = a + b eps, the
 /// maximum-likelihood fit to 26,000 shard builds (ribbon_standard_failure; bench/RESULTS.md,
 /// "Standard Ribbon").
@@ -136,14 +147,10 @@ standard_layer_try standard_layer_attempt(std::uint64_t keys, const filter_param
                 std::to_string(max_standard_attempts) + " times (" + std::to_string(keys) +
                 " keys); give it more slack");
   }
-  long double slots = static_cast<long double>(keys) * (1.0L + sizing.standard_slack);
-  for (std::uint32_t a = 4; a <= attempt; ++a)
-    slots *= 1.0L + std::max(sizing.standard_slack, 0.01);
-  const auto target = static_cast<std::uint64_t>(std::ceil(slots));
-  const std::uint64_t starts = detail::round_up(target > 0 ? target : 1, p.width);
+  const std::uint64_t starts = retried_layer_starts(keys, p, sizing.standard_slack,
+                                                    std::max(sizing.standard_slack, 0.01), attempt);
   return {attempt == 0 ? 0 : layer_salt(p.seed, 0, attempt),
-          make_geometry(starts, static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)),
-                        layer_kind::standard, p)};
+          sharded_geometry(starts, layer_kind::standard, p)};
 }
 
 namespace detail {
@@ -170,12 +177,7 @@ std::uint64_t bumped_layer_starts(std::uint64_t keys, const filter_params& p,
 
 std::uint64_t plain_layer_starts(std::uint64_t keys, const filter_params& p,
                                  const layer_sizing& sizing, std::uint32_t attempt) {
-  long double slots = static_cast<long double>(keys) * (1.0L + sizing.plain_slack);
-  // Retrying with new salts is enough almost always; grow after a few failures so that a
-  // build can never loop forever.
-  for (std::uint32_t a = 4; a <= attempt; ++a) slots *= 1.25L;
-  const auto target = static_cast<std::uint64_t>(std::ceil(slots));
-  return detail::round_up(target > 0 ? target : 1, p.width);
+  return retried_layer_starts(keys, p, sizing.plain_slack, 0.25, attempt);
 }
 
 plain_layer_try plain_layer_attempt(std::uint32_t layer, std::uint64_t keys, const filter_params& p,

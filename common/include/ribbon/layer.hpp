@@ -167,10 +167,16 @@ RIBBON_HD inline layer_geometry make_geometry(std::uint64_t starts, std::uint32_
   return g;
 }
 
+/// Geometry of a sharded (bumped or standard) layer with `starts` start positions.
+RIBBON_HD inline layer_geometry sharded_geometry(std::uint64_t starts, layer_kind kind,
+                                                 const filter_params& p) {
+  return make_geometry(starts, static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)), kind,
+                       p);
+}
+
 /// Geometry of a bumped layer with `starts` start positions.
 RIBBON_HD inline layer_geometry bumped_geometry(std::uint64_t starts, const filter_params& p) {
-  return make_geometry(starts, static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)),
-                       layer_kind::bumped, p);
+  return sharded_geometry(starts, layer_kind::bumped, p);
 }
 
 /// Geometry of a plain layer with `starts` start positions (a single shard).
