@@ -144,52 +144,27 @@ struct keyed_values {
   std::vector<std::uint64_t> keys_per_source;  ///< keys read from each input
 };
 
-/// Reads a --value-file: little-endian 8-byte unsigned values, each below 2^32.
+/// Reads a --value-file: little-endian 8-byte unsigned values, each below 2^32, through the
+/// same reader as u64 key files (so a bad size is reported the same way).
 std::vector<std::uint32_t> read_value_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw error("cannot open value file " + path + ": " + std::strerror(errno));
-  struct stat st;
-  const bool stat_ok = ::fstat(fd, &st) == 0;
-  if (!stat_ok || S_ISDIR(st.st_mode)) {
-    const int stat_errno = stat_ok ? EISDIR : errno;
-    ::close(fd);
-    throw error("cannot read value file " + path + ": " + std::strerror(stat_errno));
-  }
   std::vector<std::uint32_t> values;
-  if (S_ISREG(st.st_mode)) values.reserve(static_cast<std::size_t>(st.st_size) / 8);
-  std::vector<unsigned char> buffer(std::size_t{1} << 20);
-  std::size_t held = 0;  // bytes in buffer not yet converted (fewer than 8)
-  std::uint64_t offset = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer.data() + held, buffer.size() - held);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int read_errno = errno;
-      ::close(fd);
-      throw error("cannot read value file " + path + ": " + std::strerror(read_errno));
-    }
-    if (n == 0) break;
-    held += static_cast<std::size_t>(n);
-    const std::size_t whole = held - held % 8;
-    for (std::size_t i = 0; i < whole; i += 8) {
-      std::uint64_t v = 0;
-      for (int b = 7; b >= 0; --b) v = (v << 8) | buffer[i + static_cast<std::size_t>(b)];
-      if (v > UINT32_MAX) {
-        ::close(fd);
-        throw error("value file " + path + ": value " + std::to_string(v) + " at byte " +
-                    std::to_string(offset) + " (value number " + std::to_string(values.size() + 1) +
-                    ") does not fit in 32 bits");
-      }
-      values.push_back(static_cast<std::uint32_t>(v));
-      offset += 8;
-    }
-    std::memmove(buffer.data(), buffer.data() + whole, held - whole);
-    held -= whole;
-  }
-  ::close(fd);
-  if (held != 0) {
-    throw error("value file " + path + ": size " + std::to_string(offset + held) +
-                " bytes is not a multiple of 8 (values are little-endian 8-byte integers)");
+  try {
+    input_reader reader({path}, input_format::u64);
+    reader.run(
+        1, parse_output::keys, 0, [](input_chunk&) {},
+        [&](input_chunk& c) {
+          for (std::uint64_t i = 0; i < c.key_count; ++i) {
+            const std::uint64_t v = c.values[i];
+            if (v > UINT32_MAX) {
+              throw error(path + ": value " + std::to_string(v) + " at byte " +
+                          std::to_string(c.byte_offset + 8 * i) + " (value number " +
+                          std::to_string(values.size() + 1) + ") does not fit in 32 bits");
+            }
+            values.push_back(static_cast<std::uint32_t>(v));
+          }
+        });
+  } catch (const error& e) {
+    throw error(std::string("value file: ") + e.what());
   }
   return values;
 }
