@@ -257,7 +257,8 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("-n,--keys", settings->keys, "number of keys (default 10^7)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
   cmd->add_option("--negatives", settings->negatives,
-                  "non-member keys to query (default max(keys, 10^6))");
+                  "non-member keys to query (default max(keys, 10^6))")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
   cmd->add_option("-w,--width", settings->width, "ribbon width: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}));
   cmd->add_option("-r,--bits", settings->bits, "result bits r (FPR 2^-r), 1..32")
@@ -273,9 +274,11 @@ std::function<int()> add_bench_command(CLI::App& app) {
                   "homogeneous 0.01)");
   cmd->add_option("--success-probability", settings->success_probability,
                   "standard: probability that the first try succeeds (default 0.95)");
-  cmd->add_option("-t,--threads", settings->threads, "threads (default: all cores)");
-  cmd->add_option("--seed", settings->seed, "seed for keys and hashing");
-  cmd->add_option("--shard-size", settings->shard_size, "slots per shard (power of two)");
+  cmd->add_option("-t,--threads", settings->threads, "threads (default: all cores)")
+      ->transform(thread_option());
+  cmd->add_option("--seed", settings->seed, "seed for keys and hashing")->transform(seed_option());
+  cmd->add_option("--shard-size", settings->shard_size, "slots per shard (power of two)")
+      ->transform(shard_size_option());
   cmd->add_option("--backend", settings->backend,
                   "cpu (default), gpu (builds from device-resident keys, GPU batched queries) or "
                   "auto (the GPU where present)")

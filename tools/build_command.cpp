@@ -52,20 +52,29 @@ struct build_settings {
   bool success_probability_given = false;
 };
 
-/// Fails early (before reading any input) if the output cannot be created: the library
-/// writes a temporary file next to it and renames it, so that is what is tried here.
-void check_output_writable(const std::string& path) {
+/// Whether `input` ('-': stdin) is the file `output` names.
+bool is_same_file(const std::string& input, const struct stat& output) {
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    throw error("cannot write " + path + ": is a directory");
+  const int status = input == "-" ? ::fstat(STDIN_FILENO, &st) : ::stat(input.c_str(), &st);
+  return status == 0 && st.st_dev == output.st_dev && st.st_ino == output.st_ino;
+}
+
+/// Fails before reading any input if the output is one of the inputs (it would be replaced
+/// while it is read) or cannot be written (the library's checks: kind of file, path length,
+/// a temporary file next to it).
+void check_output(const build_settings& s) {
+  struct stat output;
+  if (::stat(s.output.c_str(), &output) == 0) {  // follows links, as the writer does
+    std::vector<std::string> read = s.inputs;
+    if (!s.value_file.empty()) read.push_back(s.value_file);
+    for (const std::string& input : read) {
+      if (is_same_file(input, output)) {
+        throw error("-o " + s.output + " is the input " + (input == "-" ? "<stdin>" : input) +
+                    ": give another output path (the input would be replaced)");
+      }
+    }
   }
-  std::string probe = path + ".tmp-XXXXXX";
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) {
-    throw error("cannot write " + path + ": " + std::strerror(errno));
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
+  check_output_path(s.output);
 }
 
 const char* variant_label(filter_variant variant) {
@@ -394,7 +403,7 @@ int run_build(build_settings s) {
     if (::isatty(STDIN_FILENO)) throw error("no input: give -i FILE or pipe keys into stdin");
     s.inputs.push_back("-");
   }
-  check_output_writable(s.output);
+  check_output(s);
   remove_temp_files_on_signals();
   if (with_values) return run_retrieval_build(s, format, variant, gpu, start, mode);
 
@@ -489,13 +498,16 @@ std::function<int()> add_build_command(CLI::App& app) {
   cmd->add_option("-w,--width", s->width, "ribbon width: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}))
       ->capture_default_str();
-  cmd->add_option("-t,--threads", s->threads, "threads (default 0: all cores)")
-      ->check(CLI::Range(0, 1 << 16));
-  cmd->add_option("--seed", s->seed, "hash seed (the file is a function of keys and seed)")
+  cmd->add_option("-t,--threads", s->threads, "threads (default 0: all cores; at most 8 per core)")
+      ->transform(thread_option());
+  cmd->add_option("--seed", s->seed,
+                  "hash seed, 0 to 2^64 - 1 (the file is a function of keys and seed)")
+      ->transform(seed_option())
       ->capture_default_str();
   cmd->add_option("--shard-size", s->shard_size,
                   "start positions per shard, a power of two (default 0: 65536); recorded in "
-                  "the file. Smaller shards: more parallelism, a little more space");
+                  "the file. Smaller shards: more parallelism, a little more space")
+      ->transform(shard_size_option());
   cmd->add_option("--backend", s->backend,
                   "cpu, gpu or auto (the GPU where this build has CUDA and a device is present). "
                   "On the GPU, inputs larger than device memory are built out of core, one "

@@ -1,8 +1,12 @@
 #include "util.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <thread>
 
 #include "ribbon/error.hpp"
 
@@ -51,6 +55,56 @@ std::uint64_t parse_size(const std::string& text, const std::string& option) {
   if (bytes >= 18446744073709551615.0L) throw error(option + ": size '" + text + "' is too large");
   if (shift == 0 && bytes != std::floor(bytes)) throw invalid();  // fractional bytes
   return static_cast<std::uint64_t>(bytes);
+}
+
+namespace {
+
+/// The unsigned integer of `text`: decimal, or hex after 0x; nothing for anything else (a
+/// sign, other characters, a value beyond 2^64 - 1).
+std::optional<std::uint64_t> parse_unsigned(const std::string& text) {
+  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  const char* first = text.data() + (hex ? 2 : 0);
+  const char* last = text.data() + text.size();
+  std::uint64_t value = 0;
+  const auto [end, status] = std::from_chars(first, last, value, hex ? 16 : 10);
+  if (first == last || status != std::errc() || end != last) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+CLI::Validator unsigned_option(const std::function<bool(std::uint64_t)>& accepts,
+                               const std::string& accepted) {
+  return CLI::Validator(
+      [accepts, accepted](std::string& text) -> std::string {
+        const std::optional<std::uint64_t> value = parse_unsigned(text);
+        if (!value || !accepts(*value)) return "'" + text + "' is out of range: give " + accepted;
+        text = std::to_string(*value);  // CLI11 would read "010" as octal
+        return {};
+      },
+      "", "unsigned");
+}
+
+CLI::Validator seed_option() {
+  return unsigned_option([](std::uint64_t) { return true; }, "an integer from 0 to 2^64 - 1");
+}
+
+std::uint64_t max_threads() {
+  return 8 * std::uint64_t{std::max(1u, std::thread::hardware_concurrency())};
+}
+
+CLI::Validator thread_option() {
+  return unsigned_option(
+      [](std::uint64_t n) { return n <= max_threads(); },
+      "0 (all cores) to " + std::to_string(max_threads()) + " (8 per core of this machine)");
+}
+
+CLI::Validator shard_size_option() {
+  return unsigned_option(
+      [](std::uint64_t n) {
+        return n == 0 || (n <= (std::uint64_t{1} << 31) && (n & (n - 1)) == 0);
+      },
+      "0 (the default, 65536) or a power of two up to 2^31");
 }
 
 namespace {

@@ -1,8 +1,10 @@
 // Small helpers shared by the subcommands: sizes, number formatting, JSON strings.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,21 @@ inline double seconds_since(clock_type::time_point start) {
 /// Parses a byte count: "1048576", "64K", "512M", "2G", "1T", "1.5GiB" (1024-based, case
 /// does not matter). Throws ribbon::error naming `option` for anything else.
 std::uint64_t parse_size(const std::string& text, const std::string& option);
+
+/// A CLI11 transform for an unsigned integer option (decimal, or hex after 0x): refuses a
+/// sign, text beyond 2^64 - 1 (which CLI11 alone would wrap or clamp) and values `accepts`
+/// refuses, naming the `accepted` range; passes the value on in decimal.
+CLI::Validator unsigned_option(const std::function<bool(std::uint64_t)>& accepts,
+                               const std::string& accepted);
+/// Any 64-bit seed.
+CLI::Validator seed_option();
+/// --threads: 0 (all cores) up to max_threads().
+CLI::Validator thread_option();
+/// 8 threads per core: more only slow a build down.
+std::uint64_t max_threads();
+/// --shard-size: 0 (the default) or a power of two up to 2^31 (the library checks the
+/// width's minimum).
+CLI::Validator shard_size_option();
 
 /// "12.3 MB" (decimal units, as rates are usually quoted).
 std::string format_bytes(double bytes);

@@ -1,14 +1,8 @@
 #include "ribbon/format.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <string>
 
-#include "ribbon/detail/temp_files.hpp"
 #include "ribbon/detail/xxhash64.hpp"
 #include "ribbon/error.hpp"
 
@@ -152,53 +146,6 @@ std::vector<unsigned char> serialize(const filter_image& image) {
     bytes.insert(bytes.end(), p, p + size);
   });
   return bytes;
-}
-
-void write_file(const std::string& path, const filter_image& image,
-                const section_source& external) {
-  std::string temp = path + ".tmp-XXXXXX";
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) {
-    throw error("cannot create a temporary file next to " + path + ": " + std::strerror(errno));
-  }
-  const detail::temp_path removed_on_signal(temp, false);
-  // Until the rename succeeds, any exit removes the temporary file.
-  struct temp_guard {
-    int fd;
-    const std::string& temp;
-    bool open = true, committed = false;
-    ~temp_guard() {
-      if (open) ::close(fd);
-      if (!committed) ::unlink(temp.c_str());
-    }
-  } guard{fd, temp};
-  auto fail_io = [&](const char* what) {
-    throw error("cannot write " + path + ": " + what + std::strerror(errno));
-  };
-  write_image(
-      image,
-      [&](const void* data, std::size_t size) {
-        const auto* p = static_cast<const unsigned char*>(data);
-        while (size > 0) {
-          const ssize_t n = ::write(fd, p, size);
-          if (n < 0) {
-            if (errno == EINTR) continue;
-            fail_io("");
-          }
-          p += n;
-          size -= static_cast<std::size_t>(n);
-        }
-      },
-      external);
-  // mkstemp creates the file 0600; give it the permissions a new file normally gets.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0) fail_io("chmod: ");
-  if (::fsync(fd) != 0) fail_io("fsync: ");
-  guard.open = false;
-  if (::close(fd) != 0) fail_io("close: ");
-  if (::rename(temp.c_str(), path.c_str()) != 0) fail_io("rename: ");
-  guard.committed = true;
 }
 
 filter_ref make_ref(const filter_image& image) {

@@ -22,8 +22,9 @@
 #include <vector>
 
 #include "layered_builder.hpp"
-#include "ribbon/detail/temp_files.hpp"
+#include "output_file.hpp"
 #include "ribbon/detail/xxhash64.hpp"
+#include "temp_files.hpp"
 
 namespace ribbon {
 
@@ -118,19 +119,16 @@ class spill_file {
   std::vector<std::uint64_t> buffer_;
 };
 
-/// A private directory under tmp_dir for one build's spill files.
+/// A private directory under tmp_dir for one build's spill files, locked while it lives so
+/// that no other build reclaims it (temp_files.hpp).
 class spill_directory {
  public:
-  explicit spill_directory(const std::string& parent) {
-    std::string pattern = (parent.empty() ? default_parent() : parent) + "/ribbon-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw error("cannot create a temporary directory in " +
-                  pattern.substr(0, pattern.size() - 14) + ": " + std::strerror(errno));
-    }
-    path_ = pattern;
-    registration_ = std::make_unique<detail::temp_path>(path_, true);
-  }
-  ~spill_directory() { ::rmdir(path_.c_str()); }  // after its files (members of the owner)
+  explicit spill_directory(const std::string& parent)
+      : parent_(detail::temp_parent(parent)),
+        parent_fd_(detail::open_directory(parent_)),
+        directory_(checked(parent_fd_, parent_), parent_, detail::temp_kind::spill_directory),
+        path_(directory_.path()) {}
+  // The directory is removed by directory_, after its files (members of the owner).
   spill_directory(const spill_directory&) = delete;
   spill_directory& operator=(const spill_directory&) = delete;
 
@@ -141,12 +139,16 @@ class spill_directory {
   }
 
  private:
-  static std::string default_parent() {
-    const char* env = std::getenv("TMPDIR");
-    return env && *env ? env : "/tmp";
+  static int checked(const detail::unique_fd& fd, const std::string& parent) {
+    if (fd.get() < 0) {
+      throw error("cannot create a temporary directory in " + parent + ": " + std::strerror(errno));
+    }
+    return fd.get();
   }
+  std::string parent_;
+  detail::unique_fd parent_fd_;
+  detail::locked_temp directory_;
   std::string path_;
-  std::unique_ptr<detail::temp_path> registration_;
   std::uint64_t files_ = 0;
 };
 
@@ -650,7 +652,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   const std::uint64_t file_bytes = format::image_bytes(image);
   set_stage(build_progress::writing, file_bytes);
   std::vector<unsigned char> buffer(4 << 20);
-  format::write_file(
+  detail::write_file_atomically(
       path, image, [&](std::size_t l, format::section, const format::byte_sink& sink) {
         const spill_file& file = *solution_files.at(l);  // only solutions are ever external
         for (std::uint64_t done = 0; done < file.size();) {
@@ -670,6 +672,7 @@ bulk_builder::bulk_builder(key_kind keys, const bulk_options& options)
     : impl_(std::make_unique<impl>()) {
   impl_->options = options;
   impl_->params = detail::params_from(options.build, keys);
+  detail::prepare_temp_parent(options.tmp_dir);
   const std::uint64_t limit = options.memory_limit ? options.memory_limit : default_memory_limit();
   // An eighth stays in reserve for what the budget does not count: the caller's read
   // buffers, the threads' solver workspaces, allocator slack.

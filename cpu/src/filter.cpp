@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "output_file.hpp"
 #include "storage.hpp"
+#include "temp_files.hpp"
 
 namespace ribbon {
 
@@ -67,7 +69,8 @@ filter filter::from_bytes(const unsigned char* data, std::uint64_t size,
 }
 
 filter filter::load(const std::string& path, const load_options& options) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: opening a FIFO must not wait for a writer (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw error("cannot open " + path + ": " + std::strerror(errno));
   struct fd_closer {
     int fd;
@@ -75,7 +78,10 @@ filter filter::load(const std::string& path, const load_options& options) {
   } closer{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0) throw error("cannot stat " + path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw error(path + ": not a regular file");
+  if (!S_ISREG(st.st_mode)) {
+    throw error("cannot read " + path + ": it is " + detail::file_type_name(st.st_mode) +
+                ", and a filter is a regular file");
+  }
   const auto size = static_cast<std::uint64_t>(st.st_size);
   filter f;
   f.storage_ = std::make_unique<storage>();
@@ -104,7 +110,7 @@ filter filter::load(const std::string& path, const load_options& options) {
 }
 
 void filter::save(const std::string& path) const {
-  format::write_file(path, image());
+  detail::write_file_atomically(path, image());
 }
 
 std::vector<unsigned char> filter::serialize() const {

@@ -4,7 +4,8 @@
 /// Little-endian. A 128-byte header, then one 128-byte descriptor per layer, then per layer
 /// its threshold section (bumped layers) and its solution section, each 64-byte aligned and
 /// zero-padded, so a file can be mapped and queried in place. The header, the descriptors and
-/// every section carry an XXH64 checksum. Writers write to a temporary file and rename it.
+/// every section carry an XXH64 checksum. Files are written by the CPU library (filter::save),
+/// atomically.
 #pragma once
 
 #include <cstddef>
@@ -114,13 +115,6 @@ void write_image(const filter_image& image, const byte_sink& sink,
 
 /// The file bytes in memory.
 std::vector<unsigned char> serialize(const filter_image& image);
-
-/// Writes the file atomically: to a temporary file in the same directory, flushed, then
-/// renamed over `path`. On failure nothing is left behind and an existing `path` is intact.
-/// Throws ribbon::error naming the path and the cause. The temporary file is also removed if
-/// the process dies of a signal while writing (see detail/temp_files.hpp).
-void write_file(const std::string& path, const filter_image& image,
-                const section_source& external = {});
 
 /// A parsed, validated file image.
 struct parsed_image {

@@ -75,6 +75,15 @@ struct load_options {
   bool use_mmap = true;          ///< map the file instead of reading it into memory
 };
 
+/// Checks that filter::save() and bulk_builder::finish() can write `path`, before any work,
+/// the way they write it: a symbolic link is followed (its target is replaced, through a
+/// temporary file in the target's directory); a directory, device, FIFO or socket there is
+/// refused; the path must be shorter than PATH_MAX; a temporary file must be creatable.
+/// Temporary files of dead builds in that directory (killed before they could remove them)
+/// are removed; a live build's never are (each holds a lock on its own). Throws
+/// ribbon::error naming the path and the cause.
+void check_output_path(const std::string& path);
+
 /// A static Ribbon filter: the set membership of a fixed set of keys, with no false negatives
 /// and a false-positive rate of about 2^-r. Built in bulk (oneTBB), saved to and loaded from
 /// one file format (mmap, zero copies), queried one key at a time or in batches.
@@ -125,7 +134,8 @@ class filter {
   static filter from_bytes(const unsigned char* data, std::uint64_t size,
                            const load_options& options = {});
 
-  /// Writes the filter atomically (temporary file, then rename).
+  /// Writes the filter atomically (temporary file, then rename), as check_output_path()
+  /// describes.
   void save(const std::string& path) const;
   /// The file bytes.
   std::vector<unsigned char> serialize() const;

@@ -1,0 +1,278 @@
+#include "temp_files.hpp"
+
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <optional>
+#include <random>
+
+#include "ribbon/error.hpp"
+#include "ribbon/format.hpp"
+
+namespace ribbon::detail {
+
+namespace {
+
+// Paths live in static storage: a signal handler may neither allocate nor lock. The states
+// are apart from the paths so that the handler touches only their few pages.
+constexpr int slot_count = 4096;
+
+enum slot_state : int { free_slot = 0, claimed, live_file, live_directory };
+
+std::atomic<int> slot_states[slot_count];
+int slot_directories[slot_count];
+char slot_paths[slot_count][PATH_MAX];
+
+// Our temporaries' names: a prefix and six random letters or digits.
+constexpr const char* output_prefix = ".ribbon-tmp-";
+constexpr const char* spill_prefix = "ribbon-spill-";
+constexpr std::size_t random_letters = 6;
+// Spill files inside a spill directory: "<kind>-<number>" (bulk_builder.cpp).
+constexpr const char* spill_file_kinds[] = {"part-", "solution-", "bumped-"};
+// An empty temporary younger than this may be a live owner's that is not yet locked.
+constexpr std::time_t unlocked_grace_seconds = 60;
+
+const char* prefix_of(temp_kind kind) {
+  return kind == temp_kind::output_file ? output_prefix : spill_prefix;
+}
+
+bool is_alphanumeric(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/// `name` is prefix + exactly six letters or digits.
+bool has_temp_name(const char* name, temp_kind kind) {
+  const std::size_t prefix = std::strlen(prefix_of(kind));
+  if (std::strncmp(name, prefix_of(kind), prefix) != 0) return false;
+  const char* rest = name + prefix;
+  if (std::strlen(rest) != random_letters) return false;
+  for (const char* c = rest; *c; ++c) {
+    if (!is_alphanumeric(*c)) return false;
+  }
+  return true;
+}
+
+/// `name` is "<kind>-<digits>" for a spill file kind.
+bool has_spill_file_name(const char* name) {
+  for (const char* kind : spill_file_kinds) {
+    const std::size_t length = std::strlen(kind);
+    if (std::strncmp(name, kind, length) != 0 || name[length] == '\0') continue;
+    bool digits = true;
+    for (const char* c = name + length; *c; ++c) digits = digits && *c >= '0' && *c <= '9';
+    if (digits) return true;
+  }
+  return false;
+}
+
+std::string random_name(temp_kind kind) {
+  static const char letters[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  std::string name = prefix_of(kind);
+  for (std::size_t i = 0; i < random_letters; ++i) name += letters[generator() % 62];
+  return name;
+}
+
+/// Calls f(name) for each entry of the directory open as `directory_fd`; false if it cannot
+/// be listed.
+template <class F>
+bool for_each_entry(int directory_fd, F&& f) {
+  const int fd = ::openat(directory_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    ::close(fd);
+    return false;
+  }
+  while (const dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+      f(entry->d_name);
+    }
+  }
+  ::closedir(dir);
+  return true;
+}
+
+bool older_than_grace(const struct stat& st) {
+  return std::time(nullptr) - st.st_mtime > unlocked_grace_seconds;
+}
+
+/// A dead build's output file: it starts with the file magic, or is empty and old.
+bool is_dead_output(int fd, const struct stat& st) {
+  if (!S_ISREG(st.st_mode)) return false;
+  if (st.st_size == 0) return older_than_grace(st);
+  char start[sizeof(format::magic)];
+  return ::pread(fd, start, sizeof(start), 0) == static_cast<ssize_t>(sizeof(start)) &&
+         std::memcmp(start, format::magic, sizeof(start)) == 0;
+}
+
+/// Empties a dead build's spill directory if it holds only spill files (or is empty and old).
+bool empty_dead_spill_directory(int fd, const struct stat& st) {
+  if (!S_ISDIR(st.st_mode)) return false;
+  bool ours = true, empty = true;
+  if (!for_each_entry(fd, [&](const char* name) {
+        empty = false;
+        ours = ours && has_spill_file_name(name);
+      })) {
+    return false;
+  }
+  if (!ours || (empty && !older_than_grace(st))) return false;
+  for_each_entry(fd, [&](const char* name) { ::unlinkat(fd, name, 0); });
+  return true;
+}
+
+/// Removes one temporary if its owner is dead; the lock is held while it is removed.
+bool reclaim_if_dead(int directory_fd, const char* name, temp_kind kind) {
+  const bool directory = kind == temp_kind::spill_directory;
+  const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (directory ? O_DIRECTORY : 0);
+  unique_fd fd(::openat(directory_fd, name, flags));
+  struct stat st;
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid()) return false;
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;  // its owner lives
+  const bool dead =
+      directory ? empty_dead_spill_directory(fd.get(), st) : is_dead_output(fd.get(), st);
+  return dead && ::unlinkat(directory_fd, name, directory ? AT_REMOVEDIR : 0) == 0;
+}
+
+}  // namespace
+
+temp_path::temp_path(int directory_fd, const std::string& name, bool directory) : slot_(-1) {
+  if (name.size() >= PATH_MAX) {
+    throw error("temporary path too long (at most " + std::to_string(PATH_MAX - 1) +
+                " bytes): " + name);
+  }
+  for (int i = 0; i < slot_count; ++i) {
+    int expected = free_slot;
+    if (slot_states[i].compare_exchange_strong(expected, claimed)) {
+      std::memcpy(slot_paths[i], name.c_str(), name.size() + 1);
+      slot_directories[i] = directory_fd;
+      slot_states[i].store(directory ? live_directory : live_file, std::memory_order_release);
+      slot_ = i;
+      return;
+    }
+  }
+  throw error("too many temporary files at once");
+}
+
+temp_path::~temp_path() {
+  slot_states[slot_].store(free_slot, std::memory_order_release);
+}
+
+void remove_temp_paths() noexcept {
+  for (const int wanted : {live_file, live_directory}) {  // directories must be empty
+    for (int i = 0; i < slot_count; ++i) {
+      if (slot_states[i].load(std::memory_order_acquire) != wanted) continue;
+      ::unlinkat(slot_directories[i], slot_paths[i], wanted == live_file ? 0 : AT_REMOVEDIR);
+    }
+  }
+}
+
+unique_fd& unique_fd::operator=(unique_fd&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+int unique_fd::reset() {
+  const int result = fd_ >= 0 ? ::close(fd_) : 0;
+  fd_ = -1;
+  return result;
+}
+
+unique_fd open_directory(const std::string& path) {
+  unique_fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0 && errno == EACCES) {
+    // Write and search permission are enough to create files in it.
+    fd = unique_fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  }
+  return fd;
+}
+
+const char* file_type_name(mode_t mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFIFO: return "a FIFO";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+  }
+  return "not a regular file";
+}
+
+locked_temp::locked_temp(int directory_fd, const std::string& directory, temp_kind kind)
+    : directory_fd_(directory_fd), directory_(directory), name_(random_name(kind)), kind_(kind) {
+  for (int attempt = 0;; ++attempt) {
+    if (kind == temp_kind::output_file) {
+      fd_ = unique_fd(
+          ::openat(directory_fd, name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
+    } else if (::mkdirat(directory_fd, name_.c_str(), 0700) == 0) {
+      fd_ = unique_fd(
+          ::openat(directory_fd, name_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (fd_.get() < 0) ::unlinkat(directory_fd, name_.c_str(), AT_REMOVEDIR);
+    }
+    if (fd_.get() >= 0) break;
+    if (errno != EEXIST || attempt == 100) {
+      throw error("cannot create a temporary " +
+                  std::string(kind == temp_kind::output_file ? "file" : "directory") + " in " +
+                  directory + ": " + std::strerror(errno));
+    }
+    name_ = random_name(kind);
+  }
+  try {
+    registration_.emplace(directory_fd, name_, kind == temp_kind::spill_directory);
+  } catch (...) {
+    ::unlinkat(directory_fd, name_.c_str(), kind == temp_kind::spill_directory ? AT_REMOVEDIR : 0);
+    throw;
+  }
+  // A reclaimer holds the lock only while it looks at a new, empty temporary: wait for it.
+  ::flock(fd_.get(), LOCK_EX);
+}
+
+locked_temp::~locked_temp() {
+  if (!committed_) {
+    ::unlinkat(directory_fd_, name_.c_str(),
+               kind_ == temp_kind::spill_directory ? AT_REMOVEDIR : 0);
+  }
+}
+
+int reclaim_stale_temporaries(int directory_fd, temp_kind kind) noexcept {
+  int removed = 0;
+  for_each_entry(directory_fd, [&](const char* name) {
+    if (has_temp_name(name, kind) && reclaim_if_dead(directory_fd, name, kind)) ++removed;
+  });
+  return removed;
+}
+
+std::string temp_parent(const std::string& requested) {
+  if (!requested.empty()) return requested;
+  const char* env = std::getenv("TMPDIR");
+  return env && *env ? env : "/tmp";
+}
+
+void prepare_temp_parent(const std::string& requested) {
+  const std::string parent = temp_parent(requested);
+  // parent/ribbon-spill-XXXXXX/solution-<20 digits>
+  const std::size_t longest = parent.size() + 1 + std::strlen(spill_prefix) + random_letters + 1 +
+                              std::strlen("solution-") + 20;
+  if (longest >= PATH_MAX) {
+    throw error("temporary directory path too long (" + std::to_string(parent.size()) +
+                " bytes; spill files need it below " +
+                std::to_string(parent.size() + PATH_MAX - longest) + "): " + parent);
+  }
+  const unique_fd directory = open_directory(parent);
+  if (directory.get() >= 0) reclaim_stale_temporaries(directory.get(), temp_kind::spill_directory);
+}
+
+}  // namespace ribbon::detail
