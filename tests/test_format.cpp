@@ -1,10 +1,14 @@
 // The file format's reader rejects every corruption, truncation and extension of a file with
 // ribbon::error (never a crash), and the writer fails cleanly.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -524,6 +528,75 @@ TEST(Files, SavedFilesGetTheUsualPermissions) {
   EXPECT_EQ(st.st_mode & 0777, 0644u);
   ASSERT_EQ(::stat(dir.file("g.rbn").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What save() replaces, and the temporaries of builds that died (issue #14).
+
+TEST(Files, SaveFollowsASymbolicLinkAndReplacesItsTarget) {
+  ribbon_test::temp_dir dir;
+  fs::create_directory(dir.path() / "real");
+  const std::string target = dir.file("real/target.rbn");
+  some_filter(100).save(target);
+  fs::create_symlink("real/target.rbn", dir.path() / "link.rbn");
+  const ribbon::filter f = some_filter(1000);
+  f.save(dir.file("link.rbn"));
+  EXPECT_TRUE(fs::is_symlink(dir.path() / "link.rbn")) << "the link was replaced";
+  EXPECT_EQ(read_bytes(target), f.serialize());
+  EXPECT_EQ(dir.entries(dir.path() / "real"), std::vector<std::string>{"target.rbn"});
+}
+
+TEST(Files, SaveRefusesWhatIsNotARegularFileAndLeavesIt) {
+  ribbon_test::temp_dir dir;
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  fs::create_directory(dir.path() / "directory");
+  fs::create_symlink("fifo", dir.path() / "link-to-fifo");
+  const ribbon::filter f = some_filter(100);
+  for (const std::string name : {"fifo", "directory", "link-to-fifo"}) {
+    const std::string path = dir.file(name);
+    for (const std::string& message : {error_message([&] { f.save(path); }),
+                                       error_message([&] { ribbon::check_output_path(path); })}) {
+      EXPECT_TRUE(contains_text(message, "cannot write " + path + ": it is a ")) << message;
+    }
+  }
+  EXPECT_TRUE(fs::is_fifo(dir.path() / "fifo"));
+  EXPECT_TRUE(fs::is_symlink(dir.path() / "link-to-fifo"));
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"directory", "fifo", "link-to-fifo"}));
+}
+
+TEST(Files, SaveTakesPathsUpToPathMax) {
+  ribbon_test::temp_dir dir;
+  std::string deep = dir.path().string();
+  while (deep.size() < PATH_MAX - 300) {
+    deep += "/" + std::string(200, 'd');
+    fs::create_directory(deep);
+  }
+  const std::string longest = deep + "/" + std::string(PATH_MAX - 2 - deep.size(), 'f');
+  ASSERT_EQ(longest.size(), static_cast<std::size_t>(PATH_MAX - 1));
+  const ribbon::filter f = some_filter(100);
+  f.save(longest);
+  EXPECT_EQ(read_bytes(longest), f.serialize());
+  const std::string message = error_message([&] { f.save(longest + "x"); });
+  EXPECT_TRUE(contains_text(message, "path too long")) << message;
+}
+
+TEST(Files, SaveReclaimsDeadBuildsTemporariesButNoLiveOnes) {
+  ribbon_test::temp_dir dir;
+  const std::vector<unsigned char> image = some_filter(100).serialize();
+  // Unlocked: what a build killed while writing leaves.
+  write_bytes(dir.file(".ribbon-tmp-dead01"), image.data(), image.size());
+  // Locked by a live build (this process, through its own open file description).
+  write_bytes(dir.file(".ribbon-tmp-live01"), image.data(), image.size());
+  const int live = ::open(dir.file(".ribbon-tmp-live01").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(live, 0);
+  ASSERT_EQ(::flock(live, LOCK_EX), 0);
+  // Not ours: another name, or not a filter.
+  write_bytes(dir.file(".ribbon-tmp-dead012"), image.data(), image.size());
+  write_bytes(dir.file(".ribbon-tmp-text01"), reinterpret_cast<const unsigned char*>("text"), 4);
+  some_filter(200).save(dir.file("f.rbn"));
+  ::close(live);
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{".ribbon-tmp-dead012", ".ribbon-tmp-live01",
+                                                     ".ribbon-tmp-text01", "f.rbn"}));
 }
 
 }  // namespace

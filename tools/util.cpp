@@ -52,7 +52,8 @@ std::uint64_t parse_size(const std::string& text, const std::string& option) {
     throw invalid();
   }
   const long double bytes = std::ldexp(value, shift);
-  if (bytes >= 18446744073709551615.0L) throw error(option + ": size '" + text + "' is too large");
+  if (bytes >= 18446744073709551615.0L)
+    throw error(option + ": size '" + text + "' is too large (at most 2^64 - 1 bytes)");
   if (shift == 0 && bytes != std::floor(bytes)) throw invalid();  // fractional bytes
   return static_cast<std::uint64_t>(bytes);
 }
@@ -104,7 +105,7 @@ CLI::Validator shard_size_option() {
       [](std::uint64_t n) {
         return n == 0 || (n <= (std::uint64_t{1} << 31) && (n & (n - 1)) == 0);
       },
-      "0 (the default, 65536) or a power of two up to 2^31");
+      "0 (the default shard size, 65536) or a power of two up to 2^31");
 }
 
 namespace {
