@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ribbon/detail/partition.hpp"
+#include "partition.hpp"  // cpu/src: private to the library
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/hash.hpp"

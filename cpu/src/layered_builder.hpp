@@ -16,8 +16,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "partition.hpp"
 #include "ribbon/bulk_builder.hpp"
-#include "ribbon/detail/partition.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
