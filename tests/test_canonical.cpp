@@ -12,13 +12,14 @@
 #include <random>
 #include <vector>
 
+#include "insert_row.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
 
 namespace {
 
-using ribbon::detail::insert_outcome;
+using ribbon_test::insert_outcome;
 
 template <unsigned W>
 struct shard_input {
@@ -91,7 +92,7 @@ void solve_by_retry(const shard_input<W>& in, bool shuffle, std::uint64_t seed,
         const std::uint64_t start = ribbon::fastrange64(h, in.g.num_starts);
         if (start - begin < p.threshold(code)) continue;
         std::uint64_t column = start;
-        const insert_outcome outcome = ribbon::detail::insert_row(
+        const insert_outcome outcome = ribbon_test::insert_row(
             coeffs.data(), results.data(), column, ribbon::detail::coefficients<W>(h),
             static_cast<std::uint8_t>(ribbon::detail::fingerprint(h, 8)));
         if (outcome == insert_outcome::stored) stored.push_back(column);

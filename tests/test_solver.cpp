@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "insert_row.hpp"
 #include "ribbon/detail/rows.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/filter_ref.hpp"
@@ -208,10 +209,10 @@ struct workspace_arrays {
 TEST(InsertRow, StoresReducesDetectsRedundantAndContradictingRows) {
   std::vector<std::uint64_t> coeffs(100, 0);
   std::vector<std::uint8_t> results(100, 0);
-  using ribbon::detail::insert_outcome;
+  using ribbon_test::insert_outcome;
   std::uint64_t column = 10;
-  EXPECT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, std::uint64_t{0b1011},
-                                       std::uint8_t{5}),
+  EXPECT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, std::uint64_t{0b1011},
+                                    std::uint8_t{5}),
             insert_outcome::stored);
   EXPECT_EQ(column, 10u);
   EXPECT_EQ(coeffs[10], 0b1011u);
@@ -219,33 +220,33 @@ TEST(InsertRow, StoresReducesDetectsRedundantAndContradictingRows) {
 
   // The same row again is redundant and changes nothing.
   column = 10;
-  EXPECT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, std::uint64_t{0b1011},
-                                       std::uint8_t{5}),
+  EXPECT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, std::uint64_t{0b1011},
+                                    std::uint8_t{5}),
             insert_outcome::redundant);
   // The same coefficients with another right side contradict it.
   column = 10;
-  EXPECT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, std::uint64_t{0b1011},
-                                       std::uint8_t{4}),
+  EXPECT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, std::uint64_t{0b1011},
+                                    std::uint8_t{4}),
             insert_outcome::failed);
   EXPECT_EQ(coeffs[10], 0b1011u);
   EXPECT_EQ(results[10], 5);
 
   // 0b0001 at 10 reduces to 0b1010 at 10, i.e. 0b101 at 11: stored there, right side 7^5.
   column = 10;
-  EXPECT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, std::uint64_t{1},
-                                       std::uint8_t{7}),
+  EXPECT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, std::uint64_t{1},
+                                    std::uint8_t{7}),
             insert_outcome::stored);
   EXPECT_EQ(column, 11u);
   EXPECT_EQ(coeffs[11], 0b101u);
   EXPECT_EQ(results[11], 7 ^ 5);
   // x10 + x11 + x13 = 5 and x11 + x13 = 2 imply x10 = 7: redundant; x10 = 6 contradicts.
   column = 10;
-  EXPECT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, std::uint64_t{1},
-                                       std::uint8_t{7}),
+  EXPECT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, std::uint64_t{1},
+                                    std::uint8_t{7}),
             insert_outcome::redundant);
   column = 10;
-  EXPECT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, std::uint64_t{1},
-                                       std::uint8_t{6}),
+  EXPECT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, std::uint64_t{1},
+                                    std::uint8_t{6}),
             insert_outcome::failed);
 }
 
@@ -253,24 +254,24 @@ TEST(InsertRow, WorksOn128BitWords) {
   using u128 = ribbon::detail::uint128_t;
   std::vector<u128> coeffs(300, 0);
   std::vector<std::uint32_t> results(300, 0);
-  using ribbon::detail::insert_outcome;
+  using ribbon_test::insert_outcome;
   const u128 a = (u128{1} << 127) | 1;  // columns 0 and 127 (relative)
   const u128 b = (u128{1} << 127) | (u128{1} << 64) | 1;
   std::uint64_t column = 20;
-  ASSERT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, a, 0xDEADBEEFu),
+  ASSERT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, a, 0xDEADBEEFu),
             insert_outcome::stored);
   column = 20;
   // b - a = bit 64: stored at column 84 with coefficient 1.
-  ASSERT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, b, 0x12345678u),
+  ASSERT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, b, 0x12345678u),
             insert_outcome::stored);
   EXPECT_EQ(column, 84u);
   EXPECT_TRUE(coeffs[84] == u128{1});
   EXPECT_EQ(results[84], 0xDEADBEEFu ^ 0x12345678u);
   column = 20;
-  EXPECT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, b, 0x12345678u),
+  EXPECT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, b, 0x12345678u),
             insert_outcome::redundant);
   column = 20;
-  EXPECT_EQ(ribbon::detail::insert_row(coeffs.data(), results.data(), column, b, 0x12345679u),
+  EXPECT_EQ(ribbon_test::insert_row(coeffs.data(), results.data(), column, b, 0x12345679u),
             insert_outcome::failed);
 }
 

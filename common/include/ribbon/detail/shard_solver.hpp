@@ -16,8 +16,6 @@
 
 namespace ribbon::detail {
 
-enum class insert_outcome { stored, redundant, failed };
-
 /// One round of INSERT-ROW: eliminate the row's leading column with the (non-zero) pivot
 /// stored there, then shift the row to its next set bit. Returns false when the row has
 /// become zero (then `result` says redundant, 0, or inconsistent, non-zero).
@@ -32,24 +30,6 @@ RIBBON_HD RIBBON_FORCE_INLINE bool reduce_with_pivot(Word pivot, Result pivot_re
   coeff >>= shift;
   column += static_cast<std::uint64_t>(shift);
   return true;
-}
-
-/// INSERT-ROW of the seeds on row-major working arrays indexed by local column: eliminate
-/// `coeff` (relative to `column`, bit 0 set) against stored pivots until it finds a free
-/// pivot column. A row that reduces to 0 = 0 is redundant (a duplicate key); 0 = f != 0 fails.
-/// On `stored`, `column` is the pivot column used.
-template <class Word, class Result>
-RIBBON_HD RIBBON_FORCE_INLINE insert_outcome insert_row(Word* coeffs, Result* results,
-                                                        std::uint64_t& column, Word coeff,
-                                                        Result result) {
-  while (coeffs[column] != 0) {
-    if (!reduce_with_pivot(coeffs[column], results[column], column, coeff, result)) {
-      return result == 0 ? insert_outcome::redundant : insert_outcome::failed;
-    }
-  }
-  coeffs[column] = coeff;
-  results[column] = result;
-  return insert_outcome::stored;
 }
 
 /// The working memory one shard needs, owned by the caller.
