@@ -48,6 +48,7 @@ std::uint64_t count_positives(const ribbon::filter& f, std::uint64_t family, std
 fpr_measurement measure(unsigned width, std::uint32_t r, std::uint64_t family) {
   const std::uint64_t n = ribbon_test::scaled(300000, 50000);
   const double p = std::ldexp(1.0, -static_cast<int>(r));
+  // At least 100 expected false positives at any scale, so 5 sigma means something.
   const auto wanted = static_cast<std::uint64_t>(std::max(1e6, 1000.0 / p));
   const std::uint64_t queries = ribbon_test::scaled(wanted, static_cast<std::uint64_t>(100.0 / p));
   ribbon::build_options o;
@@ -82,7 +83,6 @@ TEST_P(Fpr, WithinFiveSigmaOfTwoToTheMinusR) {
   RecordProperty("queries", std::to_string(m.queries));
   RecordProperty("false_positives", std::to_string(m.positives));
   RecordProperty("fpr_ratio", std::to_string(measured / target));
-  EXPECT_GE(m.expected, 99.0) << "too few queries to mean anything";
   EXPECT_NEAR(static_cast<double>(m.positives), m.expected, 5 * m.sigma) << line.str();
 }
 
