@@ -62,18 +62,28 @@ struct bench_settings {
   bool json = false;
 };
 
-int run_bench(const bench_settings& s) {
-  const bool gpu = use_gpu(s.backend);
-  const std::uint32_t threads =
-      s.threads != 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
-  const std::uint64_t n = s.keys;
-  const std::uint64_t m = s.negatives != 0 ? s.negatives : std::max<std::uint64_t>(n, 1'000'000);
-  // Members have bit 63 clear and non-members have it set: the two sets are disjoint.
-  std::vector<std::uint64_t> keys(n), negatives(m);
-  std::uint64_t state = s.seed * 0x2545F4914F6CDD1DULL;
-  for (auto& k : keys) k = splitmix64(state) & ~(std::uint64_t{1} << 63);
-  for (auto& k : negatives) k = splitmix64(state) | (std::uint64_t{1} << 63);
+/// The keys of a run: members have bit 63 clear and non-members have it set, so the two
+/// sets are disjoint; retrieval stores a pseudo-random r-bit value per member.
+struct bench_data {
+  std::vector<std::uint64_t> keys, negatives;
+  std::vector<std::uint32_t> values;  ///< retrieval only
+};
 
+bench_data make_data(const bench_settings& s, bool retrieval) {
+  bench_data d;
+  d.keys.resize(s.keys);
+  d.negatives.resize(s.negatives != 0 ? s.negatives : std::max<std::uint64_t>(s.keys, 1'000'000));
+  std::uint64_t state = s.seed * 0x2545F4914F6CDD1DULL;
+  for (auto& k : d.keys) k = splitmix64(state) & ~(std::uint64_t{1} << 63);
+  for (auto& k : d.negatives) k = splitmix64(state) | (std::uint64_t{1} << 63);
+  if (retrieval) {
+    d.values.resize(s.keys);
+    for (auto& v : d.values) v = static_cast<std::uint32_t>(splitmix64(state) >> (64 - s.bits));
+  }
+  return d;
+}
+
+build_options options_of(const bench_settings& s, std::uint32_t threads) {
   build_options options;
   options.width = s.width;
   options.result_bits = s.bits;
@@ -84,166 +94,221 @@ int run_bench(const bench_settings& s) {
   options.variant = parse_variant(s.variant);
   options.slack = s.slack;
   options.success_probability = s.success_probability;
-  const bool retrieval = is_retrieval(options.variant);
+  return options;
+}
 
-  if (gpu) {
-    if (retrieval) throw error("bench --backend gpu covers the filter variants, not retrieval");
-    return run_gpu_bench(keys, negatives, options, s.json);
-  }
-  // Retrieval stores a pseudo-random r-bit value per key.
-  std::vector<std::uint32_t> values;
-  if (retrieval) {
-    values.resize(n);
-    const std::uint32_t r = s.bits;
-    for (auto& v : values) {
-      v = static_cast<std::uint32_t>(splitmix64(state) >> (64 - r));
-    }
-  }
+/// What a run measured.
+struct bench_result {
+  std::uint32_t threads = 0;
+  build_stats stats;
+  double build_seconds = 0;
+  double peak_rss_per_key = -1;  ///< -1 where the peak cannot be reset
+  double positive_seconds = 0, negative_seconds = 0;
+  double batch_seconds = 0, batch_one_thread_seconds = 0;
+  std::uint64_t false_negatives = 0;  ///< retrieval: members with a wrong value
+  std::uint64_t false_positives = 0;
+};
 
+/// Builds the filter, timing it and measuring the peak memory it took.
+filter timed_build(const bench_data& d, const build_options& options, bench_result& r) {
+  const std::uint64_t n = d.keys.size();
   const bool peak_reset = reset_peak_rss();
   const std::uint64_t rss_before = proc_status_bytes("VmRSS");
-  build_stats stats;
-  const auto build_start = clock_type::now();
-  filter f = retrieval ? filter::build(keys.data(), values.data(), n, options, &stats)
-                       : filter::build(keys.data(), n, options, &stats);
-  const double build_seconds = seconds_since(build_start);
+  const auto start = clock_type::now();
+  filter f = is_retrieval(options.variant)
+                 ? filter::build(d.keys.data(), d.values.data(), n, options, &r.stats)
+                 : filter::build(d.keys.data(), n, options, &r.stats);
+  r.build_seconds = seconds_since(start);
   const std::uint64_t peak = proc_status_bytes("VmHWM");
-  const double peak_rss_per_key =
-      peak_reset && n > 0
-          ? static_cast<double>(peak > rss_before ? peak - rss_before : 0) / static_cast<double>(n)
-          : -1;
+  if (peak_reset && n > 0) {
+    r.peak_rss_per_key =
+        static_cast<double>(peak > rss_before ? peak - rss_before : 0) / static_cast<double>(n);
+  }
+  return f;
+}
 
-  // Scalar queries: one key at a time, every member and every non-member. Retrieval: a
-  // "false negative" is a member whose lookup is not its value; non-members have no answer
-  // to check (their value is arbitrary), so only their time is measured.
-  std::uint64_t false_negatives = 0;
-  std::uint64_t false_positives = 0;
+/// Scalar queries: one key at a time, every member and every non-member. Retrieval: a "false
+/// negative" is a member whose lookup is not its value; non-members have no answer to check
+/// (their value is arbitrary), so only their time is measured. Returns the sum of the
+/// non-members' values (retrieval), which the batched lookups must match.
+std::uint64_t time_scalar_queries(const filter& f, const bench_data& d, bench_result& r) {
+  const bool retrieval = f.is_retrieval();
   std::uint64_t checksum = 0;  // keeps the non-member lookups from being optimised away
   auto t = clock_type::now();
   if (retrieval) {
-    for (std::uint64_t i = 0; i < n; ++i) false_negatives += f.lookup(keys[i]) != values[i];
+    for (std::size_t i = 0; i < d.keys.size(); ++i) {
+      r.false_negatives += f.lookup(d.keys[i]) != d.values[i];
+    }
   } else {
-    for (std::uint64_t k : keys) false_negatives += !f.contains(k);
+    for (std::uint64_t k : d.keys) r.false_negatives += !f.contains(k);
   }
-  const double positive_seconds = seconds_since(t);
+  r.positive_seconds = seconds_since(t);
   t = clock_type::now();
   if (retrieval) {
-    for (std::uint64_t k : negatives) checksum += f.lookup(k);
+    for (std::uint64_t k : d.negatives) checksum += f.lookup(k);
   } else {
-    for (std::uint64_t k : negatives) false_positives += f.contains(k);
+    for (std::uint64_t k : d.negatives) r.false_positives += f.contains(k);
   }
-  const double negative_seconds = seconds_since(t);
+  r.negative_seconds = seconds_since(t);
+  return checksum;
+}
 
-  // Batched queries over the non-members, on all threads and on one.
+/// Batched queries over the non-members, on all threads and on one; checked against the
+/// scalar answers.
+void time_batched_queries(filter& f, const bench_data& d, std::uint64_t scalar_checksum,
+                          bench_result& r) {
+  const bool retrieval = f.is_retrieval();
+  const std::uint64_t m = d.negatives.size();
   std::unique_ptr<bool[]> out(new bool[m]);
   std::vector<std::uint32_t> looked_up(retrieval ? m : 0);
   auto batch = [&] {
     if (retrieval) {
-      f.lookup(negatives.data(), m, looked_up.data());
+      f.lookup(d.negatives.data(), m, looked_up.data());
     } else {
-      f.contains(negatives.data(), m, out.get());
+      f.contains(d.negatives.data(), m, out.get());
     }
   };
-  f.set_query_threads(threads);
-  t = clock_type::now();
+  f.set_query_threads(r.threads);
+  auto t = clock_type::now();
   batch();
-  const double batch_seconds = seconds_since(t);
+  r.batch_seconds = seconds_since(t);
   if (retrieval) {
     std::uint64_t batch_checksum = 0;
     for (std::uint32_t v : looked_up) batch_checksum += v;
-    if (batch_checksum != checksum) throw error("batched and scalar lookups disagree");
+    if (batch_checksum != scalar_checksum) throw error("batched and scalar lookups disagree");
   } else {
-    const std::uint64_t batch_positives =
+    const auto batch_positives =
         static_cast<std::uint64_t>(std::count(out.get(), out.get() + m, true));
-    if (batch_positives != false_positives) {
+    if (batch_positives != r.false_positives) {
       throw error("batched and scalar queries disagree: " + std::to_string(batch_positives) +
-                  " vs " + std::to_string(false_positives) + " positives");
+                  " vs " + std::to_string(r.false_positives) + " positives");
     }
   }
   f.set_query_threads(1);
   t = clock_type::now();
   batch();
-  const double batch_one_thread_seconds = seconds_since(t);
+  r.batch_one_thread_seconds = seconds_since(t);
+}
 
+/// The space figures: filters against -log2 of the expected FPR (r, or r + f with
+/// fractional bits), the information-theoretic space; retrieval against r.
+struct space_figures {
+  double fpr_expected, ideal_bits, overhead_pct;
+};
+
+space_figures space_of(const filter& f) {
+  space_figures x;
+  x.fpr_expected = f.is_retrieval() ? 0 : expected_fpr(f.params());
+  x.ideal_bits = f.is_retrieval() ? f.params().result_bits : -std::log2(x.fpr_expected);
+  x.overhead_pct = 100.0 * (f.bits_per_key() / x.ideal_bits - 1.0);
+  return x;
+}
+
+void print_json(const bench_settings& s, const filter& f, const bench_data& d,
+                const bench_result& r) {
+  const std::uint64_t n = d.keys.size(), m = d.negatives.size();
   const double per_key = n > 0 ? 1e9 / static_cast<double>(n) : 0;
   const double per_negative = 1e9 / static_cast<double>(m);
-  const double bits_per_key = f.bits_per_key();
-  const std::uint32_t bits = f.params().result_bits;
-  // Filters: against -log2 of the expected FPR (r, or r + f with fractional bits), the
-  // information-theoretic space; retrieval: against r.
-  const double fpr_expected = retrieval ? 0 : expected_fpr(f.params());
-  const double ideal_bits = retrieval ? bits : -std::log2(fpr_expected);
-  const double fpr_measured = static_cast<double>(false_positives) / static_cast<double>(m);
-  const double overhead_pct = 100.0 * (bits_per_key / ideal_bits - 1.0);
-  const std::string& variant = variant_name(f.variant());
+  const space_figures x = space_of(f);
+  const build_stats& st = r.stats;
+  std::printf(
+      "{\"variant\": \"%s\", \"keys\": %llu, \"negatives\": %llu, \"width\": %u, "
+      "\"bits\": %u, \"extra_bit_fraction\": %.5f, \"ideal_bits\": %.5f, \"threads\": %u, "
+      "\"backend\": \"%s\", \"seed\": %llu, \"shard_size\": %llu, \"layers\": %u, "
+      "\"build_ns_per_key\": %.3f, "
+      "\"stage_ns_per_key\": {\"hash\": %.3f, \"partition\": %.3f, \"solve\": %.3f, "
+      "\"gather\": %.3f, \"later_layers\": %.3f}, "
+      "\"solve_thread_ns_per_key\": {\"sort\": %.3f, \"eliminate\": %.3f, "
+      "\"back_substitute\": %.3f}, "
+      "\"plain_layer_attempts\": %u, \"standard_attempts\": %u, \"filter_bytes\": %llu, "
+      "\"bits_per_key\": %.5f, \"overhead_pct\": %.4f, "
+      "\"fpr_expected\": %.8f, \"fpr_measured\": %.8f, \"false_positives\": %llu, "
+      "\"false_negatives\": %llu, "
+      "\"query_ns_per_key\": {\"scalar_positive\": %.3f, \"scalar_negative\": %.3f, "
+      "\"batched_negative\": %.3f, \"batched_negative_per_thread\": %.3f, "
+      "\"batched_negative_one_thread\": %.3f}, "
+      "\"peak_rss_bytes_per_key\": %.3f}\n",
+      variant_name(f.variant()).c_str(), static_cast<unsigned long long>(n),
+      static_cast<unsigned long long>(m), s.width, f.params().result_bits,
+      f.params().extra_bit_fraction / 65536.0, x.ideal_bits, r.threads, "cpu",
+      static_cast<unsigned long long>(s.seed),
+      static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
+      r.build_seconds * per_key, st.hash_seconds * per_key, st.partition_seconds * per_key,
+      st.solve_seconds * per_key, st.gather_seconds * per_key, st.later_layers_seconds * per_key,
+      st.sort_thread_seconds * per_key, st.eliminate_thread_seconds * per_key,
+      st.back_substitute_thread_seconds * per_key, st.plain_layer_attempts, st.standard_attempts,
+      static_cast<unsigned long long>(f.size_bytes()), f.bits_per_key(), x.overhead_pct,
+      x.fpr_expected, static_cast<double>(r.false_positives) / static_cast<double>(m),
+      static_cast<unsigned long long>(r.false_positives),
+      static_cast<unsigned long long>(r.false_negatives), r.positive_seconds * per_key,
+      r.negative_seconds * per_negative, r.batch_seconds * per_negative,
+      r.batch_seconds * per_negative * r.threads, r.batch_one_thread_seconds * per_negative,
+      r.peak_rss_per_key);
+}
 
-  if (s.json) {
-    std::printf(
-        "{\"variant\": \"%s\", \"keys\": %llu, \"negatives\": %llu, \"width\": %u, "
-        "\"bits\": %u, \"extra_bit_fraction\": %.5f, \"ideal_bits\": %.5f, \"threads\": %u, "
-        "\"backend\": \"%s\", \"seed\": %llu, \"shard_size\": %llu, \"layers\": %u, "
-        "\"build_ns_per_key\": %.3f, "
-        "\"stage_ns_per_key\": {\"hash\": %.3f, \"partition\": %.3f, \"solve\": %.3f, "
-        "\"gather\": %.3f, \"later_layers\": %.3f}, "
-        "\"solve_thread_ns_per_key\": {\"sort\": %.3f, \"eliminate\": %.3f, "
-        "\"back_substitute\": %.3f}, "
-        "\"plain_layer_attempts\": %u, \"standard_attempts\": %u, \"filter_bytes\": %llu, "
-        "\"bits_per_key\": %.5f, \"overhead_pct\": %.4f, "
-        "\"fpr_expected\": %.8f, \"fpr_measured\": %.8f, \"false_positives\": %llu, "
-        "\"false_negatives\": %llu, "
-        "\"query_ns_per_key\": {\"scalar_positive\": %.3f, \"scalar_negative\": %.3f, "
-        "\"batched_negative\": %.3f, \"batched_negative_per_thread\": %.3f, "
-        "\"batched_negative_one_thread\": %.3f}, "
-        "\"peak_rss_bytes_per_key\": %.3f}\n",
-        variant.c_str(), static_cast<unsigned long long>(n), static_cast<unsigned long long>(m),
-        s.width, bits, f.params().extra_bit_fraction / 65536.0, ideal_bits, threads, "cpu",
-        static_cast<unsigned long long>(s.seed),
-        static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
-        build_seconds * per_key, stats.hash_seconds * per_key, stats.partition_seconds * per_key,
-        stats.solve_seconds * per_key, stats.gather_seconds * per_key,
-        stats.later_layers_seconds * per_key, stats.sort_thread_seconds * per_key,
-        stats.eliminate_thread_seconds * per_key, stats.back_substitute_thread_seconds * per_key,
-        stats.plain_layer_attempts, stats.standard_attempts,
-        static_cast<unsigned long long>(f.size_bytes()), bits_per_key, overhead_pct, fpr_expected,
-        fpr_measured, static_cast<unsigned long long>(false_positives),
-        static_cast<unsigned long long>(false_negatives), positive_seconds * per_key,
-        negative_seconds * per_negative, batch_seconds * per_negative,
-        batch_seconds * per_negative * threads, batch_one_thread_seconds * per_negative,
-        peak_rss_per_key);
+void print_text(const bench_settings& s, const filter& f, const bench_data& d,
+                const bench_result& r) {
+  const std::uint64_t n = d.keys.size(), m = d.negatives.size();
+  const double per_key = n > 0 ? 1e9 / static_cast<double>(n) : 0;
+  const double per_negative = 1e9 / static_cast<double>(m);
+  const space_figures x = space_of(f);
+  const build_stats& st = r.stats;
+  std::printf("ribbon bench: %s, %llu keys, w=%u, r=%u%s, %u threads, backend %s\n",
+              variant_name(f.variant()).c_str(), static_cast<unsigned long long>(n), s.width,
+              f.params().result_bits,
+              f.params().extra_bit_fraction != 0 ? " (+1 in some blocks)" : "", r.threads, "cpu");
+  std::printf(
+      "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
+      "gather %.2f, later layers %.2f ns/key)\n",
+      r.build_seconds * per_key, r.build_seconds, st.hash_seconds * per_key,
+      st.partition_seconds * per_key, st.solve_seconds * per_key, st.gather_seconds * per_key,
+      st.later_layers_seconds * per_key);
+  std::printf(
+      "  space        %8.4f bits/key, overhead %.4f%% over %.4f bits, %u layers, %llu bytes, "
+      "%u tries\n",
+      f.bits_per_key(), x.overhead_pct, x.ideal_bits, f.num_layers(),
+      static_cast<unsigned long long>(f.size_bytes()), std::max(st.standard_attempts, 1u));
+  if (f.is_retrieval()) {
+    std::printf("  accuracy     %llu of %llu members with a wrong value\n",
+                static_cast<unsigned long long>(r.false_negatives),
+                static_cast<unsigned long long>(n));
   } else {
-    std::printf("ribbon bench: %s, %llu keys, w=%u, r=%u%s, %u threads, backend %s\n",
-                variant.c_str(), static_cast<unsigned long long>(n), s.width, bits,
-                f.params().extra_bit_fraction != 0 ? " (+1 in some blocks)" : "", threads, "cpu");
     std::printf(
-        "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
-        "gather %.2f, later layers %.2f ns/key)\n",
-        build_seconds * per_key, build_seconds, stats.hash_seconds * per_key,
-        stats.partition_seconds * per_key, stats.solve_seconds * per_key,
-        stats.gather_seconds * per_key, stats.later_layers_seconds * per_key);
-    std::printf(
-        "  space        %8.4f bits/key, overhead %.4f%% over %.4f bits, %u layers, %llu bytes, "
-        "%u tries\n",
-        bits_per_key, overhead_pct, ideal_bits, f.num_layers(),
-        static_cast<unsigned long long>(f.size_bytes()), std::max(stats.standard_attempts, 1u));
-    if (retrieval) {
-      std::printf("  accuracy     %llu of %llu members with a wrong value\n",
-                  static_cast<unsigned long long>(false_negatives),
-                  static_cast<unsigned long long>(n));
-    } else {
-      std::printf(
-          "  accuracy     FPR %.6f measured on %llu non-members (expected %.6f), "
-          "%llu false negatives\n",
-          fpr_measured, static_cast<unsigned long long>(m), fpr_expected,
-          static_cast<unsigned long long>(false_negatives));
-    }
-    std::printf(
-        "  queries      scalar positive %.2f ns, scalar negative %.2f ns, batched "
-        "negative %.2f ns/key (%u threads), %.2f ns/key (1 thread)\n",
-        positive_seconds * per_key, negative_seconds * per_negative, batch_seconds * per_negative,
-        threads, batch_one_thread_seconds * per_negative);
-    std::printf("  memory       peak RSS %.2f bytes/key beyond the input keys\n", peak_rss_per_key);
+        "  accuracy     FPR %.6f measured on %llu non-members (expected %.6f), "
+        "%llu false negatives\n",
+        static_cast<double>(r.false_positives) / static_cast<double>(m),
+        static_cast<unsigned long long>(m), x.fpr_expected,
+        static_cast<unsigned long long>(r.false_negatives));
   }
-  return false_negatives == 0 ? 0 : 1;
+  std::printf(
+      "  queries      scalar positive %.2f ns, scalar negative %.2f ns, batched "
+      "negative %.2f ns/key (%u threads), %.2f ns/key (1 thread)\n",
+      r.positive_seconds * per_key, r.negative_seconds * per_negative,
+      r.batch_seconds * per_negative, r.threads, r.batch_one_thread_seconds * per_negative);
+  std::printf("  memory       peak RSS %.2f bytes/key beyond the input keys\n", r.peak_rss_per_key);
+}
+
+int run_bench(const bench_settings& s) {
+  const bool gpu = use_gpu(s.backend);
+  bench_result r;
+  r.threads = s.threads != 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+  const build_options options = options_of(s, r.threads);
+  const bool retrieval = is_retrieval(options.variant);
+  if (gpu && retrieval) {
+    throw error("bench --backend gpu covers the filter variants, not retrieval");
+  }
+  const bench_data d = make_data(s, retrieval);
+  if (gpu) return run_gpu_bench(d.keys, d.negatives, options, s.json);
+
+  filter f = timed_build(d, options, r);
+  const std::uint64_t checksum = time_scalar_queries(f, d, r);
+  time_batched_queries(f, d, checksum, r);
+  if (s.json) {
+    print_json(s, f, d, r);
+  } else {
+    print_text(s, f, d, r);
+  }
+  return r.false_negatives == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -251,6 +251,92 @@ build_options build_options_of(const build_settings& s, filter_variant variant) 
   return options;
 }
 
+/// Values must be below this: 2^--bits where given, else 2^32.
+std::uint64_t value_limit_of(const build_settings& s) {
+  return s.bits_given && s.bits < 32 ? std::uint64_t{1} << s.bits : std::uint64_t{1} << 32;
+}
+
+std::string too_wide_for_bits(const build_settings& s) {
+  return "does not fit in --bits " + std::to_string(s.bits) + " (values must be below 2^" +
+         std::to_string(s.bits) + ")";
+}
+
+/// Splits a chunk of key<TAB>value lines and hashes the keys as the library expects (with the
+/// seed, as bulk builds do); sets the chunk's error on a value too wide for --bits.
+void parse_and_hash_key_values(const build_settings& s, input_format key_format, input_chunk& c) {
+  parse_key_value_lines(c, key_format);
+  if (!c.error.empty()) return;
+  const std::uint64_t seed_mixed = seed_mix(s.seed);
+  const std::uint64_t value_limit = value_limit_of(s);
+  const std::size_t n = c.texts.size();
+  c.values.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    c.values[i] = key_format == input_format::hex64
+                      ? hash_u64(c.values[i], seed_mixed)
+                      : hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed);
+    if (c.entry_values[i] >= value_limit) {
+      c.error = "value " + std::to_string(c.entry_values[i]) + " " + too_wide_for_bits(s);
+      c.error_line = i;
+      return;
+    }
+  }
+}
+
+/// Reads the key hashes (and, with --values, the values) of every input, in input order.
+keyed_values read_keyed_values(const build_settings& s, input_format key_format,
+                               input_reader& reader, std::uint64_t value_file_values) {
+  keyed_values kv;
+  kv.keys_per_source.assign(s.inputs.size(), 0);
+  const std::uint64_t expected =
+      !s.value_file.empty() ? value_file_values : reader.estimated_keys();
+  kv.hashes.reserve(expected);
+  if (s.values) kv.values.reserve(expected);
+  reader.run(
+      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
+      [&](input_chunk& c) {
+        if (s.values) parse_and_hash_key_values(s, key_format, c);
+      },
+      [&](input_chunk& c) {
+        if (!s.values && kv.hashes.size() + c.values.size() > value_file_values) {
+          throw error("value file " + s.value_file + " holds " + std::to_string(value_file_values) +
+                      " values, fewer than the keys (" + reader.name(c.source) + " has more)");
+        }
+        kv.hashes.insert(kv.hashes.end(), c.values.begin(), c.values.end());
+        if (s.values)
+          kv.values.insert(kv.values.end(), c.entry_values.begin(), c.entry_values.end());
+        kv.keys_per_source[c.source] += c.key_count;
+      });
+  return kv;
+}
+
+/// Gives the keys the --value-file's values: one per key, each within --bits.
+void attach_value_file(const build_settings& s, input_format format, const input_reader& reader,
+                       std::vector<std::uint32_t> file_values, keyed_values& kv) {
+  const std::uint64_t count = kv.hashes.size();
+  if (file_values.size() != count) {
+    throw error("value file " + s.value_file + " holds " + std::to_string(file_values.size()) +
+                " values for " + std::to_string(count) + " keys: give one value per key");
+  }
+  kv.values = std::move(file_values);
+  const std::uint64_t value_limit = value_limit_of(s);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    if (kv.values[i] >= value_limit) {
+      throw error("value file " + s.value_file + ": value " + std::to_string(kv.values[i]) +
+                  " at byte " + std::to_string(8 * i) + " (for the key at " +
+                  key_location(reader, kv, format, i) + ") " + too_wide_for_bits(s));
+    }
+  }
+}
+
+/// As many bits as the largest value needs, at least 1.
+std::uint32_t bits_for_values(const std::vector<std::uint32_t>& values) {
+  const std::uint32_t largest =
+      values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+  std::uint32_t bits = 1;
+  while (bits < 32 && (largest >> bits) != 0) ++bits;
+  return bits;
+}
+
 int run_retrieval_build(const build_settings& s, input_format format, filter_variant variant,
                         bool gpu, clock_type::time_point start, progress_mode mode) {
   const input_format key_format = format;
@@ -262,77 +348,14 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
   // Fail on bad options before reading anything.
   (void)detail::retrieval_params_from(options, key_kind_of(key_format));
 
-  keyed_values kv;
-  kv.keys_per_source.assign(s.inputs.size(), 0);
-  const std::uint64_t expected =
-      !s.value_file.empty() ? file_values.size() : reader.estimated_keys();
-  kv.hashes.reserve(expected);
-  if (s.values) kv.values.reserve(expected);
-  const std::uint64_t value_limit =
-      s.bits_given && s.bits < 32 ? std::uint64_t{1} << s.bits : std::uint64_t{1} << 32;
   build_progress progress;
   progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
-  const std::uint64_t seed_mixed = seed_mix(s.seed);
-  reader.run(
-      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
-      [&](input_chunk& c) {
-        if (!s.values) return;
-        parse_key_value_lines(c, key_format);
-        if (!c.error.empty()) return;
-        // The hashes the library expects (hashed with the seed as bulk builds do).
-        const std::size_t n = c.texts.size();
-        c.values.resize(n);
-        for (std::size_t i = 0; i < n; ++i) {
-          c.values[i] = key_format == input_format::hex64
-                            ? hash_u64(c.values[i], seed_mixed)
-                            : hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed);
-          if (c.entry_values[i] >= value_limit) {
-            c.error = "value " + std::to_string(c.entry_values[i]) + " does not fit in --bits " +
-                      std::to_string(s.bits) + " (values must be below 2^" +
-                      std::to_string(s.bits) + ")";
-            c.error_line = i;
-            return;
-          }
-        }
-      },
-      [&](input_chunk& c) {
-        if (!s.values && kv.hashes.size() + c.values.size() > file_values.size()) {
-          throw error("value file " + s.value_file + " holds " +
-                      std::to_string(file_values.size()) + " values, fewer than the keys (" +
-                      reader.name(c.source) + " has more)");
-        }
-        kv.hashes.insert(kv.hashes.end(), c.values.begin(), c.values.end());
-        if (s.values)
-          kv.values.insert(kv.values.end(), c.entry_values.begin(), c.entry_values.end());
-        kv.keys_per_source[c.source] += c.key_count;
-      });
-  const std::uint64_t count = kv.hashes.size();
-  if (!s.values) {
-    if (file_values.size() != count) {
-      throw error("value file " + s.value_file + " holds " + std::to_string(file_values.size()) +
-                  " values for " + std::to_string(count) + " keys: give one value per key");
-    }
-    kv.values = std::move(file_values);
-    for (std::uint64_t i = 0; i < count; ++i) {
-      if (kv.values[i] >= value_limit) {
-        throw error("value file " + s.value_file + ": value " + std::to_string(kv.values[i]) +
-                    " at byte " + std::to_string(8 * i) + " (for the key at " +
-                    key_location(reader, kv, format, i) + ") does not fit in --bits " +
-                    std::to_string(s.bits) + " (values must be below 2^" + std::to_string(s.bits) +
-                    ")");
-      }
-    }
-  }
-  if (!s.bits_given) {
-    // As many bits as the largest value needs, at least 1.
-    const std::uint32_t largest =
-        count == 0 ? 0 : *std::max_element(kv.values.begin(), kv.values.end());
-    std::uint32_t bits = 1;
-    while (bits < 32 && (largest >> bits) != 0) ++bits;
-    options.result_bits = bits;
-  }
+  keyed_values kv = read_keyed_values(s, key_format, reader, file_values.size());
+  if (!s.values) attach_value_file(s, format, reader, std::move(file_values), kv);
+  if (!s.bits_given) options.result_bits = bits_for_values(kv.values);
 
   progress.current.store(build_progress::solving, std::memory_order_relaxed);
+  const std::uint64_t count = kv.hashes.size();
   build_stats stats;
   filter f;
   try {

@@ -176,10 +176,12 @@ filter_ref relocate(const filter_ref& ref, const unsigned char* from, const unsi
   return moved;
 }
 
-parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool verify_checksums,
-                         const std::string& source) {
-  parsed_image out;
-  file_header& h = out.header;
+namespace {
+
+/// The header of an image: magic, version, its own checksum and the fields that need no
+/// parameters to check.
+file_header read_header(const unsigned char* data, std::uint64_t size, const std::string& source) {
+  file_header h;
   if (size < sizeof(file_header)) {
     fail(source, "truncated: " + std::to_string(size) +
                      " bytes, too short for a ribbon filter header (128 bytes)");
@@ -219,7 +221,12 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
   for (std::uint64_t r : h.reserved) {
     if (r != 0) fail(source, "reserved header fields are not zero");
   }
-  filter_params& p = out.ref.params;
+  return h;
+}
+
+/// The parameters a header records, checked.
+filter_params params_of(const file_header& h, const std::string& source) {
+  filter_params p;
   p.width = h.width;
   p.result_bits = h.result_bits;
   p.bucket_size = h.bucket_size;
@@ -232,74 +239,85 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
   p.extra_bit_fraction = h.extra_bit_fraction;
   if (const char* problem = check_params(p))
     fail(source, std::string("bad parameters: ") + problem);
+  return p;
+}
+
+/// The layer descriptors after the header, their checksum checked.
+std::vector<layer_descriptor> read_descriptors(const unsigned char* data, std::uint64_t size,
+                                               const file_header& h, const std::string& source) {
   if (h.num_layers > max_layers) fail(source, "too many layers: " + std::to_string(h.num_layers));
   const std::uint64_t n = h.num_layers;
-  const std::uint64_t descriptors_end = sizeof(file_header) + n * sizeof(layer_descriptor);
-  if (descriptors_end > size) fail(source, "truncated layer descriptors");
+  if (sizeof(file_header) + n * sizeof(layer_descriptor) > size) {
+    fail(source, "truncated layer descriptors");
+  }
   if (h.descriptors_checksum !=
       checksum(data + sizeof(file_header), n * sizeof(layer_descriptor))) {
     fail(source, "layer descriptor checksum mismatch (corrupt file)");
   }
-  out.layers.resize(n);
-  if (n) std::memcpy(out.layers.data(), data + sizeof(file_header), n * sizeof(layer_descriptor));
+  std::vector<layer_descriptor> layers(n);
+  if (n) std::memcpy(layers.data(), data + sizeof(file_header), n * sizeof(layer_descriptor));
+  return layers;
+}
 
-  std::vector<layer_geometry> geometries(n);
-  std::uint64_t expected_input = h.key_count;
-  for (std::uint64_t l = 0; l < n; ++l) {
-    const layer_descriptor& d = out.layers[l];
-    const std::string which = "layer " + std::to_string(l) + ": ";
-    for (std::uint64_t r : d.reserved) {
-      if (r != 0) fail(source, which + "reserved fields are not zero");
-    }
-    if (version1 && d.upper_start_block != 0) fail(source, which + "reserved fields are not zero");
-    if (d.kind > static_cast<std::uint32_t>(layer_kind::standard))
-      fail(source, which + "unknown kind");
-    const auto kind = static_cast<layer_kind>(d.kind);
-    // Bumped variants: bumped layers, then plain. Others: a standard layer 0, then plain.
-    const bool kind_fits = kind == layer_kind::plain    ? l > 0 || !uses_bumping(p.variant)
-                           : kind == layer_kind::bumped ? uses_bumping(p.variant)
-                                                        : l == 0 && !uses_bumping(p.variant);
-    if (!kind_fits) fail(source, which + "layer kind does not fit the variant");
-    if (l == 0 && kind != layer_kind::standard && d.salt != 0) {
-      fail(source, which + "layer 0 of this kind has no salt");
-    }
-    // A layer cannot have more start positions than the file has bits; this also keeps
-    // every size computation below far from overflow.
-    if (d.num_starts == 0 || d.num_starts > size * 8) fail(source, which + "bad slot count");
-    if (kind != layer_kind::plain) {
-      // Sharded layers: whole buckets (bumped) or whole blocks (standard), shards of S.
-      const std::uint32_t unit = kind == layer_kind::bumped ? p.bucket_size : p.width;
-      if (d.shard_bits != static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)) ||
-          d.num_starts % unit != 0) {
-        fail(source, which + "inconsistent sharded-layer geometry");
-      }
-    } else if (d.shard_bits != 63 || d.num_starts % p.width != 0 || l + 1 != n) {
-      fail(source, which + "inconsistent plain-layer geometry");
-    }
-    if (d.input_keys != expected_input || d.bumped_keys > d.input_keys ||
-        (l + 1 == n && d.bumped_keys != 0)) {
-      fail(source, which + "inconsistent key counts");
-    }
-    expected_input = d.bumped_keys;
-    geometries[l] = make_geometry(d.num_starts, d.shard_bits, kind, p);
-    if (!version1 && d.upper_start_block != geometries[l].upper_start_block) {
-      fail(source, which + "inconsistent fractional-bits boundary");
-    }
+/// Layer l's geometry from its descriptor, checked against the variant, the shard size, the
+/// file size and the keys the previous layer bumped (`expected_input`, updated).
+layer_geometry geometry_of(const layer_descriptor& d, std::uint64_t l, std::uint64_t num_layers,
+                           const filter_params& p, bool version1, std::uint64_t size,
+                           std::uint64_t& expected_input, const std::string& source) {
+  const std::string which = "layer " + std::to_string(l) + ": ";
+  for (std::uint64_t r : d.reserved) {
+    if (r != 0) fail(source, which + "reserved fields are not zero");
   }
-  if (expected_input != 0) fail(source, "keys bumped out of the last layer");
-  std::vector<section_layout> sections(n);
-  const std::uint64_t file_bytes = layout(p, geometries.data(), n, sections.data());
-  if (file_bytes != size) fail(source, "section sizes do not add up to the file size");
+  if (version1 && d.upper_start_block != 0) fail(source, which + "reserved fields are not zero");
+  if (d.kind > static_cast<std::uint32_t>(layer_kind::standard))
+    fail(source, which + "unknown kind");
+  const auto kind = static_cast<layer_kind>(d.kind);
+  // Bumped variants: bumped layers, then plain. Others: a standard layer 0, then plain.
+  const bool kind_fits = kind == layer_kind::plain    ? l > 0 || !uses_bumping(p.variant)
+                         : kind == layer_kind::bumped ? uses_bumping(p.variant)
+                                                      : l == 0 && !uses_bumping(p.variant);
+  if (!kind_fits) fail(source, which + "layer kind does not fit the variant");
+  if (l == 0 && kind != layer_kind::standard && d.salt != 0) {
+    fail(source, which + "layer 0 of this kind has no salt");
+  }
+  // A layer cannot have more start positions than the file has bits; this also keeps
+  // every size computation below far from overflow.
+  if (d.num_starts == 0 || d.num_starts > size * 8) fail(source, which + "bad slot count");
+  if (kind != layer_kind::plain) {
+    // Sharded layers: whole buckets (bumped) or whole blocks (standard), shards of S.
+    const std::uint32_t unit = kind == layer_kind::bumped ? p.bucket_size : p.width;
+    if (d.shard_bits != static_cast<std::uint32_t>(detail::floor_log2(p.shard_size)) ||
+        d.num_starts % unit != 0) {
+      fail(source, which + "inconsistent sharded-layer geometry");
+    }
+  } else if (d.shard_bits != 63 || d.num_starts % p.width != 0 || l + 1 != num_layers) {
+    fail(source, which + "inconsistent plain-layer geometry");
+  }
+  if (d.input_keys != expected_input || d.bumped_keys > d.input_keys ||
+      (l + 1 == num_layers && d.bumped_keys != 0)) {
+    fail(source, which + "inconsistent key counts");
+  }
+  expected_input = d.bumped_keys;
+  const layer_geometry g = make_geometry(d.num_starts, d.shard_bits, kind, p);
+  if (!version1 && d.upper_start_block != g.upper_start_block) {
+    fail(source, which + "inconsistent fractional-bits boundary");
+  }
+  return g;
+}
 
-  // Everything between the sections is zero padding.
-  std::uint64_t cursor = descriptors_end;
+/// Checks that the sections lie where the canonical layout puts them, with zero padding
+/// between them, and (with `verify_checksums`) their checksums.
+void check_sections(const unsigned char* data, const std::vector<layer_descriptor>& layers,
+                    const std::vector<section_layout>& sections, bool verify_checksums,
+                    const std::string& source) {
+  std::uint64_t cursor = sizeof(file_header) + layers.size() * sizeof(layer_descriptor);
   auto check_gap = [&](std::uint64_t until) {
     for (; cursor < until; ++cursor) {
       if (data[cursor] != 0) fail(source, "non-zero padding at byte " + std::to_string(cursor));
     }
   };
-  for (std::uint64_t l = 0; l < n; ++l) {
-    const layer_descriptor& d = out.layers[l];
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const layer_descriptor& d = layers[l];
     const section_layout& s = sections[l];
     const std::string which = "layer " + std::to_string(l) + ": ";
     if (d.threshold_offset != s.threshold_offset || d.threshold_bytes != s.threshold_bytes ||
@@ -312,17 +330,46 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
     }
     check_gap(s.solution_offset);
     cursor = s.solution_offset + s.solution_bytes;
-    if (verify_checksums) {
-      if (checksum(data + s.threshold_offset, s.threshold_bytes) != d.threshold_checksum) {
-        fail(source, which + "threshold section checksum mismatch (corrupt file)");
-      }
-      if (checksum(data + s.solution_offset, s.solution_bytes) != d.solution_checksum) {
-        fail(source, which + "solution section checksum mismatch (corrupt file)");
-      }
+    if (!verify_checksums) continue;
+    if (checksum(data + s.threshold_offset, s.threshold_bytes) != d.threshold_checksum) {
+      fail(source, which + "threshold section checksum mismatch (corrupt file)");
     }
+    if (checksum(data + s.solution_offset, s.solution_bytes) != d.solution_checksum) {
+      fail(source, which + "solution section checksum mismatch (corrupt file)");
+    }
+  }
+}
+
+}  // namespace
+
+parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool verify_checksums,
+                         const std::string& source) {
+  parsed_image out;
+  out.header = read_header(data, size, source);
+  const file_header& h = out.header;
+  const filter_params p = params_of(h, source);
+  out.layers = read_descriptors(data, size, h, source);
+  const std::size_t n = out.layers.size();
+
+  std::vector<layer_geometry> geometries(n);
+  std::uint64_t expected_input = h.key_count;
+  for (std::size_t l = 0; l < n; ++l) {
+    geometries[l] =
+        geometry_of(out.layers[l], l, n, p, h.format_version == 1, size, expected_input, source);
+  }
+  if (expected_input != 0) fail(source, "keys bumped out of the last layer");
+  std::vector<section_layout> sections(n);
+  if (layout(p, geometries.data(), n, sections.data()) != size) {
+    fail(source, "section sizes do not add up to the file size");
+  }
+  check_sections(data, out.layers, sections, verify_checksums, source);
+
+  out.ref.params = p;
+  for (std::size_t l = 0; l < n; ++l) {
+    const section_layout& s = sections[l];
     layer_ref& ref = out.ref.layers[l];
     ref.geometry = geometries[l];
-    ref.salt = d.salt;
+    ref.salt = out.layers[l].salt;
     ref.thresholds = s.threshold_bytes
                          ? reinterpret_cast<const std::uint64_t*>(data + s.threshold_offset)
                          : nullptr;
