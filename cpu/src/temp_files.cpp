@@ -35,8 +35,6 @@ char slot_paths[slot_count][PATH_MAX];
 constexpr const char* output_prefix = ".ribbon-tmp-";
 constexpr const char* spill_prefix = "ribbon-spill-";
 constexpr std::size_t random_letters = 6;
-// Spill files inside a spill directory: "<kind>-<number>" (bulk_builder.cpp).
-constexpr const char* spill_file_kinds[] = {"part-", "solution-", "bumped-"};
 // An empty temporary younger than this may be a live owner's that is not yet locked.
 constexpr std::time_t unlocked_grace_seconds = 60;
 
@@ -60,16 +58,16 @@ bool has_temp_name(const char* name, temp_kind kind) {
   return true;
 }
 
-/// `name` is "<kind>-<digits>" for a spill file kind.
+/// `name` is a spill file's: "<kind>-<number>", the kind in lowercase letters
+/// (bulk_builder.cpp's spill_directory::create).
 bool has_spill_file_name(const char* name) {
-  for (const char* kind : spill_file_kinds) {
-    const std::size_t length = std::strlen(kind);
-    if (std::strncmp(name, kind, length) != 0 || name[length] == '\0') continue;
-    bool digits = true;
-    for (const char* c = name + length; *c; ++c) digits = digits && *c >= '0' && *c <= '9';
-    if (digits) return true;
+  const char* c = name;
+  while (*c >= 'a' && *c <= 'z') ++c;
+  if (c == name || *c != '-' || c[1] == '\0') return false;
+  for (++c; *c; ++c) {
+    if (*c < '0' || *c > '9') return false;
   }
-  return false;
+  return true;
 }
 
 std::string random_name(temp_kind kind) {
@@ -263,9 +261,9 @@ std::string temp_parent(const std::string& requested) {
 
 void prepare_temp_parent(const std::string& requested) {
   const std::string parent = temp_parent(requested);
-  // parent/ribbon-spill-XXXXXX/solution-<20 digits>
-  const std::size_t longest = parent.size() + 1 + std::strlen(spill_prefix) + random_letters + 1 +
-                              std::strlen("solution-") + 20;
+  // parent/ribbon-spill-XXXXXX/<kind>-<20 digits>, kinds of up to 11 letters.
+  const std::size_t longest =
+      parent.size() + 1 + std::strlen(spill_prefix) + random_letters + 1 + 11 + 1 + 20;
   if (longest >= PATH_MAX) {
     throw error("temporary directory path too long (" + std::to_string(parent.size()) +
                 " bytes; spill files need it below " +

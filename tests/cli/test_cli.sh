@@ -1350,6 +1350,12 @@ case_stale_temporaries() {
   echo "not a filter" >"$D/stale-out/.ribbon-tmp-notour"
   cp "$D/keys.rbn" "$D/stale-out/.ribbon-tmp-toolong"
   cp "$D/keys.rbn" "$D/stale-out/keys.ribbon-tmp-abcdef"
+  # Spill directories: an old empty one (reclaimed), a new empty one (its build may not have
+  # locked it yet) and one holding a file that is not a spill file (kept).
+  mkdir "$D/stale-tmp/ribbon-spill-empty1" "$D/stale-tmp/ribbon-spill-young1" \
+    "$D/stale-tmp/ribbon-spill-keep01"
+  echo "notes" >"$D/stale-tmp/ribbon-spill-keep01/notes.txt"
+  touch -d '2 hours ago' "$D/stale-tmp/ribbon-spill-empty1" "$D/stale-tmp/ribbon-spill-keep01"
   flock "$D/stale-out/.ribbon-tmp-live01" sleep 60 &
   local holder=$!
   sleep 0.5
@@ -1358,7 +1364,7 @@ case_stale_temporaries() {
   build_ok -i "$D/a.txt" -o "$D/stale-out/next.rbn" --tmp-dir "$D/stale-tmp" || return 1
   kill "$holder"
   wait "$holder" 2>/dev/null
-  dir_holds "$D/stale-tmp" || return 1
+  dir_holds "$D/stale-tmp" ribbon-spill-young1 ribbon-spill-keep01 || return 1
   dir_holds "$D/stale-out" next.rbn .ribbon-tmp-live01 .ribbon-tmp-notour .ribbon-tmp-toolong \
     keys.ribbon-tmp-abcdef
 }
