@@ -48,6 +48,7 @@ bool reset_peak_rss() {
 
 struct bench_settings {
   std::uint64_t keys = 10'000'000;
+  std::uint64_t copies = 1;     // each key given this many times (the filter stores it once)
   std::uint64_t negatives = 0;  // 0: as many as keys
   std::uint32_t width = 64;
   std::uint32_t bits = 8;
@@ -73,6 +74,12 @@ int run_bench(const bench_settings& s) {
   std::uint64_t state = s.seed * 0x2545F4914F6CDD1DULL;
   for (auto& k : keys) k = splitmix64(state) & ~(std::uint64_t{1} << 63);
   for (auto& k : negatives) k = splitmix64(state) | (std::uint64_t{1} << 63);
+  // The build's input: the keys `copies` times over, as files concatenated.
+  std::vector<std::uint64_t> input;
+  for (std::uint64_t c = 0; c < s.copies && s.copies > 1; ++c) {
+    input.insert(input.end(), keys.begin(), keys.end());
+  }
+  const std::vector<std::uint64_t>& built = s.copies > 1 ? input : keys;
 
   build_options options;
   options.width = s.width;
@@ -105,7 +112,7 @@ int run_bench(const bench_settings& s) {
   build_stats stats;
   const auto build_start = clock_type::now();
   filter f = retrieval ? filter::build(keys.data(), values.data(), n, options, &stats)
-                       : filter::build(keys.data(), n, options, &stats);
+                       : filter::build(built.data(), built.size(), options, &stats);
   const double build_seconds = seconds_since(build_start);
   const std::uint64_t peak = proc_status_bytes("VmHWM");
   const double peak_rss_per_key =
@@ -165,7 +172,8 @@ int run_bench(const bench_settings& s) {
   batch();
   const double batch_one_thread_seconds = seconds_since(t);
 
-  const double per_key = n > 0 ? 1e9 / static_cast<double>(n) : 0;
+  // Times per input key; space per distinct key (f.bits_per_key()).
+  const double per_key = n > 0 ? 1e9 / static_cast<double>(stats.input_keys) : 0;
   const double per_negative = 1e9 / static_cast<double>(m);
   const double bits_per_key = f.bits_per_key();
   const std::uint32_t bits = f.params().result_bits;
@@ -179,7 +187,8 @@ int run_bench(const bench_settings& s) {
 
   if (s.json) {
     std::printf(
-        "{\"variant\": \"%s\", \"keys\": %llu, \"negatives\": %llu, \"width\": %u, "
+        "{\"variant\": \"%s\", \"keys\": %llu, \"input_keys\": %llu, "
+        "\"distinct_keys\": %llu, \"negatives\": %llu, \"width\": %u, "
         "\"bits\": %u, \"extra_bit_fraction\": %.5f, \"ideal_bits\": %.5f, \"threads\": %u, "
         "\"backend\": \"%s\", \"seed\": %llu, \"shard_size\": %llu, \"layers\": %u, "
         "\"build_ns_per_key\": %.3f, "
@@ -195,7 +204,9 @@ int run_bench(const bench_settings& s) {
         "\"batched_negative\": %.3f, \"batched_negative_per_thread\": %.3f, "
         "\"batched_negative_one_thread\": %.3f}, "
         "\"peak_rss_bytes_per_key\": %.3f}\n",
-        variant.c_str(), static_cast<unsigned long long>(n), static_cast<unsigned long long>(m),
+        variant.c_str(), static_cast<unsigned long long>(n),
+        static_cast<unsigned long long>(stats.input_keys),
+        static_cast<unsigned long long>(stats.distinct_keys), static_cast<unsigned long long>(m),
         s.width, bits, f.params().extra_bit_fraction / 65536.0, ideal_bits, threads, "cpu",
         static_cast<unsigned long long>(s.seed),
         static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
@@ -211,9 +222,12 @@ int run_bench(const bench_settings& s) {
         batch_seconds * per_negative * threads, batch_one_thread_seconds * per_negative,
         peak_rss_per_key);
   } else {
-    std::printf("ribbon bench: %s, %llu keys, w=%u, r=%u%s, %u threads, backend %s\n",
-                variant.c_str(), static_cast<unsigned long long>(n), s.width, bits,
-                f.params().extra_bit_fraction != 0 ? " (+1 in some blocks)" : "", threads, "cpu");
+    std::printf(
+        "ribbon bench: %s, %llu input keys, %llu distinct, w=%u, r=%u%s, %u threads, "
+        "backend %s\n",
+        variant.c_str(), static_cast<unsigned long long>(stats.input_keys),
+        static_cast<unsigned long long>(stats.distinct_keys), s.width, bits,
+        f.params().extra_bit_fraction != 0 ? " (+1 in some blocks)" : "", threads, "cpu");
     std::printf(
         "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
         "gather %.2f, later layers %.2f ns/key)\n",
@@ -256,6 +270,10 @@ std::function<int()> add_bench_command(CLI::App& app) {
       "space, accuracy and memory");
   cmd->add_option("-n,--keys", settings->keys, "number of keys (default 10^7)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
+  cmd->add_option("--copies", settings->copies,
+                  "build from each key this many times (bumped and standard filters; the "
+                  "filter stores it once)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
   cmd->add_option("--negatives", settings->negatives,
                   "non-member keys to query (default max(keys, 10^6))");
   cmd->add_option("-w,--width", settings->width, "ribbon width: 32, 64 or 128")

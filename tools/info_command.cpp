@@ -118,7 +118,7 @@ int run_info(const info_settings& s) {
     line("thresholds", "light " + u(p.threshold_light) + ", heavy " + u(p.threshold_heavy));
     line("shard size", u(p.shard_size));
     line("seed", u(p.seed));
-    line("keys", u(f.key_count()));
+    line("distinct keys", u(f.key_count()));
     line("layers", u(f.num_layers()));
     line("bits/key", f.key_count() > 0
                          ? number(bits_per_key, "%.4f") + number(overhead_pct, " (%.3f%% over ") +

@@ -180,7 +180,10 @@ void on_fatal_signal(int sig) {
 /// One out-of-core bumped layer: the keys come from partition files (by top hash bits); each
 /// file's shards are solved in ranges that fit the budget. Shards are monotone in the hash,
 /// so a file's keys fall in shards [first, limit], limit being the shard of the next file's
-/// first possible hash; the keys of shard `limit` are carried to the next file.
+/// first possible hash; the keys of shard `limit` are carried to the next file. Each range
+/// drops its repeated keys before it is solved (repeats share a shard). A `provisional` layer
+/// 0 is sized for the input count n: at the first repeat it stops solving and only counts the
+/// distinct keys, and the caller builds the layer again for that count.
 template <unsigned Width, class Result>
 class out_of_core_layer {
  public:
@@ -189,8 +192,8 @@ class out_of_core_layer {
   out_of_core_layer(spill_directory& directory, std::uint64_t budget,
                     detail::layered_builder<Width, Result>& builder,
                     shard_range_solver* range_solver, const filter_params& p, std::uint32_t l,
-                    std::uint64_t n)
-      : builder_(builder), range_solver_(range_solver), p_(p), l_(l) {
+                    std::uint64_t n, bool provisional)
+      : builder_(builder), range_solver_(range_solver), p_(p), l_(l), provisional_(provisional) {
     layer_.input_keys = n;
     layer_.salt = bumped_layer_salt(p_.seed, l);
     layer_.geometry = bumped_layer_geometry(n, p_, builder.sizing());
@@ -234,6 +237,7 @@ class out_of_core_layer {
     }
     finish_pending_ranges();
     if (!carry.empty()) throw error("internal error: keys left over after the last shard");
+    if (counting_only()) return layer_;  // to be built again for distinct_keys()
     bumped_file_->flush();
     layer_.bumped_keys = bumped_file_->hashes();
     layer_.thresholds = thresholds_.get();
@@ -251,6 +255,9 @@ class out_of_core_layer {
   /// Bytes written to the solution and bumped-key files; shard ranges solved.
   std::uint64_t spilled_bytes() const { return spilled_bytes_; }
   std::uint64_t ranges() const { return ranges_; }
+  /// Distinct keys of the layer, and whether it must be built again for that count.
+  std::uint64_t distinct_keys() const { return distinct_; }
+  bool counting_only() const { return provisional_ && repeats_; }
 
  private:
   std::uint64_t shard_of(std::uint64_t hash) const { return layer_.geometry.shard_of(hash); }
@@ -323,25 +330,39 @@ class out_of_core_layer {
     }
   }
 
+  /// Counts a range's distinct keys (n of them with repeats).
+  void count_distinct(std::uint64_t distinct, std::uint64_t n) {
+    distinct_ += distinct;
+    if (distinct != n) repeats_ = true;
+  }
+
   void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
-    if (range_solver_) return solve_range_elsewhere(keys, lo, hi);
+    if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi);
     const layer_geometry& g = layer_.geometry;
     const std::uint64_t n = keys.size();
     auto partitioned = allocate_array<std::uint64_t>(std::max<std::uint64_t>(n, 1));
-    std::vector<std::uint64_t> offsets;
+    std::vector<std::uint64_t> offsets, counts;
     const std::uint64_t* loaded = keys.data();
     detail::partition_shard_range(
         n, [loaded](std::uint64_t i) { return loaded[i]; }, g, lo, hi, partitioned.get(), offsets,
         nullptr, nullptr);
     keys = {};  // the pass's peak is the partitioned copy plus the solution window
+    const std::uint64_t distinct =
+        builder_.drop_repeats(g, lo, hi, partitioned.get(), offsets, counts);
+    count_distinct(distinct, n);
+    if (counting_only()) return;
+    if (distinct != n) {  // close the gaps: each group's distinct keys lead it
+      detail::gather_fronts(partitioned.get(), offsets, counts);
+      for (std::size_t s = 0; s < counts.size(); ++s) offsets[s + 1] = offsets[s] + counts[s];
+    }
     std::uint64_t window_bytes = 0;
     aligned_bytes window = solution_window(lo, hi, window_bytes);
     std::vector<std::uint64_t> bumped_counts(hi - lo);
-    if (!builder_.solve_range(g, lo, hi, partitioned.get(), offsets,
+    if (!builder_.solve_range(g, lo, hi, partitioned.get(), offsets, true,
                               {threshold_window(lo), window.get()}, &bumped_counts)) {
       throw error("internal error: a bumped layer failed to solve");
     }
-    const std::uint64_t bumped = detail::gather_bumped(partitioned.get(), offsets, bumped_counts);
+    const std::uint64_t bumped = detail::gather_fronts(partitioned.get(), offsets, bumped_counts);
     write_range(window.get(), window_bytes, partitioned.get(), bumped);
   }
 
@@ -356,10 +377,12 @@ class out_of_core_layer {
     auto range = std::make_unique<pending_range>();
     range->window = solution_window(lo, hi, range->window_bytes);
     range->keys = std::move(keys);
+    range->input_keys = range->keys.size();
     range->shards = hi - lo;
     pending_range* r = range.get();
     r->done = std::async(std::launch::async, [this, lo, hi, thresholds = threshold_window(lo), r] {
-      range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, thresholds, r->window.get());
+      r->distinct_keys =
+          range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, thresholds, r->window.get());
     });
     pending_.push_back(std::move(range));
   }
@@ -369,7 +392,8 @@ class out_of_core_layer {
     pending_range& r = *pending_.front();
     r.done.get();  // rethrows the solver's exception
     builder_.count_solved_shards(r.shards);
-    write_range(r.window.get(), r.window_bytes, r.keys.data(), r.keys.size());
+    count_distinct(r.distinct_keys, r.input_keys);
+    if (!counting_only()) write_range(r.window.get(), r.window_bytes, r.keys.data(), r.keys.size());
     pending_.pop_front();
   }
 
@@ -384,6 +408,7 @@ class out_of_core_layer {
     aligned_bytes window;
     std::uint64_t window_bytes = 0;
     std::uint64_t shards = 0;
+    std::uint64_t input_keys = 0, distinct_keys = 0;
     std::future<void> done;  // last: joins the solving thread before the buffers go
   };
 
@@ -391,6 +416,9 @@ class out_of_core_layer {
   shard_range_solver* range_solver_;
   filter_params p_;
   std::uint32_t l_;
+  bool provisional_;
+  bool repeats_ = false;
+  std::uint64_t distinct_ = 0;
   format::layer_image layer_;
   aligned_bytes thresholds_;
   std::unique_ptr<spill_file> solution_file_, bumped_file_;
@@ -535,9 +563,10 @@ struct bulk_builder::impl {
       set_stage(build_progress::solving);
       f = options.in_memory(count, visit_hashes, params.keys, options.build);
     } else {
-      f = detail::build_in_memory(params, detail::sizing_from(options.build, params, count), count,
-                                  source, options.build.threads, &result.stats, options.progress);
+      f = detail::build_in_memory(params, options.build, count, source, &result.stats,
+                                  options.progress);
     }
+    result.key_count = f.key_count();
     chunks.clear();
     set_stage(build_progress::writing, f.size_bytes());
     f.save(path);
@@ -580,7 +609,9 @@ struct bulk_builder::impl {
       layer.solution = nullptr;
     }
     result.params = params;
-    result.key_count = count;
+    result.input_keys = count;
+    result.stats.input_keys = count;
+    result.stats.distinct_keys = result.key_count;
     result.num_layers = static_cast<std::uint32_t>(result.layers.size());
     result.out_of_core = out_of_core;
     result.partitions = out_of_core ? 1u << partition_bits : 0;
@@ -596,28 +627,39 @@ template <unsigned Width, class Result>
 bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   bulk_result result;
   const auto build_start = detail::clock_type::now();
-  detail::layered_builder<Width, Result> builder(
-      params, detail::sizing_from(options.build, params, count), result.stats, options.progress);
+  detail::layered_builder<Width, Result> builder(params, options.build, result.stats,
+                                                 options.progress);
   std::vector<format::layer_image> layers;
   std::vector<aligned_bytes> buffers;
   std::vector<std::unique_ptr<spill_file>> solution_files;  // by layer; null when in memory
 
   std::vector<std::unique_ptr<spill_file>> parts = std::move(partitions);
   std::uint32_t bits = partition_bits;
-  std::uint64_t remaining = count;
+  std::uint64_t remaining = count, distinct = count;
   for (std::uint32_t l = 0; remaining > 0; ++l) {
     const auto layer_start = detail::clock_type::now();
     for (auto& part : parts) part->flush();
     for (auto& part : parts) spilled_bytes += part->size();
-    out_of_core_layer<Width, Result> layer_builder(
-        *directory, budget, builder, options.range_solver.get(), params, l, remaining);
-    layers.push_back(layer_builder.run(parts, bits));
-    spilled_bytes += layer_builder.spilled_bytes();
-    shard_ranges += layer_builder.ranges();
+    // Layer 0 is first built for the input count; at a repeated key it only counts the
+    // distinct keys and is built again for their count.
+    auto layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
+        *directory, budget, builder, options.range_solver.get(), params, l, remaining, l == 0);
+    format::layer_image image = layer_builder->run(parts, bits);
+    if (layer_builder->counting_only()) {
+      remaining = layer_builder->distinct_keys();
+      spilled_bytes += layer_builder->spilled_bytes();
+      layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
+          *directory, budget, builder, options.range_solver.get(), params, l, remaining, false);
+      image = layer_builder->run(parts, bits);
+    }
+    if (l == 0) distinct = remaining;
+    layers.push_back(image);
+    spilled_bytes += layer_builder->spilled_bytes();
+    shard_ranges += layer_builder->ranges();
     parts.clear();
-    buffers.push_back(layer_builder.take_thresholds());
-    solution_files.push_back(layer_builder.take_solution_file());
-    std::unique_ptr<spill_file> bumped = layer_builder.take_bumped_file();
+    buffers.push_back(layer_builder->take_thresholds());
+    solution_files.push_back(layer_builder->take_solution_file());
+    std::unique_ptr<spill_file> bumped = layer_builder->take_bumped_file();
     remaining = layers.back().bumped_keys;
     if (l == 0) result.stats.solve_seconds = detail::seconds_since(layer_start);
     if (l > 0) result.stats.later_layers_seconds += detail::seconds_since(layer_start);
@@ -646,7 +688,8 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   }
   result.stats.total_seconds = detail::seconds_since(build_start);
 
-  const format::filter_image image{params, count, layers};
+  builder.size_for(count, distinct);
+  const format::filter_image image{params, distinct, layers};
   const std::uint64_t file_bytes = format::image_bytes(image);
   set_stage(build_progress::writing, file_bytes);
   std::vector<unsigned char> buffer(4 << 20);
@@ -663,6 +706,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
       });
   result.layers = layers;
   result.file_bytes = file_bytes;
+  result.key_count = distinct;
   return result;
 }
 
