@@ -76,6 +76,11 @@ class spill_file {
     write_bytes(buffer_.data(), buffer_.size() * 8);
     buffer_.clear();
   }
+  /// Flushes and frees the buffer (no more appends expected; they would still work).
+  void release_buffer() {
+    flush();
+    buffer_ = {};
+  }
   /// Bytes written so far (after flush()).
   std::uint64_t size() const { return size_; }
   std::uint64_t hashes() const { return size_ / 8 + buffer_.size(); }
@@ -182,8 +187,9 @@ void on_fatal_signal(int sig) {
 /// so a file's keys fall in shards [first, limit], limit being the shard of the next file's
 /// first possible hash; the keys of shard `limit` are carried to the next file. Each range
 /// drops its repeated keys before it is solved (repeats share a shard). A `provisional` layer
-/// 0 is sized for the input count n: at the first repeat it stops solving and only counts the
-/// distinct keys, and the caller builds the layer again for that count.
+/// 0 is sized for the input count n: at the first repeat it stops, reads the files again from
+/// the start, counting the distinct keys and writing them to new partition files (by the same
+/// top bits), and the caller builds the layer for that count from those.
 template <unsigned Width, class Result>
 class out_of_core_layer {
  public:
@@ -193,7 +199,13 @@ class out_of_core_layer {
                     detail::layered_builder<Width, Result>& builder,
                     shard_range_solver* range_solver, const filter_params& p, std::uint32_t l,
                     std::uint64_t n, bool provisional)
-      : builder_(builder), range_solver_(range_solver), p_(p), l_(l), provisional_(provisional) {
+      : directory_(directory),
+        budget_(budget),
+        builder_(builder),
+        range_solver_(range_solver),
+        p_(p),
+        l_(l),
+        provisional_(provisional) {
     layer_.input_keys = n;
     layer_.salt = bumped_layer_salt(p_.seed, l);
     layer_.geometry = bumped_layer_geometry(n, p_, builder.sizing());
@@ -222,28 +234,26 @@ class out_of_core_layer {
   /// Solves the layer over `parts` (2^bits files); returns its image (the solution section
   /// stays in solution_file()).
   format::layer_image run(const files& parts, std::uint32_t bits) {
-    const layer_geometry& g = layer_.geometry;
-    builder_.start_layer(l_, g.num_shards());
-    std::vector<std::uint64_t> carry;
-    std::uint64_t next_shard = 0;
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      const std::uint64_t limit =
-          k + 1 < parts.size() ? shard_of(std::uint64_t{k + 1} << (64 - bits)) : g.num_shards();
-      parts[k]->flush();
-      std::vector<std::uint64_t> next_carry;
-      solve_span(*parts[k], carry, next_shard, limit, k + 1 < parts.size() ? &next_carry : nullptr);
-      carry.swap(next_carry);
-      next_shard = limit;
+    bits_ = bits;
+    solve_files(parts);
+    if (counting_only()) {  // a repeat: count and write the distinct keys, from the start
+      for (auto& part : parts) part->release_buffer();
+      const std::uint64_t buffer =
+          std::clamp<std::uint64_t>(budget_ / 8 / parts.size(), 64 << 10, 4 << 20);
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        distinct_parts_.push_back(directory_.create("distinct", buffer));
+      }
+      distinct_ = 0;
+      solve_files(parts);
+      for (auto& part : distinct_parts_) part->release_buffer();
+      return layer_;  // to be built from take_distinct_parts() for distinct_keys()
     }
-    finish_pending_ranges();
-    if (!carry.empty()) throw error("internal error: keys left over after the last shard");
-    if (counting_only()) return layer_;  // to be built again for distinct_keys()
     bumped_file_->flush();
     layer_.bumped_keys = bumped_file_->hashes();
     layer_.thresholds = thresholds_.get();
     layer_.solution = nullptr;
     layer_.solution_checksum = solution_checksum_.digest();
-    if (solution_file_->size() != g.solution_bytes(p_.width, p_.result_bits)) {
+    if (solution_file_->size() != layer_.geometry.solution_bytes(p_.width, p_.result_bits)) {
       throw error("internal error: out-of-core solution section has the wrong size");
     }
     return layer_;
@@ -252,6 +262,8 @@ class out_of_core_layer {
   aligned_bytes take_thresholds() { return std::move(thresholds_); }
   std::unique_ptr<spill_file> take_solution_file() { return std::move(solution_file_); }
   std::unique_ptr<spill_file> take_bumped_file() { return std::move(bumped_file_); }
+  /// After counting_only(): the distinct keys, in partition files by the same top bits.
+  files take_distinct_parts() { return std::move(distinct_parts_); }
   /// Bytes written to the solution and bumped-key files; shard ranges solved.
   std::uint64_t spilled_bytes() const { return spilled_bytes_; }
   std::uint64_t ranges() const { return ranges_; }
@@ -261,6 +273,31 @@ class out_of_core_layer {
 
  private:
   std::uint64_t shard_of(std::uint64_t hash) const { return layer_.geometry.shard_of(hash); }
+
+  /// A repeat was found, and the files are not yet being read for the distinct keys.
+  bool stopped() const { return counting_only() && distinct_parts_.empty(); }
+
+  /// Solves (or, once stopped, skips; or counts and writes the distinct keys of) every shard
+  /// range of the files, in order.
+  void solve_files(const files& parts) {
+    const layer_geometry& g = layer_.geometry;
+    builder_.start_layer(l_, g.num_shards());
+    std::vector<std::uint64_t> carry;
+    std::uint64_t next_shard = 0;
+    for (std::size_t k = 0; k < parts.size() && !stopped(); ++k) {
+      const std::uint64_t limit =
+          k + 1 < parts.size() ? shard_of(std::uint64_t{k + 1} << (64 - bits_)) : g.num_shards();
+      parts[k]->flush();
+      std::vector<std::uint64_t> next_carry;
+      solve_span(*parts[k], carry, next_shard, limit, k + 1 < parts.size() ? &next_carry : nullptr);
+      carry.swap(next_carry);
+      next_shard = limit;
+    }
+    finish_pending_ranges();
+    if (!carry.empty() && !stopped()) {
+      throw error("internal error: keys left over after the last shard");
+    }
+  }
 
   /// The range's solution blocks, in a buffer of their own.
   aligned_bytes solution_window(std::uint64_t lo, std::uint64_t hi, std::uint64_t& bytes) const {
@@ -337,6 +374,7 @@ class out_of_core_layer {
   }
 
   void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
+    if (stopped()) return;
     if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi);
     const layer_geometry& g = layer_.geometry;
     const std::uint64_t n = keys.size();
@@ -350,10 +388,16 @@ class out_of_core_layer {
     const std::uint64_t distinct =
         builder_.drop_repeats(g, lo, hi, partitioned.get(), offsets, counts);
     count_distinct(distinct, n);
-    if (counting_only()) return;
+    if (stopped()) return;
     if (distinct != n) {  // close the gaps: each group's distinct keys lead it
       detail::gather_fronts(partitioned.get(), offsets, counts);
       for (std::size_t s = 0; s < counts.size(); ++s) offsets[s + 1] = offsets[s] + counts[s];
+    }
+    if (counting_only()) {
+      for (std::uint64_t i = 0; i < distinct; ++i) {
+        distinct_parts_[partitioned[i] >> (64 - bits_)]->push(partitioned[i]);
+      }
+      return;
     }
     std::uint64_t window_bytes = 0;
     aligned_bytes window = solution_window(lo, hi, window_bytes);
@@ -412,6 +456,8 @@ class out_of_core_layer {
     std::future<void> done;  // last: joins the solving thread before the buffers go
   };
 
+  spill_directory& directory_;
+  std::uint64_t budget_;
   detail::layered_builder<Width, Result>& builder_;
   shard_range_solver* range_solver_;
   filter_params p_;
@@ -419,6 +465,8 @@ class out_of_core_layer {
   bool provisional_;
   bool repeats_ = false;
   std::uint64_t distinct_ = 0;
+  std::uint32_t bits_ = 0;
+  files distinct_parts_;  // the distinct keys, once counting_only()
   format::layer_image layer_;
   aligned_bytes thresholds_;
   std::unique_ptr<spill_file> solution_file_, bumped_file_;
@@ -640,14 +688,16 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     const auto layer_start = detail::clock_type::now();
     for (auto& part : parts) part->flush();
     for (auto& part : parts) spilled_bytes += part->size();
-    // Layer 0 is first built for the input count; at a repeated key it only counts the
-    // distinct keys and is built again for their count.
+    // Layer 0 is first built for the input count; at a repeated key it stops, writes the
+    // distinct keys to new partition files and is built from those for their count.
     auto layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
         *directory, budget, builder, options.range_solver.get(), params, l, remaining, l == 0);
     format::layer_image image = layer_builder->run(parts, bits);
     if (layer_builder->counting_only()) {
       remaining = layer_builder->distinct_keys();
       spilled_bytes += layer_builder->spilled_bytes();
+      parts = layer_builder->take_distinct_parts();
+      for (auto& part : parts) spilled_bytes += part->size();
       layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
           *directory, budget, builder, options.range_solver.get(), params, l, remaining, false);
       image = layer_builder->run(parts, bits);
