@@ -267,9 +267,11 @@ TEST(BulkBuilder, ARangeSolversErrorFailsTheBuildCleanly) {
   // reaches finish(), and no file, temporary or not, remains.
   struct failing_solver : ribbon::shard_range_solver {
     int calls = 0;
-    void solve(const ribbon::filter_params&, const ribbon::layer_geometry&, std::uint64_t,
-               std::uint64_t, std::vector<std::uint64_t>&, std::uint64_t*, void*) override {
+    std::uint64_t solve(const ribbon::filter_params&, const ribbon::layer_geometry&, std::uint64_t,
+                        std::uint64_t, std::vector<std::uint64_t>& keys, std::uint64_t*,
+                        void*) override {
       if (++calls == 3) throw ribbon::error("device lost");
+      return keys.size();
     }
   };
   temp_dir dir;

@@ -321,7 +321,7 @@ TEST_P(Duplicates, EveryKeyThreeTimes) {
     rng random(w);
     for (std::size_t i = keys.size(); i > 1; --i) std::swap(keys[i - 1], keys[random.below(i)]);
     ribbon::filter f = ribbon::filter::build(keys.data(), keys.size(), o);
-    check_structure(f, keys.size(), o);
+    check_structure(f, distinct, o);  // repeats are stored once
     check_queries(f, unique, ribbon_test::keys_range(4, distinct, 50000), o.result_bits);
 
     // Byte strings, each three times.
@@ -331,7 +331,7 @@ TEST_P(Duplicates, EveryKeyThreeTimes) {
       for (const std::string& s : strings) views.emplace_back(s);
     }
     ribbon::filter g = ribbon::filter::build(views.data(), views.size(), o);
-    check_structure(g, views.size(), o);
+    check_structure(g, strings.size(), o);
     const std::vector<std::string> others = ribbon_test::string_keys(4, distinct / 4, 20000);
     check_queries(g, ribbon_test::views(strings), ribbon_test::views(others), o.result_bits);
   }
@@ -349,29 +349,31 @@ TEST_P(Duplicates, AllKeysEqual) {
       const std::uint64_t key = ribbon_test::key_at(5, seed);
       const std::vector<std::uint64_t> keys(copies, key);
       ribbon::filter f = ribbon::filter::build(keys.data(), keys.size(), o);
-      check_structure(f, copies, o);
+      check_structure(f, 1, o);
       check_queries(f, std::vector<std::uint64_t>{key}, ribbon_test::keys_range(6, 0, 20000),
                     o.result_bits);
       const std::string text = "the same string";
       const std::vector<std::string_view> strings(copies, std::string_view(text));
       ribbon::filter g = ribbon::filter::build(strings.data(), strings.size(), o);
-      check_structure(g, copies, o);
+      check_structure(g, 1, o);
       EXPECT_TRUE(g.contains(std::string_view(text)));
     }
   }
 }
 
-TEST_P(Duplicates, AllKeysEqualAndBumpedByTheShardHeadRule) {
-  // 10^5 copies of one key hash whose layer-0 start is in the first w starts of shard 1: all
-  // copies are bumped together, and the next layers see 10^5 equal hashes again.
+TEST_P(Duplicates, ManyCopiesOfAKeyBumpedByTheShardHeadRule) {
+  // 10^5 copies of one key hash whose layer-0 start is in the first w starts of shard 1,
+  // among other keys: the copies are one key, bumped once, and the file is the set's.
   const unsigned w = GetParam();
   ribbon::build_options o;
   o.width = w;
   o.shard_size = small_shard(w);
   o.result_bits = 8;
   const std::uint64_t copies = 100000;
+  std::vector<std::uint64_t> set = ribbon_test::keys_range(9, 0, 3 * o.shard_size);
   const ribbon::filter_params p = ribbon::make_params(w, 8, o.shard_size);
-  const std::uint64_t starts = ribbon::bumped_layer_starts(copies, p, ribbon::default_sizing(w));
+  const std::uint64_t starts =
+      ribbon::bumped_layer_starts(set.size() + 1, p, ribbon::default_sizing(w));
   ASSERT_GT(starts, o.shard_size + w);
   rng random(w);
   std::uint64_t hash = 0;
@@ -380,13 +382,19 @@ TEST_P(Duplicates, AllKeysEqualAndBumpedByTheShardHeadRule) {
     const std::uint64_t s = ribbon::fastrange64(hash, starts);
     if (s >= o.shard_size && s < o.shard_size + w) break;
   }
-  const std::vector<std::uint64_t> hashes(copies, hash);
+  set.push_back(hash);
+  std::vector<std::uint64_t> hashes = set;
+  hashes.insert(hashes.end(), copies, hash);
   ribbon::filter f =
       ribbon::filter::build_from_hashes(hashes.data(), hashes.size(), ribbon::key_kind::u64, o);
-  check_structure(f, copies, o);
+  check_structure(f, set.size(), o);
   ASSERT_GE(f.num_layers(), 2u);
-  EXPECT_EQ(f.layers()[0].bumped_keys, copies);
+  EXPECT_GE(f.layers()[0].bumped_keys, 1u);
+  EXPECT_LT(f.layers()[0].bumped_keys, set.size() / 4);
   EXPECT_TRUE(f.ref().contains_hash(hash));
+  EXPECT_TRUE(f.serialize() ==
+              ribbon::filter::build_from_hashes(set.data(), set.size(), ribbon::key_kind::u64, o)
+                  .serialize());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWidths, Duplicates, ::testing::Values(32u, 64u, 128u),

@@ -176,6 +176,51 @@ TEST(GpuPipeline, DuplicatesStringsAndHashes) {
           .serialize());
 }
 
+TEST(GpuPipeline, MultisetsGiveTheFileOfTheirSet) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // Repeated keys are dropped before layer 0 is sized: the set's bytes, and the counts.
+  const auto set = ribbon_test::keys_range(12, 0, ribbon_test::scaled(40'000, 20'000));
+  std::vector<std::uint64_t> keys = set;
+  keys.insert(keys.end(), set.begin(), set.end());
+  keys.insert(keys.end(), ribbon_test::scaled(1'000'000, 100'000), set[3]);
+  for (ribbon::filter_variant v :
+       {ribbon::filter_variant::bumped, ribbon::filter_variant::standard}) {
+    ribbon::build_options o;
+    o.variant = v;
+    o.shard_size = 4096;
+    const auto expected = ribbon::filter::build(set.data(), set.size(), o).serialize();
+    ribbon::cuda::device_build_stats stats;
+    EXPECT_TRUE(ribbon::cuda::build(keys.data(), keys.size(), o, ribbon::cuda::memory::host, &stats)
+                    .serialize() == expected);
+    EXPECT_EQ(stats.input_keys, keys.size());
+    EXPECT_EQ(stats.distinct_keys, set.size());
+    // Retrieval: each key with its one value, repeated.
+    std::vector<std::uint32_t> values(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      values[i] = static_cast<std::uint32_t>(keys[i] & 0xFF);
+    EXPECT_TRUE(ribbon::cuda::build(keys.data(), values.data(), keys.size(), o).serialize() ==
+                ribbon::filter::build(set.data(), values.data(), set.size(), o).serialize());
+  }
+
+  // Out of core: the device solves the ranges, and layer 0 is sized again for the distinct
+  // count once a range has shown repeats.
+  ribbon_test::temp_dir dir;
+  ribbon::bulk_options o;
+  o.build.shard_size = 4096;
+  o.memory_limit = 1;
+  o.expected_keys = 1ull << 30;  // many partition files and ranges
+  o.tmp_dir = dir.path();
+  o.range_solver = ribbon::cuda::make_range_solver();
+  ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+  builder.add(keys.data(), keys.size());
+  const ribbon::bulk_result result = builder.finish(dir.file("ooc.rbn"));
+  EXPECT_TRUE(result.out_of_core);
+  EXPECT_EQ(result.key_count, set.size());
+  EXPECT_EQ(result.input_keys, keys.size());
+  EXPECT_TRUE(ribbon::filter::load(dir.file("ooc.rbn")).serialize() ==
+              ribbon::filter::build(set.data(), set.size(), o.build).serialize());
+}
+
 TEST(GpuPipeline, AsTheBulkBuildersInMemoryBuilder) {
   RIBBON_SKIP_WITHOUT_DEVICE();
   // What `ribbon build --backend gpu` does: the bulk builder collects the hashes, the device

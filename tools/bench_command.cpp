@@ -48,6 +48,7 @@ bool reset_peak_rss() {
 
 struct bench_settings {
   std::uint64_t keys = 10'000'000;
+  std::uint64_t copies = 1;     // each key given this many times (the filter stores it once)
   std::uint64_t negatives = 0;  // 0: as many as keys
   std::uint32_t width = 64;
   std::uint32_t bits = 8;
@@ -109,15 +110,22 @@ struct bench_result {
   std::uint64_t false_positives = 0;
 };
 
-/// Builds the filter, timing it and measuring the peak memory it took.
-filter timed_build(const bench_data& d, const build_options& options, bench_result& r) {
+/// Builds the filter, timing it and measuring the peak memory it took. The input is the keys
+/// `copies` times over, as files concatenated (the filter stores each key once).
+filter timed_build(const bench_data& d, std::uint64_t copies, const build_options& options,
+                   bench_result& r) {
   const std::uint64_t n = d.keys.size();
+  std::vector<std::uint64_t> repeated;
+  for (std::uint64_t c = 0; c < copies && copies > 1; ++c) {
+    repeated.insert(repeated.end(), d.keys.begin(), d.keys.end());
+  }
+  const std::vector<std::uint64_t>& input = copies > 1 ? repeated : d.keys;
   const bool peak_reset = reset_peak_rss();
   const std::uint64_t rss_before = proc_status_bytes("VmRSS");
   const auto start = clock_type::now();
   filter f = is_retrieval(options.variant)
                  ? filter::build(d.keys.data(), d.values.data(), n, options, &r.stats)
-                 : filter::build(d.keys.data(), n, options, &r.stats);
+                 : filter::build(input.data(), input.size(), options, &r.stats);
   r.build_seconds = seconds_since(start);
   const std::uint64_t peak = proc_status_bytes("VmHWM");
   if (peak_reset && n > 0) {
@@ -207,12 +215,14 @@ space_figures space_of(const filter& f) {
 void print_json(const bench_settings& s, const filter& f, const bench_data& d,
                 const bench_result& r) {
   const std::uint64_t n = d.keys.size(), m = d.negatives.size();
-  const double per_key = n > 0 ? 1e9 / static_cast<double>(n) : 0;
+  // Times per input key; space per distinct key (f.bits_per_key()).
+  const double per_key = n > 0 ? 1e9 / static_cast<double>(r.stats.input_keys) : 0;
   const double per_negative = 1e9 / static_cast<double>(m);
   const space_figures x = space_of(f);
   const build_stats& st = r.stats;
   std::printf(
-      "{\"variant\": \"%s\", \"keys\": %llu, \"negatives\": %llu, \"width\": %u, "
+      "{\"variant\": \"%s\", \"keys\": %llu, \"input_keys\": %llu, "
+      "\"distinct_keys\": %llu, \"negatives\": %llu, \"width\": %u, "
       "\"bits\": %u, \"extra_bit_fraction\": %.5f, \"ideal_bits\": %.5f, \"threads\": %u, "
       "\"backend\": \"%s\", \"seed\": %llu, \"shard_size\": %llu, \"layers\": %u, "
       "\"build_ns_per_key\": %.3f, "
@@ -229,9 +239,10 @@ void print_json(const bench_settings& s, const filter& f, const bench_data& d,
       "\"batched_negative_one_thread\": %.3f}, "
       "\"peak_rss_bytes_per_key\": %.3f}\n",
       variant_name(f.variant()).c_str(), static_cast<unsigned long long>(n),
-      static_cast<unsigned long long>(m), s.width, f.params().result_bits,
-      f.params().extra_bit_fraction / 65536.0, x.ideal_bits, r.threads, "cpu",
-      static_cast<unsigned long long>(s.seed),
+      static_cast<unsigned long long>(st.input_keys),
+      static_cast<unsigned long long>(st.distinct_keys), static_cast<unsigned long long>(m),
+      s.width, f.params().result_bits, f.params().extra_bit_fraction / 65536.0, x.ideal_bits,
+      r.threads, "cpu", static_cast<unsigned long long>(s.seed),
       static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
       r.build_seconds * per_key, st.hash_seconds * per_key, st.partition_seconds * per_key,
       st.solve_seconds * per_key, st.gather_seconds * per_key, st.later_layers_seconds * per_key,
@@ -249,14 +260,17 @@ void print_json(const bench_settings& s, const filter& f, const bench_data& d,
 void print_text(const bench_settings& s, const filter& f, const bench_data& d,
                 const bench_result& r) {
   const std::uint64_t n = d.keys.size(), m = d.negatives.size();
-  const double per_key = n > 0 ? 1e9 / static_cast<double>(n) : 0;
+  // Times per input key; space per distinct key (f.bits_per_key()).
+  const double per_key = n > 0 ? 1e9 / static_cast<double>(r.stats.input_keys) : 0;
   const double per_negative = 1e9 / static_cast<double>(m);
   const space_figures x = space_of(f);
   const build_stats& st = r.stats;
-  std::printf("ribbon bench: %s, %llu keys, w=%u, r=%u%s, %u threads, backend %s\n",
-              variant_name(f.variant()).c_str(), static_cast<unsigned long long>(n), s.width,
-              f.params().result_bits,
-              f.params().extra_bit_fraction != 0 ? " (+1 in some blocks)" : "", r.threads, "cpu");
+  std::printf(
+      "ribbon bench: %s, %llu input keys, %llu distinct, w=%u, r=%u%s, %u threads, "
+      "backend %s\n",
+      variant_name(f.variant()).c_str(), static_cast<unsigned long long>(st.input_keys),
+      static_cast<unsigned long long>(st.distinct_keys), s.width, f.params().result_bits,
+      f.params().extra_bit_fraction != 0 ? " (+1 in some blocks)" : "", r.threads, "cpu");
   std::printf(
       "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
       "gather %.2f, later layers %.2f ns/key)\n",
@@ -300,7 +314,7 @@ int run_bench(const bench_settings& s) {
   const bench_data d = make_data(s, retrieval);
   if (gpu) return run_gpu_bench(d.keys, d.negatives, options, s.json);
 
-  filter f = timed_build(d, options, r);
+  filter f = timed_build(d, s.copies, options, r);
   const std::uint64_t checksum = time_scalar_queries(f, d, r);
   time_batched_queries(f, d, checksum, r);
   if (s.json) {
@@ -321,6 +335,10 @@ std::function<int()> add_bench_command(CLI::App& app) {
       "space, accuracy and memory");
   cmd->add_option("-n,--keys", settings->keys, "number of keys (default 10^7)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
+  cmd->add_option("--copies", settings->copies,
+                  "build from each key this many times (bumped and standard filters; the "
+                  "filter stores it once)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
   cmd->add_option("--negatives", settings->negatives,
                   "non-member keys to query (default max(keys, 10^6))")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));

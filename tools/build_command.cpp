@@ -95,10 +95,12 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
   const bool retrieval = is_retrieval(p.variant);
   const bool fractional = !retrieval && p.extra_bit_fraction != 0;
   const double fpr = expected_fpr(p);
-  const double keys = static_cast<double>(result.key_count);
+  const double keys = static_cast<double>(result.input_keys);
   const double rate = seconds > 0 ? 1.0 / seconds : 0;
-  std::string line = "ribbon build: " + s.output + ": " + std::to_string(result.key_count) +
-                     " keys, " + std::to_string(result.file_bytes) + " bytes";
+  // Repeated keys are stored once: bits/key and the overhead are per distinct key.
+  std::string line = "ribbon build: " + s.output + ": " + std::to_string(result.input_keys) +
+                     " keys (" + std::to_string(result.key_count) + " distinct), " +
+                     std::to_string(result.file_bytes) + " bytes";
   char text[160];
   if (result.key_count > 0) {
     const double bits_per_key = result.bits_per_key();
@@ -374,6 +376,7 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
   if (mode != progress_mode::quiet) {
     bulk_result result;
     result.params = f.params();
+    result.input_keys = count;
     result.key_count = f.key_count();
     result.file_bytes = f.size_bytes();
     result.num_layers = f.num_layers();

@@ -149,7 +149,7 @@ std::string info_text(const filter& f, const std::string& path) {
   line("thresholds", "light " + u(p.threshold_light) + ", heavy " + u(p.threshold_heavy));
   line("shard size", u(p.shard_size));
   line("seed", u(p.seed));
-  line("keys", u(f.key_count()));
+  line("distinct keys", u(f.key_count()));
   line("layers", u(f.num_layers()));
   line("bits/key", f.key_count() > 0
                        ? number(x.bits_per_key, "%.4f") + number(x.overhead_pct, " (%.3f%% over ") +

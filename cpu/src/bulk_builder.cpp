@@ -77,6 +77,11 @@ class spill_file {
     write_bytes(buffer_.data(), buffer_.size() * 8);
     buffer_.clear();
   }
+  /// Flushes and frees the buffer (no more appends expected; they would still work).
+  void release_buffer() {
+    flush();
+    buffer_ = {};
+  }
   /// Bytes written so far (after flush()).
   std::uint64_t size() const { return size_; }
   std::uint64_t hashes() const { return size_ / 8 + buffer_.size(); }
@@ -182,7 +187,11 @@ void on_fatal_signal(int sig) {
 /// One out-of-core bumped layer: the keys come from partition files (by top hash bits); each
 /// file's shards are solved in ranges that fit the budget. Shards are monotone in the hash,
 /// so a file's keys fall in shards [first, limit], limit being the shard of the next file's
-/// first possible hash; the keys of shard `limit` are carried to the next file.
+/// first possible hash; the keys of shard `limit` are carried to the next file. Each range
+/// drops its repeated keys before it is solved (repeats share a shard). A `provisional` layer
+/// 0 is sized for the input count n: at the first repeat it stops, reads the files again from
+/// the start, counting the distinct keys and writing them to new partition files (by the same
+/// top bits), and the caller builds the layer for that count from those.
 template <unsigned Width, class Result>
 class out_of_core_layer {
  public:
@@ -191,8 +200,14 @@ class out_of_core_layer {
   out_of_core_layer(spill_directory& directory, std::uint64_t budget,
                     detail::layered_builder<Width, Result>& builder,
                     shard_range_solver* range_solver, const filter_params& p, std::uint32_t l,
-                    std::uint64_t n)
-      : builder_(builder), range_solver_(range_solver), p_(p), l_(l) {
+                    std::uint64_t n, bool provisional)
+      : directory_(directory),
+        budget_(budget),
+        builder_(builder),
+        range_solver_(range_solver),
+        p_(p),
+        l_(l),
+        provisional_(provisional) {
     layer_.input_keys = n;
     layer_.salt = bumped_layer_salt(p_.seed, l);
     layer_.geometry = bumped_layer_geometry(n, p_, builder.sizing());
@@ -221,27 +236,26 @@ class out_of_core_layer {
   /// Solves the layer over `parts` (2^bits files); returns its image (the solution section
   /// stays in solution_file()).
   format::layer_image run(const files& parts, std::uint32_t bits) {
-    const layer_geometry& g = layer_.geometry;
-    builder_.start_layer(l_, g.num_shards());
-    std::vector<std::uint64_t> carry;
-    std::uint64_t next_shard = 0;
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      const std::uint64_t limit =
-          k + 1 < parts.size() ? shard_of(std::uint64_t{k + 1} << (64 - bits)) : g.num_shards();
-      parts[k]->flush();
-      std::vector<std::uint64_t> next_carry;
-      solve_span(*parts[k], carry, next_shard, limit, k + 1 < parts.size() ? &next_carry : nullptr);
-      carry.swap(next_carry);
-      next_shard = limit;
+    bits_ = bits;
+    solve_files(parts);
+    if (counting_only()) {  // a repeat: count and write the distinct keys, from the start
+      for (auto& part : parts) part->release_buffer();
+      const std::uint64_t buffer =
+          std::clamp<std::uint64_t>(budget_ / 8 / parts.size(), 64 << 10, 4 << 20);
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        distinct_parts_.push_back(directory_.create("distinct", buffer));
+      }
+      distinct_ = 0;
+      solve_files(parts);
+      for (auto& part : distinct_parts_) part->release_buffer();
+      return layer_;  // to be built from take_distinct_parts() for distinct_keys()
     }
-    finish_pending_ranges();
-    if (!carry.empty()) throw error("internal error: keys left over after the last shard");
     bumped_file_->flush();
     layer_.bumped_keys = bumped_file_->hashes();
     layer_.thresholds = thresholds_.get();
     layer_.solution = nullptr;
     layer_.solution_checksum = solution_checksum_.digest();
-    if (solution_file_->size() != g.solution_bytes(p_.width, p_.result_bits)) {
+    if (solution_file_->size() != layer_.geometry.solution_bytes(p_.width, p_.result_bits)) {
       throw error("internal error: out-of-core solution section has the wrong size");
     }
     return layer_;
@@ -250,12 +264,42 @@ class out_of_core_layer {
   aligned_bytes take_thresholds() { return std::move(thresholds_); }
   std::unique_ptr<spill_file> take_solution_file() { return std::move(solution_file_); }
   std::unique_ptr<spill_file> take_bumped_file() { return std::move(bumped_file_); }
+  /// After counting_only(): the distinct keys, in partition files by the same top bits.
+  files take_distinct_parts() { return std::move(distinct_parts_); }
   /// Bytes written to the solution and bumped-key files; shard ranges solved.
   std::uint64_t spilled_bytes() const { return spilled_bytes_; }
   std::uint64_t ranges() const { return ranges_; }
+  /// Distinct keys of the layer, and whether it must be built again for that count.
+  std::uint64_t distinct_keys() const { return distinct_; }
+  bool counting_only() const { return provisional_ && repeats_; }
 
  private:
   std::uint64_t shard_of(std::uint64_t hash) const { return layer_.geometry.shard_of(hash); }
+
+  /// A repeat was found, and the files are not yet being read for the distinct keys.
+  bool stopped() const { return counting_only() && distinct_parts_.empty(); }
+
+  /// Solves (or, once stopped, skips; or counts and writes the distinct keys of) every shard
+  /// range of the files, in order.
+  void solve_files(const files& parts) {
+    const layer_geometry& g = layer_.geometry;
+    builder_.start_layer(l_, g.num_shards());
+    std::vector<std::uint64_t> carry;
+    std::uint64_t next_shard = 0;
+    for (std::size_t k = 0; k < parts.size() && !stopped(); ++k) {
+      const std::uint64_t limit =
+          k + 1 < parts.size() ? shard_of(std::uint64_t{k + 1} << (64 - bits_)) : g.num_shards();
+      parts[k]->flush();
+      std::vector<std::uint64_t> next_carry;
+      solve_span(*parts[k], carry, next_shard, limit, k + 1 < parts.size() ? &next_carry : nullptr);
+      carry.swap(next_carry);
+      next_shard = limit;
+    }
+    finish_pending_ranges();
+    if (!carry.empty() && !stopped()) {
+      throw error("internal error: keys left over after the last shard");
+    }
+  }
 
   /// The range's solution blocks, in a buffer of their own.
   aligned_bytes solution_window(std::uint64_t lo, std::uint64_t hi, std::uint64_t& bytes) const {
@@ -325,25 +369,46 @@ class out_of_core_layer {
     }
   }
 
+  /// Counts a range's distinct keys (n of them with repeats).
+  void count_distinct(std::uint64_t distinct, std::uint64_t n) {
+    distinct_ += distinct;
+    if (distinct != n) repeats_ = true;
+  }
+
   void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
-    if (range_solver_) return solve_range_elsewhere(keys, lo, hi);
+    if (stopped()) return;
+    if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi);
     const layer_geometry& g = layer_.geometry;
     const std::uint64_t n = keys.size();
     auto partitioned = allocate_array<std::uint64_t>(std::max<std::uint64_t>(n, 1));
-    std::vector<std::uint64_t> offsets;
+    std::vector<std::uint64_t> offsets, counts;
     const std::uint64_t* loaded = keys.data();
     detail::partition_shard_range(
         n, [loaded](std::uint64_t i) { return loaded[i]; }, g, lo, hi, partitioned.get(), offsets,
         nullptr, nullptr);
     keys = {};  // the pass's peak is the partitioned copy plus the solution window
+    const std::uint64_t distinct =
+        builder_.drop_repeats(g, lo, hi, partitioned.get(), offsets, counts);
+    count_distinct(distinct, n);
+    if (stopped()) return;
+    if (distinct != n) {  // close the gaps: each group's distinct keys lead it
+      detail::gather_fronts(partitioned.get(), offsets, counts);
+      for (std::size_t s = 0; s < counts.size(); ++s) offsets[s + 1] = offsets[s] + counts[s];
+    }
+    if (counting_only()) {
+      for (std::uint64_t i = 0; i < distinct; ++i) {
+        distinct_parts_[partitioned[i] >> (64 - bits_)]->push(partitioned[i]);
+      }
+      return;
+    }
     std::uint64_t window_bytes = 0;
     aligned_bytes window = solution_window(lo, hi, window_bytes);
     std::vector<std::uint64_t> bumped_counts(hi - lo);
-    if (!builder_.solve_range(g, lo, hi, partitioned.get(), offsets,
+    if (!builder_.solve_range(g, lo, hi, partitioned.get(), offsets, true,
                               {threshold_window(lo), window.get()}, &bumped_counts)) {
       throw error("internal error: a bumped layer failed to solve");
     }
-    const std::uint64_t bumped = detail::gather_bumped(partitioned.get(), offsets, bumped_counts);
+    const std::uint64_t bumped = detail::gather_fronts(partitioned.get(), offsets, bumped_counts);
     write_range(window.get(), window_bytes, partitioned.get(), bumped);
   }
 
@@ -358,10 +423,12 @@ class out_of_core_layer {
     auto range = std::make_unique<pending_range>();
     range->window = solution_window(lo, hi, range->window_bytes);
     range->keys = std::move(keys);
+    range->input_keys = range->keys.size();
     range->shards = hi - lo;
     pending_range* r = range.get();
     r->done = std::async(std::launch::async, [this, lo, hi, thresholds = threshold_window(lo), r] {
-      range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, thresholds, r->window.get());
+      r->distinct_keys =
+          range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, thresholds, r->window.get());
     });
     pending_.push_back(std::move(range));
   }
@@ -371,7 +438,8 @@ class out_of_core_layer {
     pending_range& r = *pending_.front();
     r.done.get();  // rethrows the solver's exception
     builder_.count_solved_shards(r.shards);
-    write_range(r.window.get(), r.window_bytes, r.keys.data(), r.keys.size());
+    count_distinct(r.distinct_keys, r.input_keys);
+    if (!counting_only()) write_range(r.window.get(), r.window_bytes, r.keys.data(), r.keys.size());
     pending_.pop_front();
   }
 
@@ -386,13 +454,21 @@ class out_of_core_layer {
     aligned_bytes window;
     std::uint64_t window_bytes = 0;
     std::uint64_t shards = 0;
+    std::uint64_t input_keys = 0, distinct_keys = 0;
     std::future<void> done;  // last: joins the solving thread before the buffers go
   };
 
+  spill_directory& directory_;
+  std::uint64_t budget_;
   detail::layered_builder<Width, Result>& builder_;
   shard_range_solver* range_solver_;
   filter_params p_;
   std::uint32_t l_;
+  bool provisional_;
+  bool repeats_ = false;
+  std::uint64_t distinct_ = 0;
+  std::uint32_t bits_ = 0;
+  files distinct_parts_;  // the distinct keys, once counting_only()
   format::layer_image layer_;
   aligned_bytes thresholds_;
   std::unique_ptr<spill_file> solution_file_, bumped_file_;
@@ -537,9 +613,10 @@ struct bulk_builder::impl {
       set_stage(build_progress::solving);
       f = options.in_memory(count, visit_hashes, params.keys, options.build);
     } else {
-      f = detail::build_in_memory(params, detail::sizing_from(options.build, params, count), count,
-                                  source, options.build.threads, &result.stats, options.progress);
+      f = detail::build_in_memory(params, options.build, count, source, &result.stats,
+                                  options.progress);
     }
+    result.key_count = f.key_count();
     chunks.clear();
     set_stage(build_progress::writing, f.size_bytes());
     f.save(path);
@@ -582,7 +659,9 @@ struct bulk_builder::impl {
       layer.solution = nullptr;
     }
     result.params = params;
-    result.key_count = count;
+    result.input_keys = count;
+    result.stats.input_keys = count;
+    result.stats.distinct_keys = result.key_count;
     result.num_layers = static_cast<std::uint32_t>(result.layers.size());
     result.out_of_core = out_of_core;
     result.partitions = out_of_core ? 1u << partition_bits : 0;
@@ -598,28 +677,41 @@ template <unsigned Width, class Result>
 bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   bulk_result result;
   const auto build_start = detail::clock_type::now();
-  detail::layered_builder<Width, Result> builder(
-      params, detail::sizing_from(options.build, params, count), result.stats, options.progress);
+  detail::layered_builder<Width, Result> builder(params, options.build, result.stats,
+                                                 options.progress);
   std::vector<format::layer_image> layers;
   std::vector<aligned_bytes> buffers;
   std::vector<std::unique_ptr<spill_file>> solution_files;  // by layer; null when in memory
 
   std::vector<std::unique_ptr<spill_file>> parts = std::move(partitions);
   std::uint32_t bits = partition_bits;
-  std::uint64_t remaining = count;
+  std::uint64_t remaining = count, distinct = count;
   for (std::uint32_t l = 0; remaining > 0; ++l) {
     const auto layer_start = detail::clock_type::now();
     for (auto& part : parts) part->flush();
     for (auto& part : parts) spilled_bytes += part->size();
-    out_of_core_layer<Width, Result> layer_builder(
-        *directory, budget, builder, options.range_solver.get(), params, l, remaining);
-    layers.push_back(layer_builder.run(parts, bits));
-    spilled_bytes += layer_builder.spilled_bytes();
-    shard_ranges += layer_builder.ranges();
+    // Layer 0 is first built for the input count; at a repeated key it stops, writes the
+    // distinct keys to new partition files and is built from those for their count.
+    auto layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
+        *directory, budget, builder, options.range_solver.get(), params, l, remaining, l == 0);
+    format::layer_image image = layer_builder->run(parts, bits);
+    if (layer_builder->counting_only()) {
+      remaining = layer_builder->distinct_keys();
+      spilled_bytes += layer_builder->spilled_bytes();
+      parts = layer_builder->take_distinct_parts();
+      for (auto& part : parts) spilled_bytes += part->size();
+      layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
+          *directory, budget, builder, options.range_solver.get(), params, l, remaining, false);
+      image = layer_builder->run(parts, bits);
+    }
+    if (l == 0) distinct = remaining;
+    layers.push_back(image);
+    spilled_bytes += layer_builder->spilled_bytes();
+    shard_ranges += layer_builder->ranges();
     parts.clear();
-    buffers.push_back(layer_builder.take_thresholds());
-    solution_files.push_back(layer_builder.take_solution_file());
-    std::unique_ptr<spill_file> bumped = layer_builder.take_bumped_file();
+    buffers.push_back(layer_builder->take_thresholds());
+    solution_files.push_back(layer_builder->take_solution_file());
+    std::unique_ptr<spill_file> bumped = layer_builder->take_bumped_file();
     remaining = layers.back().bumped_keys;
     if (l == 0) result.stats.solve_seconds = detail::seconds_since(layer_start);
     if (l > 0) result.stats.later_layers_seconds += detail::seconds_since(layer_start);
@@ -648,7 +740,8 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   }
   result.stats.total_seconds = detail::seconds_since(build_start);
 
-  const format::filter_image image{params, count, layers};
+  builder.size_for(count, distinct);
+  const format::filter_image image{params, distinct, layers};
   const std::uint64_t file_bytes = format::image_bytes(image);
   set_stage(build_progress::writing, file_bytes);
   std::vector<unsigned char> buffer(4 << 20);
@@ -665,6 +758,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
       });
   result.layers = layers;
   result.file_bytes = file_bytes;
+  result.key_count = distinct;
   return result;
 }
 

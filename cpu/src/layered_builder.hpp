@@ -6,6 +6,7 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_sort.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -72,15 +73,15 @@ struct section_windows {
   void* solution;
 };
 
-/// Moves each shard's bumped keys (at the front of its group) to the front of `hashes`, in
-/// shard order; returns how many there are.
+/// Moves the first counts[s] records of each shard's group (its bumped keys, or its distinct
+/// keys) to the front of `hashes`, in shard order; returns how many there are.
 template <class Record>
-std::uint64_t gather_bumped(Record* hashes, const std::vector<std::uint64_t>& offsets,
-                            const std::vector<std::uint64_t>& bumped_counts) {
+std::uint64_t gather_fronts(Record* hashes, const std::vector<std::uint64_t>& offsets,
+                            const std::vector<std::uint64_t>& counts) {
   std::uint64_t gathered = 0;
-  for (std::size_t s = 0; s < bumped_counts.size(); ++s) {
-    std::copy_n(hashes + offsets[s], bumped_counts[s], hashes + gathered);
-    gathered += bumped_counts[s];
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    if (offsets[s] != gathered) std::copy_n(hashes + offsets[s], counts[s], hashes + gathered);
+    gathered += counts[s];
   }
   return gathered;
 }
@@ -90,29 +91,79 @@ std::uint64_t gather_bumped(Record* hashes, const std::vector<std::uint64_t>& of
 template <unsigned Width, class Result, class Record = std::uint64_t>
 class layered_builder {
  public:
-  layered_builder(const filter_params& p, const layer_sizing& sizing, build_stats& stats,
+  /// `options` give the layer sizing, which a standard layer 0 takes from the key count.
+  layered_builder(const filter_params& p, const build_options& options, build_stats& stats,
                   build_progress* progress)
-      : p_(p), sizing_(sizing), stats_(stats), progress_(progress) {}
+      : p_(p),
+        options_(options),
+        sizing_(sizing_from(options, p, 0)),
+        stats_(stats),
+        progress_(progress) {}
 
-  /// In-memory build of every layer; layer 0's records are key_hash(i), i < n.
+  /// In-memory build of every layer; layer 0's records are the distinct key_hash(i), i < n.
   template <class Source>
   filter build(std::uint64_t n, const Source& key_hash) {
     const auto build_start = clock_type::now();
     std::vector<format::layer_image> layers;
     std::vector<aligned_bytes> buffers;
-    aligned_array<Record> bumped;
-    std::uint64_t remaining = n;
-    if (n > 0) {  // layer 0 is bumped or standard, never plain
+    aligned_array<Record> records = allocate_array<Record>(n);
+    const std::uint64_t distinct = n > 0 ? distinct_records(n, key_hash, records.get()) : 0;
+    size_for(n, distinct);
+    std::uint64_t remaining = distinct;
+    if (distinct > 0) {  // layer 0 is bumped or standard, never plain
       format::layer_image layer;
-      bumped = uses_bumping(p_.variant) ? bumped_layer(0, n, key_hash, layer, buffers)
-                                        : standard_layer(n, key_hash, layer, buffers);
+      if (uses_bumping(p_.variant)) {
+        layer.salt = bumped_layer_salt(p_.seed, 0);
+        layer.geometry = bumped_layer_geometry(distinct, p_, sizing_);
+        solve_sorted_layer(0, distinct, records.get(), layer, buffers);
+      } else {
+        standard_layer(distinct, records.get(), layer, buffers);
+      }
       remaining = layer.bumped_keys;
       layers.push_back(layer);
     }
-    build_rest(static_cast<std::uint32_t>(layers.size()), std::move(bumped), remaining, layers,
+    build_rest(static_cast<std::uint32_t>(layers.size()), std::move(records), remaining, layers,
                buffers);
     stats_.total_seconds = seconds_since(build_start);
-    return builder_access::make(p_, n, std::move(layers), std::move(buffers));
+    return builder_access::make(p_, distinct, std::move(layers), std::move(buffers));
+  }
+
+  /// Records the key counts and sizes the layers for the distinct keys.
+  void size_for(std::uint64_t input_keys, std::uint64_t distinct_keys) {
+    stats_.input_keys = input_keys;
+    stats_.distinct_keys = distinct_keys;
+    sizing_ = sizing_from(options_, p_, distinct_keys);
+  }
+
+  /// Sorts each shard [first_shard, end_shard) of `hashes` (grouped at `offsets`, relative to
+  /// first_shard) and drops its repeated records: the first distinct_counts[s] records of
+  /// group s are its distinct ones, in order. Throws conflicting_values_error for a key with
+  /// two values. Returns the distinct count of the range.
+  std::uint64_t drop_repeats(const layer_geometry& g, std::uint64_t first_shard,
+                             std::uint64_t end_shard, Record* hashes,
+                             const std::vector<std::uint64_t>& offsets,
+                             std::vector<std::uint64_t>& distinct_counts) {
+    const auto start = clock_type::now();
+    const std::uint64_t shards = end_shard - first_shard;
+    distinct_counts.assign(shards, 0);
+    std::atomic<std::uint64_t> conflict{no_conflict};  // smallest conflicting hash
+    tbb::parallel_for(std::uint64_t{0}, shards, [&](std::uint64_t s) {
+      const auto t = clock_type::now();
+      Record* group = hashes + offsets[s];
+      const std::uint64_t count = offsets[s + 1] - offsets[s];
+      sort_shard(group, count, g, first_shard + s, workspaces_.local().scratch);
+      const std::uint64_t at = find_conflict(group, count);
+      if (at != count) note_conflict(conflict, record_hash(group[at]));
+      distinct_counts[s] =
+          static_cast<std::uint64_t>(std::unique(group, group + count, record_equal{}) - group);
+      sort_ns_ += nanoseconds_since(t);
+    });
+    // The smallest conflicting hash, so that every thread count and builder names the same key.
+    if (conflict != no_conflict) throw_conflicting_values(p_, conflict);
+    std::uint64_t distinct = 0;
+    for (const std::uint64_t d : distinct_counts) distinct += d;
+    stats_.distinct_seconds += seconds_since(start);
+    return distinct;
   }
 
   /// Layers `first_layer`, ... for the `remaining` keys whose previous-layer hashes are in
@@ -142,11 +193,11 @@ class layered_builder {
   }
 
   /// Solves shards [first_shard, end_shard) of a layer with geometry `g` over `hashes`,
-  /// grouped by shard at `offsets` (relative to first_shard), into `windows`. Per shard, the
-  /// bumped keys are left at the front of its group and counted in bumped_counts (relative).
-  /// Returns false if a plain layer failed.
+  /// grouped by shard at `offsets` (relative to first_shard), into `windows`; `sorted`: each
+  /// group is sorted already. Per shard, the bumped keys are left at the front of its group
+  /// and counted in bumped_counts (relative). Returns false if a plain layer failed.
   bool solve_range(const layer_geometry& g, std::uint64_t first_shard, std::uint64_t end_shard,
-                   Record* hashes, const std::vector<std::uint64_t>& offsets,
+                   Record* hashes, const std::vector<std::uint64_t>& offsets, bool sorted,
                    section_windows windows, std::vector<std::uint64_t>* bumped_counts) {
     auto* solution_words = static_cast<word_t<Width>*>(windows.solution);
     const std::uint64_t threshold_origin =
@@ -167,7 +218,7 @@ class layered_builder {
       const std::uint64_t first = group * per_group;  // relative to first_shard
       const auto lanes = static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
       auto t = clock_type::now();
-      for (unsigned lane = 0; lane < lanes; ++lane) {
+      for (unsigned lane = 0; lane < lanes && !sorted; ++lane) {
         const std::uint64_t s = first + lane;
         const std::uint64_t count = offsets[s + 1] - offsets[s];
         sort_shard(hashes + offsets[s], count, g, first_shard + s, ws.scratch);
@@ -231,65 +282,90 @@ class layered_builder {
   const layer_sizing& sizing() const { return sizing_; }
 
  private:
-  /// Builds bumped layer `l` over source(i), i < n, into `layer` and `buffers`; returns the
-  /// layer-l hashes of the bumped keys (the first layer.bumped_keys entries).
+  /// Builds bumped layer `l` (l > 0) over source(i), i < n, into `layer` and `buffers`;
+  /// returns the layer-l hashes of the bumped keys (the first layer.bumped_keys entries).
   template <class Source>
   aligned_array<Record> bumped_layer(std::uint32_t l, std::uint64_t n, const Source& source,
                                      format::layer_image& layer,
                                      std::vector<aligned_bytes>& buffers) {
     layer.salt = bumped_layer_salt(p_.seed, l);
     layer.geometry = bumped_layer_geometry(n, p_, sizing_);
-    aligned_array<Record> hashes;
-    sharded_layer(l, n, source, layer, buffers, hashes);  // a bumped layer always solves
+    aligned_array<Record> hashes = allocate_array<Record>(n);
+    std::vector<std::uint64_t> offsets;
+    partition_by_shard(n, source, layer.geometry, hashes.get(), offsets, nullptr, nullptr);
+    solve_layer(l, n, hashes.get(), offsets, false, layer, buffers);  // a bumped layer solves
     return hashes;
   }
 
-  /// Standard (or homogeneous) layer 0 over source(i), i < n: tried whole, with a fresh salt
-  /// per try, until every shard solves (homogeneous layers always do). Returns the layer-0
-  /// records of the shard-head keys (the first layer.bumped_keys entries), which go on to a
-  /// plain layer.
+  /// Sorts and groups by shard source(i), i < n (at `out`), keeping one record of each
+  /// repeated one (record_equal): the distinct records, sorted, at the front of `out`.
+  /// Returns their count. Any geometry groups them for the sort (shard_of is monotone in the
+  /// hash): the bumped layer's of n keys, so that an input without repeats is grouped for
+  /// its layer 0 already.
   template <class Source>
-  aligned_array<Record> standard_layer(std::uint64_t n, const Source& source,
-                                       format::layer_image& layer,
-                                       std::vector<aligned_bytes>& buffers) {
-    aligned_array<Record> hashes;
+  std::uint64_t distinct_records(std::uint64_t n, const Source& source, Record* out) {
+    const layer_geometry g = bumped_layer_geometry(n, p_, default_sizing(p_.width));
+    std::vector<std::uint64_t> offsets, distinct_counts;
+    partition_by_shard(n, source, g, out, offsets, &stats_.hash_seconds, &stats_.partition_seconds);
+    drop_repeats(g, 0, g.num_shards(), out, offsets, distinct_counts);
+    return gather_fronts(out, offsets, distinct_counts);
+  }
+
+  /// Standard (or homogeneous) layer 0 over the n distinct layer-0 records at `records`
+  /// (sorted): tried whole, with a fresh salt per try, until every shard solves (homogeneous
+  /// layers always do). Leaves the layer-0 records of the shard-head keys (which go on to a
+  /// plain layer) in the first layer.bumped_keys entries. A failed try keeps the records
+  /// (permuted), so the next one rehashes and sorts them in place.
+  void standard_layer(std::uint64_t n, Record* records, format::layer_image& layer,
+                      std::vector<aligned_bytes>& buffers) {
     for (std::uint32_t attempt = 0;; ++attempt) {
       const standard_layer_try next = standard_layer_attempt(n, p_, sizing_, attempt);
+      if (attempt > 0) resalt(records, n, layer.salt, next.salt);
       layer.salt = next.salt;
       layer.geometry = next.geometry;
-      const std::uint64_t salt = next.salt;
-      auto salted = [&source, salt](std::uint64_t i) {
-        const Record r = source(i);
-        return salt == 0 ? r : with_hash(r, remix(record_hash(r), salt));
-      };
-      if (sharded_layer(0, n, salted, layer, buffers, hashes)) {
+      if (solve_sorted_layer(0, n, records, layer, buffers)) {
         stats_.standard_attempts = attempt + 1;
-        return hashes;
+        return;
       }
     }
   }
 
-  /// Builds layer `l` (bumped or standard; its salt and geometry already in `layer`) over
-  /// source(i), i < n, into `layer` and `buffers`, leaving in `hashes` the layer-l records of
-  /// the keys passed on (the first layer.bumped_keys entries). Returns false, adding nothing,
-  /// if a standard layer's shard failed.
-  template <class Source>
-  bool sharded_layer(std::uint32_t l, std::uint64_t n, const Source& source,
-                     format::layer_image& layer, std::vector<aligned_bytes>& buffers,
-                     aligned_array<Record>& hashes) {
+  /// Rehashes layer-0 records salted with `from` (0: none) to salt `to`, in place, and sorts
+  /// them.
+  static void resalt(Record* records, std::uint64_t n, std::uint64_t from, std::uint64_t to) {
+    tbb::parallel_for(std::uint64_t{0}, n, [&](std::uint64_t i) {
+      const std::uint64_t h = record_hash(records[i]);
+      const std::uint64_t key_hash = from == 0 ? h : unmix64(h) ^ from;
+      records[i] = with_hash(records[i], to == 0 ? key_hash : remix(key_hash, to));
+    });
+    tbb::parallel_sort(records, records + n, record_less{});
+  }
+
+  /// solve_layer() over n records sorted by hash, cut into the layer's shards here.
+  bool solve_sorted_layer(std::uint32_t l, std::uint64_t n, Record* sorted_records,
+                          format::layer_image& layer, std::vector<aligned_bytes>& buffers) {
+    const std::vector<std::uint64_t> offsets =
+        sorted_shard_offsets(sorted_records, n, layer.geometry);
+    return solve_layer(l, n, sorted_records, offsets, true, layer, buffers);
+  }
+
+  /// Solves layer `l` (bumped or standard; its salt and geometry already in `layer`) over the
+  /// n layer-l records at `hashes`, grouped by shard at `offsets` (`sorted`: each group
+  /// sorted), into `layer` and `buffers`, leaving at the front of `hashes` the records of the
+  /// keys passed on (layer.bumped_keys of them). Returns false, adding nothing, if a standard
+  /// layer's shard failed.
+  bool solve_layer(std::uint32_t l, std::uint64_t n, Record* hashes,
+                   const std::vector<std::uint64_t>& offsets, bool sorted,
+                   format::layer_image& layer, std::vector<aligned_bytes>& buffers) {
     layer.input_keys = n;
     const layer_geometry& g = layer.geometry;
     start_layer(l, g.num_shards());
-    hashes = allocate_array<Record>(n);
-    std::vector<std::uint64_t> offsets;
-    partition_by_shard(n, source, g, hashes.get(), offsets, l == 0 ? &stats_.hash_seconds : nullptr,
-                       l == 0 ? &stats_.partition_seconds : nullptr);
     const auto solve_start = clock_type::now();
     aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
     aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
     std::vector<std::uint64_t> bumped_counts(g.num_shards());
     const bool solved = solve_range(
-        g, 0, g.num_shards(), hashes.get(), offsets,
+        g, 0, g.num_shards(), hashes, offsets, sorted,
         {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()}, &bumped_counts);
     if (l == 0) stats_.solve_seconds += seconds_since(solve_start);
     if (!solved) return false;
@@ -302,7 +378,7 @@ class layered_builder {
     // of the same array: no second buffer at the layer's peak. Sequential, because the
     // ranges overlap; the bumped keys are a few percent of the layer.
     const auto gather_start = clock_type::now();
-    layer.bumped_keys = gather_bumped(hashes.get(), offsets, bumped_counts);
+    layer.bumped_keys = gather_fronts(hashes, offsets, bumped_counts);
     if (l == 0) stats_.gather_seconds += seconds_since(gather_start);
     return true;
   }
@@ -326,7 +402,7 @@ class layered_builder {
       start_layer(l, 1);
       aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
       aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
-      if (solve_range(g, 0, 1, hashes.data(), offsets,
+      if (solve_range(g, 0, 1, hashes.data(), offsets, true,
                       {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()},
                       nullptr)) {
         stats_.plain_layer_attempts = attempt + 1;
@@ -355,6 +431,7 @@ class layered_builder {
   }
 
   filter_params p_;
+  build_options options_;
   layer_sizing sizing_;
   build_stats& stats_;
   build_progress* progress_;
@@ -390,21 +467,20 @@ decltype(auto) run_with_threads(std::uint32_t threads, F&& f) {
   return arena.execute(std::forward<F>(f));
 }
 
-/// In-memory build of every layer from the records key_hash(i), i < n (`p` from
-/// params_from(), `sizing` from sizing_from()).
+/// In-memory build of every layer from the distinct records key_hash(i), i < n (`p` from
+/// params_from() or retrieval_params_from() of `options`).
 template <class Source>
-filter build_in_memory(const filter_params& p, const layer_sizing& sizing, std::uint64_t n,
-                       const Source& key_hash, std::uint32_t threads, build_stats* stats,
-                       build_progress* progress) {
+filter build_in_memory(const filter_params& p, const build_options& options, std::uint64_t n,
+                       const Source& key_hash, build_stats* stats, build_progress* progress) {
   using record = std::decay_t<decltype(key_hash(std::uint64_t{0}))>;
   build_stats local_stats;
   build_stats& s = stats ? *stats : local_stats;
   s = build_stats{};
-  return run_with_threads(threads, [&]() -> filter {
+  return run_with_threads(options.threads, [&]() -> filter {
     return dispatch_layout(p, [&](auto width_tag, auto result_tag) -> filter {
       constexpr unsigned width = decltype(width_tag)::value;
       using result = decltype(result_tag);
-      return layered_builder<width, result, record>(p, sizing, s, progress).build(n, key_hash);
+      return layered_builder<width, result, record>(p, options, s, progress).build(n, key_hash);
     });
   });
 }

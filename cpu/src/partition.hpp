@@ -81,6 +81,20 @@ void partition_by_shard(std::uint64_t n, const Source& source, const layer_geome
                         scatter_seconds);
 }
 
+/// Shard offsets of `n` records sorted by hash, for geometry `g` (shard_of is monotone in the
+/// hash, so a sorted array is grouped by shard for any geometry): num_shards() + 1 entries.
+template <class Record>
+std::vector<std::uint64_t> sorted_shard_offsets(const Record* sorted, std::uint64_t n,
+                                                const layer_geometry& g) {
+  std::vector<std::uint64_t> offsets(g.num_shards() + 1, n);
+  tbb::parallel_for(std::uint64_t{0}, g.num_shards(), [&](std::uint64_t shard) {
+    const Record* at = std::partition_point(
+        sorted, sorted + n, [&](const Record& r) { return g.shard_of(record_hash(r)) < shard; });
+    offsets[shard] = static_cast<std::uint64_t>(at - sorted);
+  });
+  return offsets;
+}
+
 /// Sorts a shard's records by hash: LSD radix sort on the local start (a few passes of at
 /// most 11 bits), then insertion sort, which only has to order hashes sharing a start.
 template <class Record>

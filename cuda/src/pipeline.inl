@@ -12,6 +12,7 @@
 #include <thrust/iterator/transform_iterator.h>
 #include <thrust/sort.h>
 #include <thrust/transform.h>
+#include <thrust/unique.h>
 
 #include <algorithm>
 #include <chrono>
@@ -222,6 +223,34 @@ void sort_hashes(device_vector<std::uint64_t>& hashes) {
 #endif
 }
 
+/// Throws for a key given twice with different values (records sorted): the smallest such
+/// hash, as the CPU builder reports.
+void check_conflicts(const filter_params& p, const device_vector<keyed_value>& records) {
+  const std::uint64_t n = records.size();
+  if (n < 2) return;
+  const auto first = thrust::counting_iterator<std::uint64_t>(1);
+  const auto last = thrust::counting_iterator<std::uint64_t>(n);
+  const auto at = thrust::find_if(thrust::device, first, last, conflict_op{raw(records)});
+  if (at != last) {
+    const keyed_value conflict = records[*at];
+    ribbon::detail::throw_conflicting_values(p, conflict.hash);
+  }
+}
+
+/// Sorts records by hash and keeps one of each repeated record (record_equal), so that every
+/// layer sees distinct keys; throws for a key given with two values.
+template <class Record>
+void drop_repeats(const filter_params& p, device_vector<Record>& records,
+                  device_build_stats& stats) {
+  const auto start = clock_type::now();
+  sort_hashes(records);
+  if constexpr (std::is_same_v<Record, keyed_value>) check_conflicts(p, records);
+  const auto end = thrust::unique(thrust::device, records.begin(), records.end(),
+                                  ribbon::detail::record_equal{});
+  records.resize(static_cast<std::uint64_t>(end - records.begin()));
+  stats.sort_seconds += device_seconds_since(start);
+}
+
 std::uint64_t default_workspace_bytes() {
 #if defined(RIBBON_GPU_ON_TBB)
   return std::uint64_t{64} << 20;
@@ -246,6 +275,7 @@ class device_builder {
         workspace_bytes_(device.workspace_bytes ? device.workspace_bytes
                                                 : default_workspace_bytes()) {}
 
+  /// Builds every layer from the distinct layer-0 records `hashes`, sorted (drop_repeats).
   filter build(device_vector<Record>& hashes) {
     const std::uint64_t n = hashes.size();
     std::uint64_t remaining = n;
@@ -263,7 +293,7 @@ class device_builder {
         if (l > 0) remix_all(hashes, layer.salt);
         layer.geometry = bumped_layer_geometry(remaining, p_, sizing_);
         range_sections sections;
-        solve_layer(layer, hashes, sections);
+        solve_layer(layer, hashes, sections, l == 0);
         compact_bumped(layer.geometry, 0, hashes, sections);  // the next layer's keys
         layer.bumped_keys = hashes.size();
         remaining = layer.bumped_keys;
@@ -286,16 +316,17 @@ class device_builder {
     device_vector<std::uint64_t> bumped_counts;
   };
 
-  /// Sorts `hashes` (all in shards [first, end) of `g`), finds the shard boundaries and
-  /// solves the shards, in batches that fit the workspace. Returns false if a plain layer
-  /// failed.
+  /// Sorts `hashes` (all in shards [first, end) of `g`) unless `sorted`, finds the shard
+  /// boundaries and solves the shards, in batches that fit the workspace. Returns false if a
+  /// plain layer failed.
   bool solve_range(const layer_geometry& g, std::uint64_t first, std::uint64_t end,
-                   device_vector<Record>& hashes, range_sections& out) {
+                   device_vector<Record>& hashes, range_sections& out, bool sorted) {
     const std::uint64_t n = hashes.size();
     auto start = clock_type::now();
-    sort_hashes(hashes);
-    stats_.sort_seconds += device_seconds_since(start);
-    if constexpr (std::is_same_v<Record, keyed_value>) check_conflicts(hashes);
+    if (!sorted) {
+      sort_hashes(hashes);
+      stats_.sort_seconds += device_seconds_since(start);
+    }
 
     start = clock_type::now();
     const std::uint64_t shards = end - first;
@@ -367,24 +398,10 @@ class device_builder {
  private:
   /// Solves a whole layer and keeps its sections in host memory. Returns false if a plain
   /// layer failed.
-  /// Throws for a key given twice with different values (records sorted): the smallest such
-  /// hash, as the CPU builder reports.
-  void check_conflicts(const device_vector<keyed_value>& records) {
-    const std::uint64_t n = records.size();
-    if (n < 2) return;
-    const auto first = thrust::counting_iterator<std::uint64_t>(1);
-    const auto last = thrust::counting_iterator<std::uint64_t>(n);
-    const auto at = thrust::find_if(thrust::device, first, last, conflict_op{raw(records)});
-    if (at != last) {
-      const keyed_value conflict = records[*at];
-      ribbon::detail::throw_conflicting_values(p_, conflict.hash);
-    }
-  }
-
   bool solve_layer(format::layer_image& layer, device_vector<Record>& hashes,
-                   range_sections& sections) {
+                   range_sections& sections, bool sorted) {
     const layer_geometry& g = layer.geometry;
-    if (!solve_range(g, 0, g.num_shards(), hashes, sections)) return false;
+    if (!solve_range(g, 0, g.num_shards(), hashes, sections, sorted)) return false;
     const auto start = clock_type::now();
     host_sections_.emplace_back(sections.thresholds.size());
     thrust::copy(sections.thresholds.begin(), sections.thresholds.end(),
@@ -411,7 +428,7 @@ class device_builder {
       layer.geometry = next.geometry;
       if (next.salt != 0) remix_all(hashes, next.salt);
       range_sections sections;
-      if (solve_layer(layer, hashes, sections)) {
+      if (solve_layer(layer, hashes, sections, next.salt == 0)) {
         stats_.standard_attempts = attempt + 1;
         compact_bumped(layer.geometry, 0, hashes, sections);
         layer.bumped_keys = hashes.size();
@@ -434,7 +451,7 @@ class device_builder {
       device_vector<Record> hashes(previous);
       remix_all(hashes, layer.salt);
       range_sections sections;
-      if (solve_layer(layer, hashes, sections)) {
+      if (solve_layer(layer, hashes, sections, false)) {
         stats_.plain_layer_attempts = attempt + 1;
         return;
       }
@@ -480,6 +497,9 @@ template <class Record>
 filter build_layers(const filter_params& p, const build_options& options,
                     device_vector<Record>& hashes, device_build_stats& stats,
                     const device_options& device) {
+  stats.input_keys = hashes.size();
+  drop_repeats(p, hashes, stats);
+  stats.distinct_keys = hashes.size();
   const layer_sizing sizing = ribbon::detail::sizing_from(options, p, hashes.size());
   return with_layout(p, [&](auto width_tag, auto result_tag) {
     return device_builder<decltype(width_tag)::value, decltype(result_tag), Record>(p, sizing,
@@ -493,17 +513,20 @@ class device_range_solver final : public shard_range_solver {
  public:
   explicit device_range_solver(const device_options& device) : device_(device) {}
 
-  void solve(const filter_params& p, const layer_geometry& g, std::uint64_t first,
-             std::uint64_t end, std::vector<std::uint64_t>& keys, std::uint64_t* threshold_window,
-             void* solution_window) override {
+  std::uint64_t solve(const filter_params& p, const layer_geometry& g, std::uint64_t first,
+                      std::uint64_t end, std::vector<std::uint64_t>& keys,
+                      std::uint64_t* threshold_window, void* solution_window) override {
+    std::uint64_t distinct = 0;
     with_layout(p, [&](auto width_tag, auto result_tag) {
       using builder = device_builder<decltype(width_tag)::value, decltype(result_tag)>;
       using word = typename builder::word;
       device_build_stats stats;  // per call: calls come from several threads
       builder b(p, default_sizing(p.width), stats, device_);
       device_vector<std::uint64_t> hashes(keys.begin(), keys.end());
+      drop_repeats(p, hashes, stats);
+      distinct = hashes.size();
       typename builder::range_sections sections;
-      if (!b.solve_range(g, first, end, hashes, sections)) {
+      if (!b.solve_range(g, first, end, hashes, sections, true)) {
         throw error("internal error: a bumped layer failed to solve");
       }
       thrust::copy(sections.thresholds.begin(), sections.thresholds.end(), threshold_window);
@@ -513,6 +536,7 @@ class device_range_solver final : public shard_range_solver {
       keys.resize(hashes.size());
       thrust::copy(hashes.begin(), hashes.end(), keys.begin());
     });
+    return distinct;
   }
 
   /// Two ranges at once: one's copies overlap the other's kernels.

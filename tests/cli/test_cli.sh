@@ -384,7 +384,7 @@ case_info() {
   ! grep -q builder "$OUT" || fail "info --json has a builder field" || return 1
   run info "$D/keys.rbn"
   rc_is 0 info || return 1
-  out_has "keys            $N" || return 1
+  out_has "distinct keys   $N" || return 1
   out_has "layer 0" || return 1
   out_has "expected FPR" || return 1
   # --shard-size is recorded in the file; a bad one is an error.
@@ -781,6 +781,36 @@ case_out_of_core_identical() {
   dir_holds "$D/tmp"
 }
 
+case_repeated_keys_give_the_set_file() {
+  mkdir -p "$D/tmp"
+  # The keys three times, shuffled together: the bytes of `sort -u keys | ribbon build`, in
+  # memory and out of core; the summary counts input and distinct keys.
+  cat "$D/keys.txt" "$D/keys.txt" "$D/keys.txt" |
+    perl -MList::Util=shuffle -e 'srand(7); print shuffle(<STDIN>)' >"$D/keys3.txt"
+  sort -u "$D/keys3.txt" | "$RIBBON" build -o "$D/set.rbn" 2>"$ERR"
+  RC=$?
+  rc_is 0 "build from sort -u" || return 1
+  err_has "$N keys ($N distinct)" || return 1
+  cat "$D/keys3.txt" | "$RIBBON" build -o "$D/multiset.rbn" 2>"$ERR"
+  RC=$?
+  rc_is 0 "build from the keys three times" || return 1
+  err_has "$((3 * N)) keys ($N distinct)" || return 1
+  same_file "$D/multiset.rbn" "$D/set.rbn" || return 1
+  build_ok -i "$D/keys3.txt" -o "$D/multiset-ooc.rbn" --memory-limit 64K --tmp-dir "$D/tmp" ||
+    return 1
+  err_has "out of core" || return 1
+  same_file "$D/multiset-ooc.rbn" "$D/set.rbn" || return 1
+  dir_holds "$D/tmp" || return 1
+  run info "$D/multiset.rbn"
+  out_has "distinct keys   $N" || return 1
+  # Integer keys: a file given twice.
+  build_ok -i "$D/ints.u64" --format u64 -o "$D/ints-set.rbn" || return 1
+  build_ok -i "$D/ints.u64" -i "$D/ints.u64" --format u64 -o "$D/ints-twice.rbn" \
+    --memory-limit 64K --tmp-dir "$D/tmp" || return 1
+  same_file "$D/ints-twice.rbn" "$D/ints-set.rbn" || return 1
+  dir_holds "$D/tmp"
+}
+
 case_out_of_core_failures_clean_up() {
   mkdir -p "$D/tmp" "$D/ooc-out"
   # Bad input at the end, after the spill started.
@@ -846,6 +876,7 @@ group_outofcore() {
   make_line_keys
   make_integer_keys
   t outofcore.identical_to_in_memory case_out_of_core_identical
+  t outofcore.repeated_keys_give_the_set_file case_repeated_keys_give_the_set_file
   t outofcore.failures_leave_no_temp_files case_out_of_core_failures_clean_up
   t outofcore.sigterm_removes_temp_files case_signal_removes_temp_files
 }

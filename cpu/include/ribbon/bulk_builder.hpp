@@ -50,17 +50,18 @@ using in_memory_builder = std::function<filter(
 
 /// Solves the shard ranges of out-of-core layers elsewhere (the GPU builder provides one).
 /// solve() gets the keys of the shards [first_shard, end_shard) of a bumped layer, in any
-/// order; it writes the range's threshold words and solution blocks into windows that start
-/// at the range's first word and block (layer_geometry::shard_first_threshold_word and
-/// shard_first_block), and leaves in `keys` the range's bumped keys. The result must be the
+/// order and possibly repeated; it solves each distinct key once, writes the range's
+/// threshold words and solution blocks into windows that start at the range's first word and
+/// block (layer_geometry::shard_first_threshold_word and shard_first_block), leaves in `keys`
+/// the range's bumped keys and returns the number of distinct keys. The result must be the
 /// CPU builder's.
 class shard_range_solver {
  public:
   virtual ~shard_range_solver() = default;
-  virtual void solve(const filter_params& params, const layer_geometry& layer,
-                     std::uint64_t first_shard, std::uint64_t end_shard,
-                     std::vector<std::uint64_t>& keys, std::uint64_t* threshold_window,
-                     void* solution_window) = 0;
+  virtual std::uint64_t solve(const filter_params& params, const layer_geometry& layer,
+                              std::uint64_t first_shard, std::uint64_t end_shard,
+                              std::vector<std::uint64_t>& keys, std::uint64_t* threshold_window,
+                              void* solution_window) = 0;
   /// How many ranges may be solved at once, each from its own thread (solve() must then be
   /// thread-safe). The builder keeps one more range's keys in memory while reading it.
   virtual unsigned ranges_in_flight() const { return 1; }
@@ -82,7 +83,8 @@ struct bulk_options {
 /// What finish() built.
 struct bulk_result {
   filter_params params;
-  std::uint64_t key_count = 0;
+  std::uint64_t input_keys = 0;  ///< keys added, repeats included
+  std::uint64_t key_count = 0;   ///< distinct key hashes: the file's key count
   std::uint64_t file_bytes = 0;
   std::uint32_t num_layers = 0;
   std::vector<format::layer_image> layers;  ///< geometry and key counts (no section pointers)
@@ -92,6 +94,7 @@ struct bulk_result {
   std::uint64_t shard_ranges = 0;           ///< shard ranges solved out of core (all layers)
   double seconds = 0;                       ///< finish() wall time
   build_stats stats;                        ///< stage times of the in-memory layers
+  /// Bits per distinct key.
   double bits_per_key() const {
     return key_count ? 8.0 * static_cast<double>(file_bytes) / static_cast<double>(key_count) : 0.0;
   }

@@ -38,9 +38,12 @@ struct build_options {
 
 /// Wall-clock times of the build's stages (seconds) and layer counts.
 struct build_stats {
+  std::uint64_t input_keys = 0;     ///< keys given, repeats included
+  std::uint64_t distinct_keys = 0;  ///< distinct key hashes: the filter's key count
   double hash_seconds = 0;          ///< layer 0: hash every key, count keys per shard
   double partition_seconds = 0;     ///< layer 0: hash again, scatter hashes by shard
-  double solve_seconds = 0;         ///< layer 0: per shard sort, eliminate, back-substitute
+  double distinct_seconds = 0;      ///< layer 0: per shard sort, drop repeated hashes
+  double solve_seconds = 0;         ///< layer 0: per shard eliminate, back-substitute
   double gather_seconds = 0;        ///< layer 0: collect bumped hashes
   double later_layers_seconds = 0;  ///< layers 1.. (all stages)
   double total_seconds = 0;
@@ -104,8 +107,9 @@ class filter {
   filter(const filter&) = delete;
   filter& operator=(const filter&) = delete;
 
-  /// Builds from `count` integer keys. Duplicates are allowed. Throws ribbon::error on bad
-  /// options.
+  /// Builds from `count` integer keys. A repeated key is stored once: the filter of a
+  /// multiset is the filter of its set (key_count() counts distinct keys). Throws
+  /// ribbon::error on bad options.
   static filter build(const std::uint64_t* keys, std::uint64_t count,
                       const build_options& options = {}, build_stats* stats = nullptr);
   /// Builds from `count` byte-string keys.

@@ -42,6 +42,16 @@ struct record_less {
   }
 };
 
+/// Are two records the same key with the same value? Every builder keeps one record of each
+/// such run (equal 64-bit key hashes are one key: one row), so that a multiset of keys gives
+/// the file of its set. Equal hashes with two values are a conflict (find_conflict).
+struct record_equal {
+  RIBBON_HD bool operator()(std::uint64_t a, std::uint64_t b) const { return a == b; }
+  RIBBON_HD bool operator()(const keyed_value& a, const keyed_value& b) const {
+    return a.hash == b.hash && a.value == b.value;
+  }
+};
+
 /// The right side of a key's equation with `bits` result bits (r, or r + 1 in the upper
 /// blocks of a layer with fractional bits): its fingerprint, 0 in a homogeneous filter, its
 /// value in retrieval.

@@ -30,9 +30,11 @@ inline namespace RIBBON_GPU_BACKEND {
 
 /// Stage times of a device build, in seconds (host clock, after synchronising the stream).
 struct device_build_stats {
-  double upload_seconds = 0;    ///< host keys to the device
-  double hash_seconds = 0;      ///< layer 0 key hashes
-  double sort_seconds = 0;      ///< radix sorts of the layer hashes, all layers
+  std::uint64_t input_keys = 0;     ///< keys given, repeats included
+  std::uint64_t distinct_keys = 0;  ///< distinct key hashes: the filter's key count
+  double upload_seconds = 0;        ///< host keys to the device
+  double hash_seconds = 0;          ///< layer 0 key hashes
+  double sort_seconds = 0;      ///< radix sorts of the layer hashes (layer 0: and dropping repeats)
   double solve_seconds = 0;     ///< shard boundaries + solve kernels, all layers
   double compact_seconds = 0;   ///< selecting the bumped hashes, all layers
   double download_seconds = 0;  ///< sections to the host and the file image
