@@ -93,7 +93,7 @@ filter build_filter(key_kind kind, std::uint64_t count, const build_options& opt
                     build_stats* stats, const MakeHash& make_hash) {
   const filter_params p = detail::params_from(options, kind);
   return detail::build_in_memory(p, detail::sizing_from(options, p, count), count, make_hash(p),
-                                 options.threads, stats, nullptr);
+                                 options.threads, stats, options.progress);
 }
 
 /// Retrieval builds: the records are key hashes with their values.
@@ -106,7 +106,7 @@ filter build_retrieval(key_kind kind, const std::uint32_t* values, std::uint64_t
   const auto key_hash = make_hash(p);
   auto record = [&](std::uint64_t i) { return detail::keyed_value{key_hash(i), values[i]}; };
   return detail::build_in_memory(p, detail::sizing_from(options, p, count), count, record,
-                                 options.threads, stats, nullptr);
+                                 options.threads, stats, options.progress);
 }
 
 auto u64_hash(const std::uint64_t* keys) {

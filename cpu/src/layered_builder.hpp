@@ -163,6 +163,9 @@ class layered_builder {
     const std::uint64_t groups = divide_round_up(shards, per_group);
     std::atomic<std::uint64_t> conflict{no_conflict};  // smallest conflicting hash
     auto solve_group = [&](std::uint64_t group) {
+      if (progress_ && progress_->cancel.load(std::memory_order_relaxed)) {
+        throw error("build cancelled");
+      }
       workspace<Width, Result, Record>& ws = workspaces_.local();
       const std::uint64_t first = group * per_group;  // relative to first_shard
       const auto lanes = static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
