@@ -325,24 +325,16 @@ class out_of_core_layer {
 
   void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
     if (range_solver_) return solve_range_elsewhere(keys, lo, hi);
-    const layer_geometry& g = layer_.geometry;
-    const std::uint64_t n = keys.size();
-    auto partitioned = allocate_array<std::uint64_t>(std::max<std::uint64_t>(n, 1));
-    std::vector<std::uint64_t> offsets;
-    const std::uint64_t* loaded = keys.data();
-    detail::partition_shard_range(
-        n, [loaded](std::uint64_t i) { return loaded[i]; }, g, lo, hi, partitioned.get(), offsets,
-        nullptr, nullptr);
-    keys = {};  // the pass's peak is the partitioned copy plus the solution window
     std::uint64_t window_bytes = 0;
-    aligned_bytes window = solution_window(lo, hi, window_bytes);
-    std::vector<std::uint64_t> bumped_counts(hi - lo);
-    if (!builder_.solve_range(g, lo, hi, partitioned.get(), offsets,
-                              {threshold_window(lo), window.get()}, &bumped_counts)) {
-      throw error("internal error: a bumped layer failed to solve");
-    }
-    const std::uint64_t bumped = detail::gather_bumped(partitioned.get(), offsets, bumped_counts);
-    write_range(window.get(), window_bytes, partitioned.get(), bumped);
+    aligned_bytes window;
+    builder_.solve_shard_range(
+        layer_.geometry, lo, hi, keys,
+        [&] {  // after the keys are released: the peak is the partitioned copy plus the window
+          window = solution_window(lo, hi, window_bytes);
+          return detail::section_windows{threshold_window(lo), window.get()};
+        },
+        [](std::uint64_t*, std::vector<std::uint64_t>&) { return true; });
+    write_range(window.get(), window_bytes, keys.data(), keys.size());
   }
 
   /// The range on the caller's solver (e.g. the GPU), in a background thread: while it

@@ -217,6 +217,35 @@ class layered_builder {
     return solved;
   }
 
+  /// The shard-range step of the out-of-core and distributed builds: solves shards [lo, hi)
+  /// of a bumped layer with geometry `g` over `keys` (layer hashes in those shards, any
+  /// order) into the windows that make_windows() returns (called once the keys are
+  /// partitioned and released, so the peak is the partitioned copy plus the windows), and
+  /// leaves the range's bumped keys in `keys`, in shard order. `prepare(partitioned, offsets)`
+  /// may drop keys from the shard groups first (the distributed build drops repeats); if it
+  /// returns false, nothing is solved and false returned.
+  template <class MakeWindows, class Prepare>
+  bool solve_shard_range(const layer_geometry& g, std::uint64_t lo, std::uint64_t hi,
+                         std::vector<Record>& keys, const MakeWindows& make_windows,
+                         const Prepare& prepare) {
+    const std::uint64_t n = keys.size();
+    auto partitioned = allocate_array<Record>(std::max<std::uint64_t>(n, 1));
+    std::vector<std::uint64_t> offsets;
+    const Record* loaded = keys.data();
+    partition_shard_range(
+        n, [loaded](std::uint64_t i) { return loaded[i]; }, g, lo, hi, partitioned.get(), offsets,
+        nullptr, nullptr);
+    keys = {};
+    if (!prepare(partitioned.get(), offsets)) return false;
+    std::vector<std::uint64_t> bumped_counts(hi - lo);
+    if (!solve_range(g, lo, hi, partitioned.get(), offsets, make_windows(), &bumped_counts)) {
+      throw error("internal error: a bumped layer failed to solve");
+    }
+    const std::uint64_t bumped = gather_bumped(partitioned.get(), offsets, bumped_counts);
+    keys.assign(partitioned.get(), partitioned.get() + bumped);
+    return true;
+  }
+
   /// Announces a layer to the progress display.
   void start_layer(std::uint32_t l, std::uint64_t shards) {
     if (!progress_) return;
