@@ -78,9 +78,13 @@ int open_with(ribbon_reader** out, const std::function<ribbon::filter()>& open) 
 
 extern "C" {
 
-int ribbon_c_api_version(void) { return RIBBON_C_API_VERSION; }
+int ribbon_c_api_version(void) {
+  return RIBBON_C_API_VERSION;
+}
 
-const char* ribbon_last_error(void) { return last_error.c_str(); }
+const char* ribbon_last_error(void) {
+  return last_error.c_str();
+}
 
 int ribbon_open_file(const char* path, int verify_checksums, ribbon_reader** out) {
   return open_with(out, [&] {
@@ -91,8 +95,7 @@ int ribbon_open_file(const char* path, int verify_checksums, ribbon_reader** out
   });
 }
 
-int ribbon_open_buffer(const void* data, uint64_t size, int verify_checksums,
-                       ribbon_reader** out) {
+int ribbon_open_buffer(const void* data, uint64_t size, int verify_checksums, ribbon_reader** out) {
   return open_with(out, [&] {
     require(data != nullptr || size == 0, "data is NULL");
     ribbon::load_options options;
@@ -101,7 +104,9 @@ int ribbon_open_buffer(const void* data, uint64_t size, int verify_checksums,
   });
 }
 
-void ribbon_close(ribbon_reader* reader) { delete reader; }
+void ribbon_close(ribbon_reader* reader) {
+  delete reader;
+}
 
 int ribbon_get_info(const ribbon_reader* reader, ribbon_info* out) {
   return guarded([&] {

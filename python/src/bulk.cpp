@@ -40,7 +40,8 @@ class bulk_build {
     });
   }
 
-  void add_hashes(nb::ndarray<nb::ro, nb::ndim<1>, std::uint64_t, nb::c_contig, nb::device::cpu> h) {
+  void add_hashes(
+      nb::ndarray<nb::ro, nb::ndim<1>, std::uint64_t, nb::c_contig, nb::device::cpu> h) {
     bulk_builder& b = live();
     translating(failure::generic, [&] {
       nb::gil_scoped_release release;
@@ -90,7 +91,8 @@ class bulk_build {
 using namespace ribbon::python;
 
 void bind_bulk(nb::module_& m) {
-  nb::class_<bulk_build>(m, "BulkBuilder", R"(Builds a filter file from keys added in batches, in bounded memory.
+  nb::class_<bulk_build>(m, "BulkBuilder",
+                         R"(Builds a filter file from keys added in batches, in bounded memory.
 
 The out-of-core builder of `ribbon build`: while the key hashes fit in memory_limit they stay
 in memory; beyond it they are spilled to partition files under tmp_dir and each layer is built
@@ -129,8 +131,9 @@ The other options are ribbon.build's.)")
 
 Call once. Ctrl-C stops it within about a second, leaving no output or temporary files.)")
       .def_prop_ro("key_count", &bulk_build::key_count, "Keys added so far.")
-      .def_prop_ro("kind", [](const bulk_build& b) { return key_kind_name(b.kind()); },
-                   "\"u64\" or \"bytes\".")
+      .def_prop_ro(
+          "kind", [](const bulk_build& b) { return key_kind_name(b.kind()); },
+          "\"u64\" or \"bytes\".")
       .def("close", &bulk_build::close, "Drops the build and its temporary files.")
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
       .def(

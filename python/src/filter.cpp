@@ -78,7 +78,8 @@ filter build_filter(const key_views& keys, const std::vector<std::uint32_t>* val
       hash_keys(keys, options.seed, hashes.data());
       return cuda::build_from_hashes(hashes.data(), values->data(), n, keys.kind(), options);
     }
-    return bytes ? cuda::build(keys.strings(), n, options) : cuda::build(keys.integers(), n, options);
+    return bytes ? cuda::build(keys.strings(), n, options)
+                 : cuda::build(keys.integers(), n, options);
   }
 #else
   (void)gpu;
@@ -87,7 +88,8 @@ filter build_filter(const key_views& keys, const std::vector<std::uint32_t>* val
     return bytes ? filter::build(keys.strings(), values->data(), n, options)
                  : filter::build(keys.integers(), values->data(), n, options);
   }
-  return bytes ? filter::build(keys.strings(), n, options) : filter::build(keys.integers(), n, options);
+  return bytes ? filter::build(keys.strings(), n, options)
+               : filter::build(keys.integers(), n, options);
 }
 
 filter build(nb::handle keys, nb::handle values, const build_arguments& args,
@@ -114,7 +116,9 @@ filter build(nb::handle keys, nb::handle values, const build_arguments& args,
   filter result;
   translating(failure::generic, [&] {
     run_interruptibly(
-        [&] { result = build_filter(views, values.is_none() ? nullptr : &value_array, options, gpu); },
+        [&] {
+          result = build_filter(views, values.is_none() ? nullptr : &value_array, options, gpu);
+        },
         views.size() >= interruptible_keys ? &progress.cancel : nullptr);
   });
   return result;
@@ -153,8 +157,22 @@ nb::bytes to_bytes(const filter& f) {
   return nb::bytes(reinterpret_cast<const char*>(image.data()), image.size());
 }
 
+/// Raises QueryError with the library's message unless `f` is a retrieval structure (true)
+/// or a filter (false).
+void require_retrieval(const filter& f, bool retrieval) {
+  if (f.is_retrieval() == retrieval) return;
+  translating(failure::query, [&] {
+    const bool integers = f.params().keys == key_kind::u64;
+    if (retrieval) {
+      (void)(integers ? f.lookup(std::uint64_t{0}) : f.lookup(std::string_view()));
+    } else {
+      (void)(integers ? f.contains(std::uint64_t{0}) : f.contains(std::string_view()));
+    }
+  });
+}
+
 nb::ndarray<nb::numpy, bool, nb::ndim<1>> contains(const filter& f, nb::handle keys) {
-  if (f.is_retrieval()) translating(failure::query, [&] { f.lookup(std::uint64_t{0}); });
+  require_retrieval(f, false);
   const key_views views = to_key_views(keys, f.params().keys);
   return new_array<bool>(views.size(), [&](bool* out) {
     if (views.kind() == key_kind::u64) {
@@ -166,7 +184,7 @@ nb::ndarray<nb::numpy, bool, nb::ndim<1>> contains(const filter& f, nb::handle k
 }
 
 nb::ndarray<nb::numpy, std::uint32_t, nb::ndim<1>> lookup(const filter& f, nb::handle keys) {
-  if (!f.is_retrieval()) translating(failure::query, [&] { f.contains(std::uint64_t{0}); });
+  require_retrieval(f, true);
   const key_views views = to_key_views(keys, f.params().keys);
   return new_array<std::uint32_t>(views.size(), [&](std::uint32_t* out) {
     if (views.kind() == key_kind::u64) {
@@ -276,30 +294,35 @@ A key that is not in the set gets an arbitrary value below 2^bits.)")
            [](ribbon::filter& self, nb::bytes image) {
              new (&self) ribbon::filter(from_buffer(image, true));
            })
-      .def("__len__", [](const ribbon::filter& f) { return f.key_count(); },
-           "The key count recorded in the file.")
+      .def(
+          "__len__", [](const ribbon::filter& f) { return f.key_count(); },
+          "The key count recorded in the file.")
       .def("info", &info, "The fields of `ribbon info --json`, as a dict.")
-      .def_prop_ro("fpr",
-                   [](const ribbon::filter& f) -> nb::object {
-                     if (f.is_retrieval()) return nb::none();
-                     return nb::cast(ribbon::expected_fpr(f.params()));
-                   },
-                   "The expected false-positive rate (None for retrieval structures).")
+      .def_prop_ro(
+          "fpr",
+          [](const ribbon::filter& f) -> nb::object {
+            if (f.is_retrieval()) return nb::none();
+            return nb::cast(ribbon::expected_fpr(f.params()));
+          },
+          "The expected false-positive rate (None for retrieval structures).")
       .def_prop_ro("bits_per_key", &ribbon::filter::bits_per_key,
                    "File bits per key (every section and the header).")
       .def_prop_ro("nbytes", &ribbon::filter::size_bytes, "Size of the file image in bytes.")
-      .def_prop_ro("key_kind",
-                   [](const ribbon::filter& f) { return key_kind_name(f.params().keys); },
-                   "\"u64\" (integer keys) or \"bytes\" (byte-string keys).")
-      .def_prop_ro("variant", [](const ribbon::filter& f) { return variant_name(f.variant()); },
-                   "bumped, standard, homogeneous, retrieval or standard-retrieval.")
+      .def_prop_ro(
+          "key_kind", [](const ribbon::filter& f) { return key_kind_name(f.params().keys); },
+          "\"u64\" (integer keys) or \"bytes\" (byte-string keys).")
+      .def_prop_ro(
+          "variant", [](const ribbon::filter& f) { return variant_name(f.variant()); },
+          "bumped, standard, homogeneous, retrieval or standard-retrieval.")
       .def_prop_ro("is_retrieval", &ribbon::filter::is_retrieval,
                    "True for retrieval structures (built with values).")
-      .def_prop_ro("width", [](const ribbon::filter& f) { return f.params().width; },
-                   "Ribbon width w (32, 64 or 128).")
-      .def_prop_ro("bits", [](const ribbon::filter& f) { return f.params().result_bits; },
-                   "Result bits r.")
-      .def_prop_ro("seed", [](const ribbon::filter& f) { return f.params().seed; }, "Hash seed.")
+      .def_prop_ro(
+          "width", [](const ribbon::filter& f) { return f.params().width; },
+          "Ribbon width w (32, 64 or 128).")
+      .def_prop_ro(
+          "bits", [](const ribbon::filter& f) { return f.params().result_bits; }, "Result bits r.")
+      .def_prop_ro(
+          "seed", [](const ribbon::filter& f) { return f.params().seed; }, "Hash seed.")
       .def("__repr__", [](const ribbon::filter& f) {
         char text[160];
         std::snprintf(text, sizeof(text),
@@ -318,16 +341,15 @@ A key that is not in the set gets an arbitrary value below 2^bits.)")
          std::optional<std::int64_t> shard_size, std::optional<double> slack,
          std::optional<double> success_probability, const std::string& backend,
          std::optional<std::string> key_kind) {
-        build_arguments args{fpr, bits, width, variant, seed, threads, shard_size,
-                             slack, success_probability};
+        build_arguments args{
+            fpr, bits, width, variant, seed, threads, shard_size, slack, success_probability};
         return build(keys, values, args, backend, key_kind);
       },
-      nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(),
-      nb::arg("fpr") = nb::none(), nb::arg("bits") = nb::none(), nb::arg("width") = 64,
-      nb::arg("variant") = "bumped", nb::arg("seed") = 0, nb::arg("threads") = nb::none(),
-      nb::arg("shard_size") = nb::none(), nb::arg("slack") = nb::none(),
-      nb::arg("success_probability") = nb::none(), nb::arg("backend") = "cpu",
-      nb::arg("key_kind") = nb::none(),
+      nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(), nb::arg("fpr") = nb::none(),
+      nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("variant") = "bumped",
+      nb::arg("seed") = 0, nb::arg("threads") = nb::none(), nb::arg("shard_size") = nb::none(),
+      nb::arg("slack") = nb::none(), nb::arg("success_probability") = nb::none(),
+      nb::arg("backend") = "cpu", nb::arg("key_kind") = nb::none(),
       R"(Builds a filter (or, with values=, a retrieval structure) from keys.
 
 keys: numpy integer array, numpy bytes/str array, pyarrow Array/ChunkedArray of integers or

@@ -2,10 +2,10 @@
 
 #include <nanobind/ndarray.h>
 
-#include <cstring>
-#include <memory>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <cstring>
+#include <memory>
 #include <string>
 
 #include "errors.hpp"
@@ -15,6 +15,13 @@ namespace nb = nanobind;
 namespace ribbon::python {
 
 using integer_array = nb::ndarray<nb::ro, nb::ndim<1>, nb::device::cpu>;
+
+/// str(object).
+std::string text_of(nb::handle object) {
+  nb::object text = nb::steal(PyObject_Str(object.ptr()));
+  if (!text.is_valid()) throw nb::python_error();
+  return nb::cast<std::string>(text);
+}
 
 /// Gathers the keys of one or more sources (array chunks) into a key_views.
 class key_collector {
@@ -131,7 +138,7 @@ class key_collector {
     } else {
       raise(failure::key_type,
             "keys must be integers or byte strings, not a numpy array of dtype " +
-                nb::cast<std::string>(nb::str(array.attr("dtype"))));
+                text_of(array.attr("dtype")));
     }
   }
 
@@ -162,8 +169,9 @@ class key_collector {
   }
 
   void add_arrow(nb::handle array) {
-    const std::string type = nb::cast<std::string>(nb::str(array.attr("type")));
+    const std::string type = text_of(array.attr("type"));
     const auto nulls = nb::cast<std::uint64_t>(array.attr("null_count"));
+
     if (nulls != 0) {
       raise(failure::keys, "keys must not be null: the Arrow array has " + std::to_string(nulls) +
                                " null" + (nulls == 1 ? "" : "s"));
@@ -179,9 +187,9 @@ class key_collector {
     if (type == "string" || type == "binary") offset_bytes = 4;
     if (type == "large_string" || type == "large_binary") offset_bytes = 8;
     if (offset_bytes == 0) {
-      raise(failure::key_type,
-            "Arrow keys must be integers, string, large_string, binary or large_binary, not " +
-                type);
+      raise(
+          failure::key_type,
+          "Arrow keys must be integers, string, large_string, binary or large_binary, not " + type);
     }
     set_kind(key_kind::bytes, "an Arrow string array");
     add_arrow_strings(array, offset_bytes);
@@ -189,21 +197,25 @@ class key_collector {
 
   /// Views of an Arrow (large_)string/binary array, read from its offsets and data buffers.
   void add_arrow_strings(nb::handle array, std::uint64_t offset_bytes) {
-    const auto n = nb::cast<std::uint64_t>(nb::len(array));
+    const std::uint64_t n = nb::len(array);
     if (n == 0) return;
     const auto first = nb::cast<std::uint64_t>(array.attr("offset"));
-    nb::object buffers = array.attr("buffers")();
-    nb::handle offsets_buffer = buffers[1], data_buffer = buffers[2];
+
+    nb::list buffers = nb::list(array.attr("buffers")());
+    if (buffers.size() < 3) raise(failure::key_type, "an Arrow string array without 3 buffers");
+    nb::object offsets_buffer = buffers[1], data_buffer = buffers[2];
+    auto address = [](const nb::object& buffer) {
+      return static_cast<std::uintptr_t>(nb::cast<std::uint64_t>(buffer.attr("address")));
+    };
     const auto offsets_size = nb::cast<std::uint64_t>(offsets_buffer.attr("size"));
     if (offsets_size < (first + n + 1) * offset_bytes) {
       raise(failure::keys, "the Arrow array's offsets buffer is too short");
     }
-    const auto* offsets =
-        reinterpret_cast<const unsigned char*>(nb::cast<std::uintptr_t>(offsets_buffer.attr("address")));
+    const auto* offsets = reinterpret_cast<const unsigned char*>(address(offsets_buffer));
     const char* data = nullptr;
     std::uint64_t data_size = 0;
     if (!data_buffer.is_none()) {
-      data = reinterpret_cast<const char*>(nb::cast<std::uintptr_t>(data_buffer.attr("address")));
+      data = reinterpret_cast<const char*>(address(data_buffer));
       data_size = nb::cast<std::uint64_t>(data_buffer.attr("size"));
     }
     auto offset_at = [&](std::uint64_t i) -> std::int64_t {
@@ -286,8 +298,7 @@ class key_collector {
       if (!(big == static_cast<unsigned long long>(-1) && PyErr_Occurred())) return big;
       PyErr_Clear();
     }
-    raise(failure::keys, "key " + std::to_string(index) + " (" +
-                             nb::cast<std::string>(nb::str(item)) +
+    raise(failure::keys, "key " + std::to_string(index) + " (" + text_of(item) +
                              ") is outside the 64-bit range [-2^63, 2^64)");
   }
 
@@ -317,7 +328,9 @@ void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out) {
   }
 }
 
-const char* key_kind_name(key_kind kind) { return kind == key_kind::bytes ? "bytes" : "u64"; }
+const char* key_kind_name(key_kind kind) {
+  return kind == key_kind::bytes ? "bytes" : "u64";
+}
 
 key_kind key_kind_from_name(const std::string& name) {
   if (name == "u64") return key_kind::u64;
@@ -352,8 +365,6 @@ Integer keys: hash_u64(key, seed_mix(seed)); byte strings: XXH64(bytes, seed). T
 inferred as ribbon.build infers it (key_kind= forces it, e.g. for an empty list). Takes the
 keys ribbon.build takes; BulkBuilder.add_hashes() accepts the result.)");
   m.def(
-      "key_kind_of",
-      [](nb::handle keys) { return key_kind_name(to_key_views(keys).kind()); },
-      nb::arg("keys"),
-      "\"u64\" or \"bytes\": the key kind ribbon.build infers for these keys.");
+      "key_kind_of", [](nb::handle keys) { return key_kind_name(to_key_views(keys).kind()); },
+      nb::arg("keys"), "\"u64\" or \"bytes\": the key kind ribbon.build infers for these keys.");
 }

@@ -60,7 +60,8 @@ build_options to_build_options(const build_arguments& a) {
 
 bool use_gpu(const std::string& backend) {
   if (backend != "cpu" && backend != "gpu" && backend != "auto") {
-    raise(failure::options, "backend must be \"cpu\", \"gpu\" or \"auto\", not \"" + backend + "\"");
+    raise(failure::options,
+          "backend must be \"cpu\", \"gpu\" or \"auto\", not \"" + backend + "\"");
   }
   if (backend == "cpu") return false;
 #if defined(RIBBON_PYTHON_WITH_CUDA)

@@ -40,19 +40,19 @@ typedef struct ribbon_reader ribbon_reader;
 /** What a file stores (the fields of `ribbon info`). */
 typedef struct ribbon_info {
   uint32_t format_version;
-  uint32_t variant;        /**< 0 bumped, 1 standard, 2 homogeneous, 3 retrieval, 4 standard-retrieval */
-  uint32_t key_kind;       /**< RIBBON_KEYS_U64 or RIBBON_KEYS_BYTES */
-  uint32_t width;          /**< ribbon width w */
-  uint32_t result_bits;    /**< r: FPR about 2^-r; value bits of retrieval structures */
+  uint32_t variant;  /**< 0 bumped, 1 standard, 2 homogeneous, 3 retrieval, 4 standard-retrieval */
+  uint32_t key_kind; /**< RIBBON_KEYS_U64 or RIBBON_KEYS_BYTES */
+  uint32_t width;    /**< ribbon width w */
+  uint32_t result_bits; /**< r: FPR about 2^-r; value bits of retrieval structures */
   uint32_t num_layers;
-  uint32_t is_retrieval;   /**< 1: query with ribbon_lookup_*, 0: ribbon_contains_* */
+  uint32_t is_retrieval; /**< 1: query with ribbon_lookup_*, 0: ribbon_contains_* */
   uint32_t reserved;
   uint64_t key_count;
   uint64_t file_bytes;
   uint64_t seed;
   uint64_t shard_size;
   double bits_per_key;
-  double expected_fpr;     /**< 0 for retrieval structures */
+  double expected_fpr; /**< 0 for retrieval structures */
 } ribbon_info;
 
 /** The version of this ABI the library implements (RIBBON_C_API_VERSION). */
@@ -78,16 +78,14 @@ RIBBON_C_API int ribbon_get_info(const ribbon_reader* reader, ribbon_info* out);
 /** Membership of one key: 1 (maybe in the set; always for members), 0 (not in the set), or
  * RIBBON_ERROR (a key of the other kind, or a retrieval structure). */
 RIBBON_C_API int ribbon_contains_u64(const ribbon_reader* reader, uint64_t key);
-RIBBON_C_API int ribbon_contains_bytes(const ribbon_reader* reader, const void* key,
-                                       uint64_t size);
+RIBBON_C_API int ribbon_contains_bytes(const ribbon_reader* reader, const void* key, uint64_t size);
 
 /** Batched membership: out[i] = 1 or 0 for keys[i]. Byte-string keys in Arrow layout: key i
  * is data[offsets[i] .. offsets[i + 1]) (count + 1 offsets). Runs on the calling thread. */
 RIBBON_C_API int ribbon_contains_u64_batch(const ribbon_reader* reader, const uint64_t* keys,
                                            uint64_t count, uint8_t* out);
 RIBBON_C_API int ribbon_contains_bytes_batch(const ribbon_reader* reader, const void* data,
-                                             const uint64_t* offsets, uint64_t count,
-                                             uint8_t* out);
+                                             const uint64_t* offsets, uint64_t count, uint8_t* out);
 
 /** Retrieval structures: the value stored for a key (an arbitrary r-bit value for others). */
 RIBBON_C_API int ribbon_lookup_u64(const ribbon_reader* reader, uint64_t key, uint32_t* value);
@@ -96,8 +94,7 @@ RIBBON_C_API int ribbon_lookup_bytes(const ribbon_reader* reader, const void* ke
 RIBBON_C_API int ribbon_lookup_u64_batch(const ribbon_reader* reader, const uint64_t* keys,
                                          uint64_t count, uint32_t* out);
 RIBBON_C_API int ribbon_lookup_bytes_batch(const ribbon_reader* reader, const void* data,
-                                           const uint64_t* offsets, uint64_t count,
-                                           uint32_t* out);
+                                           const uint64_t* offsets, uint64_t count, uint32_t* out);
 
 #ifdef __cplusplus
 }
