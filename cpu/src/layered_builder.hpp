@@ -163,9 +163,7 @@ class layered_builder {
     const std::uint64_t groups = divide_round_up(shards, per_group);
     std::atomic<std::uint64_t> conflict{no_conflict};  // smallest conflicting hash
     auto solve_group = [&](std::uint64_t group) {
-      if (progress_ && progress_->cancel.load(std::memory_order_relaxed)) {
-        throw error("build cancelled");
-      }
+      throw_if_cancelled();
       workspace<Width, Result, Record>& ws = workspaces_.local();
       const std::uint64_t first = group * per_group;  // relative to first_shard
       const auto lanes = static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
@@ -246,6 +244,13 @@ class layered_builder {
     return true;
   }
 
+  /// Stops the build when another thread set progress->cancel (Ctrl-C in the Python module).
+  void throw_if_cancelled() const {
+    if (progress_ && progress_->cancel.load(std::memory_order_relaxed)) {
+      throw error("build cancelled");
+    }
+  }
+
   /// Announces a layer to the progress display.
   void start_layer(std::uint32_t l, std::uint64_t shards) {
     if (!progress_) return;
@@ -314,7 +319,12 @@ class layered_builder {
     start_layer(l, g.num_shards());
     hashes = allocate_array<Record>(n);
     std::vector<std::uint64_t> offsets;
-    partition_by_shard(n, source, g, hashes.get(), offsets, l == 0 ? &stats_.hash_seconds : nullptr,
+    // The partition passes read every key: look at the cancel flag every 2^16 keys.
+    auto polled = [&](std::uint64_t i) {
+      if ((i & 0xFFFF) == 0) throw_if_cancelled();
+      return source(i);
+    };
+    partition_by_shard(n, polled, g, hashes.get(), offsets, l == 0 ? &stats_.hash_seconds : nullptr,
                        l == 0 ? &stats_.partition_seconds : nullptr);
     const auto solve_start = clock_type::now();
     aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
