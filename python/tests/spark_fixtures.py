@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -89,6 +90,8 @@ def spark():
     pyspark = pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
+    # The executors' Python workers run this interpreter (numpy, pyarrow, ribbon on its path).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (
         SparkSession.builder.master("local[2,4]")
         .appName("ribbon-tests")
@@ -97,6 +100,7 @@ def spark():
         .config("spark.default.parallelism", "4")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
