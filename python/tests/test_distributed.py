@@ -131,3 +131,15 @@ def test_bad_options_and_paths_fail_before_any_work(tmp_path):
         dist.build_params("u64", width=48)
     with pytest.raises(ribbon.Error, match="key kind"):
         dist.build_params("floats")
+
+
+def test_the_process_pool_example_equals_the_cli(tmp_path):
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+    import process_pool_engine
+
+    keys = random_u64(40000, seed=10)
+    out = str(tmp_path / "p.ribbon")
+    process_pool_engine.build(np.array_split(keys, 5), out, workers=2, **SMALL)
+    assert open(out, "rb").read() == cli_build(keys, str(tmp_path), *CLI_SMALL)
