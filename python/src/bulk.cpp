@@ -103,7 +103,7 @@ Use it as a context manager: leaving the block removes every temporary file.)")
           [](bulk_build* self, const std::string& kind, std::optional<std::uint64_t> memory_limit,
              std::optional<std::string> tmp_dir, std::optional<std::uint64_t> expected_keys,
              std::optional<double> fpr, std::optional<std::int64_t> bits, std::int64_t width,
-             const std::string& variant, std::int64_t seed, std::optional<std::int64_t> threads,
+             const std::string& variant, std::uint64_t seed, std::optional<std::int64_t> threads,
              std::optional<std::int64_t> shard_size) {
             ribbon::bulk_options options;
             options.build = to_build_options(

@@ -337,7 +337,7 @@ A key that is not in the set gets an arbitrary value below 2^bits.)")
       "build",
       [](nb::handle keys, nb::handle values, std::optional<double> fpr,
          std::optional<std::int64_t> bits, std::int64_t width, const std::string& variant,
-         std::int64_t seed, std::optional<std::int64_t> threads,
+         std::uint64_t seed, std::optional<std::int64_t> threads,
          std::optional<std::int64_t> shard_size, std::optional<double> slack,
          std::optional<double> success_probability, const std::string& backend,
          std::optional<std::string> key_kind) {

@@ -344,7 +344,7 @@ void bind_keys(nb::module_& m) {
   using namespace ribbon::python;
   m.def(
       "hash_keys",
-      [](nb::handle keys, std::int64_t seed, std::optional<std::string> kind) {
+      [](nb::handle keys, std::uint64_t seed, std::optional<std::string> kind) {
         std::optional<ribbon::key_kind> expected;
         if (kind) expected = key_kind_from_name(*kind);
         const key_views views = to_key_views(keys, expected);

@@ -50,7 +50,7 @@ build_options to_build_options(const build_arguments& a) {
   }
   if (a.bits) o.result_bits = checked_u32(*a.bits, "bits", 1);
   o.width = checked_u32(a.width, "width", 1);
-  o.seed = static_cast<std::uint64_t>(a.seed);
+  o.seed = a.seed;
   if (a.threads) o.threads = checked_u32(*a.threads, "threads", 1);
   if (a.shard_size) o.shard_size = checked_u32(*a.shard_size, "shard_size", 1);
   if (a.slack) o.slack = *a.slack;

@@ -15,7 +15,7 @@ struct build_arguments {
   std::optional<std::int64_t> bits;
   std::int64_t width = 64;
   std::string variant = "bumped";
-  std::int64_t seed = 0;  ///< any Python int in [-2^63, 2^64) (negative: two's complement)
+  std::uint64_t seed = 0;  ///< the hash seed, 0 to 2^64 - 1
   std::optional<std::int64_t> threads;
   std::optional<std::int64_t> shard_size;
   std::optional<double> slack;
