@@ -311,3 +311,15 @@ def test_save_to_a_missing_directory_raises(tmp_path, random_u64):
     with pytest.raises(OSError):
         f.save(tmp_path / "missing" / "f.ribbon")
     assert not (tmp_path / "missing").exists()
+
+
+def test_negative_integers_are_their_twos_complement():
+    signed = np.array([-1, -2, -(2**31), 5, -(2**63)], np.int64)
+    as_u64 = signed.view(np.uint64)
+    reference = ribbon.build(as_u64).to_bytes()
+    assert ribbon.build(signed).to_bytes() == reference
+    assert ribbon.build(signed.tolist()).to_bytes() == reference
+    assert ribbon.build(signed[:4].astype(np.int32)).to_bytes() == ribbon.build(as_u64[:4]).to_bytes()
+    assert ribbon.build(pa.array(signed)).to_bytes() == reference
+    small = np.array([-1, -2, 5], np.int8)
+    assert np.array_equal(ribbon.hash_keys(small), ribbon.hash_keys(small.astype(np.int64).view(np.uint64)))
