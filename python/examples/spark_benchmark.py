@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -60,6 +61,7 @@ def main() -> None:
         cli_seconds = time.monotonic() - start
         print(f"ribbon build: {cli_seconds:.2f} s")
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
     from pyspark.sql import SparkSession
 
     import ribbon.distributed as dist
