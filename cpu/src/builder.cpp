@@ -92,7 +92,7 @@ template <class MakeHash>
 filter build_filter(key_kind kind, std::uint64_t count, const build_options& options,
                     build_stats* stats, const MakeHash& make_hash) {
   const filter_params p = detail::params_from(options, kind);
-  return detail::build_in_memory(p, options, count, make_hash(p), stats, nullptr);
+  return detail::build_in_memory(p, options, count, make_hash(p), stats, options.progress);
 }
 
 /// Retrieval builds: the records are key hashes with their values.
@@ -104,7 +104,7 @@ filter build_retrieval(key_kind kind, const std::uint32_t* values, std::uint64_t
   detail::check_values(values, count, p.result_bits);
   const auto key_hash = make_hash(p);
   auto record = [&](std::uint64_t i) { return detail::keyed_value{key_hash(i), values[i]}; };
-  return detail::build_in_memory(p, options, count, record, stats, nullptr);
+  return detail::build_in_memory(p, options, count, record, stats, options.progress);
 }
 
 auto u64_hash(const std::uint64_t* keys) {

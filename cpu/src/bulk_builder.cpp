@@ -378,38 +378,26 @@ class out_of_core_layer {
   void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
     if (stopped()) return;
     if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi);
-    const layer_geometry& g = layer_.geometry;
     const std::uint64_t n = keys.size();
-    auto partitioned = allocate_array<std::uint64_t>(std::max<std::uint64_t>(n, 1));
-    std::vector<std::uint64_t> offsets, counts;
-    const std::uint64_t* loaded = keys.data();
-    detail::partition_shard_range(
-        n, [loaded](std::uint64_t i) { return loaded[i]; }, g, lo, hi, partitioned.get(), offsets,
-        nullptr, nullptr);
-    keys = {};  // the pass's peak is the partitioned copy plus the solution window
-    const std::uint64_t distinct =
-        builder_.drop_repeats(g, lo, hi, partitioned.get(), offsets, counts);
-    count_distinct(distinct, n);
-    if (stopped()) return;
-    if (distinct != n) {  // close the gaps: each group's distinct keys lead it
-      detail::gather_fronts(partitioned.get(), offsets, counts);
-      for (std::size_t s = 0; s < counts.size(); ++s) offsets[s + 1] = offsets[s] + counts[s];
-    }
-    if (counting_only()) {
-      for (std::uint64_t i = 0; i < distinct; ++i) {
-        distinct_parts_[partitioned[i] >> (64 - bits_)]->push(partitioned[i]);
-      }
-      return;
-    }
     std::uint64_t window_bytes = 0;
-    aligned_bytes window = solution_window(lo, hi, window_bytes);
-    std::vector<std::uint64_t> bumped_counts(hi - lo);
-    if (!builder_.solve_range(g, lo, hi, partitioned.get(), offsets, true,
-                              {threshold_window(lo), window.get()}, &bumped_counts)) {
-      throw error("internal error: a bumped layer failed to solve");
-    }
-    const std::uint64_t bumped = detail::gather_fronts(partitioned.get(), offsets, bumped_counts);
-    write_range(window.get(), window_bytes, partitioned.get(), bumped);
+    aligned_bytes window;
+    bool solved = false;  // make_windows() is called only when the range is solved
+    auto make_windows = [&] {
+      solved = true;
+      window = solution_window(lo, hi, window_bytes);
+      return detail::section_windows{threshold_window(lo), window.get()};
+    };
+    auto proceed = [&](const std::uint64_t* distinct_keys, std::uint64_t distinct) {
+      count_distinct(distinct, n);
+      if (stopped()) return false;
+      if (!counting_only()) return true;
+      for (std::uint64_t i = 0; i < distinct; ++i) {
+        distinct_parts_[distinct_keys[i] >> (64 - bits_)]->push(distinct_keys[i]);
+      }
+      return false;
+    };
+    builder_.solve_shard_range(layer_.geometry, lo, hi, keys, make_windows, proceed);
+    if (solved) write_range(window.get(), window_bytes, keys.data(), keys.size());
   }
 
   /// The range on the caller's solver (e.g. the GPU), in a background thread: while it

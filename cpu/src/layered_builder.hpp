@@ -214,6 +214,7 @@ class layered_builder {
     const std::uint64_t groups = divide_round_up(shards, per_group);
     std::atomic<std::uint64_t> conflict{no_conflict};  // smallest conflicting hash
     auto solve_group = [&](std::uint64_t group) {
+      throw_if_cancelled();
       workspace<Width, Result, Record>& ws = workspaces_.local();
       const std::uint64_t first = group * per_group;  // relative to first_shard
       const auto lanes = static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
@@ -265,6 +266,60 @@ class layered_builder {
     return solved;
   }
 
+  /// The shard-range step of the out-of-core and distributed builds: over `keys` (layer
+  /// hashes of shards [lo, hi) of a bumped layer, any order), groups them by shard, sorts each
+  /// shard and drops its repeats (drop_repeats). Then, if proceed(distinct, count) agrees
+  /// (`distinct`: the range's distinct records, sorted), solves them into the windows that
+  /// make_windows() returns (called once the keys are released, so the peak is the
+  /// partitioned copy plus the windows) and leaves the range's bumped keys in `keys`, in shard
+  /// order. Returns the distinct count.
+  template <class MakeWindows, class Proceed>
+  std::uint64_t solve_shard_range(const layer_geometry& g, std::uint64_t lo, std::uint64_t hi,
+                                  std::vector<Record>& keys, const MakeWindows& make_windows,
+                                  const Proceed& proceed) {
+    const std::uint64_t n = keys.size();
+    auto partitioned = allocate_array<Record>(std::max<std::uint64_t>(n, 1));
+    std::vector<std::uint64_t> offsets, counts;
+    const Record* loaded = keys.data();
+    partition_shard_range(
+        n, [loaded](std::uint64_t i) { return loaded[i]; }, g, lo, hi, partitioned.get(), offsets,
+        nullptr, nullptr);
+    keys = {};
+    const std::uint64_t distinct = drop_repeats(g, lo, hi, partitioned.get(), offsets, counts);
+    if (distinct != n) {  // close the gaps: each group's distinct keys lead it
+      gather_fronts(partitioned.get(), offsets, counts);
+      for (std::size_t s = 0; s < counts.size(); ++s) offsets[s + 1] = offsets[s] + counts[s];
+    }
+    if (!proceed(static_cast<const Record*>(partitioned.get()), distinct)) return distinct;
+    std::vector<std::uint64_t> bumped_counts(hi - lo);
+    if (!solve_range(g, lo, hi, partitioned.get(), offsets, true, make_windows(), &bumped_counts)) {
+      throw error("internal error: a bumped layer failed to solve");
+    }
+    const std::uint64_t bumped = gather_fronts(partitioned.get(), offsets, bumped_counts);
+    keys.assign(partitioned.get(), partitioned.get() + bumped);
+    return distinct;
+  }
+
+  /// partition_by_shard(), looking at the cancel flag every 2^16 keys: the partition passes
+  /// read every key.
+  template <class Source>
+  void partition_polled(std::uint64_t n, const Source& source, const layer_geometry& g, Record* out,
+                        std::vector<std::uint64_t>& offsets, double* hash_seconds,
+                        double* partition_seconds) {
+    auto polled = [&](std::uint64_t i) {
+      if ((i & 0xFFFF) == 0) throw_if_cancelled();
+      return source(i);
+    };
+    partition_by_shard(n, polled, g, out, offsets, hash_seconds, partition_seconds);
+  }
+
+  /// Stops the build when another thread set progress->cancel (Ctrl-C in the Python module).
+  void throw_if_cancelled() const {
+    if (progress_ && progress_->cancel.load(std::memory_order_relaxed)) {
+      throw error("build cancelled");
+    }
+  }
+
   /// Announces a layer to the progress display.
   void start_layer(std::uint32_t l, std::uint64_t shards) {
     if (!progress_) return;
@@ -292,7 +347,7 @@ class layered_builder {
     layer.geometry = bumped_layer_geometry(n, p_, sizing_);
     aligned_array<Record> hashes = allocate_array<Record>(n);
     std::vector<std::uint64_t> offsets;
-    partition_by_shard(n, source, layer.geometry, hashes.get(), offsets, nullptr, nullptr);
+    partition_polled(n, source, layer.geometry, hashes.get(), offsets, nullptr, nullptr);
     solve_layer(l, n, hashes.get(), offsets, false, layer, buffers);  // a bumped layer solves
     return hashes;
   }
@@ -306,7 +361,7 @@ class layered_builder {
   std::uint64_t distinct_records(std::uint64_t n, const Source& source, Record* out) {
     const layer_geometry g = bumped_layer_geometry(n, p_, default_sizing(p_.width));
     std::vector<std::uint64_t> offsets, distinct_counts;
-    partition_by_shard(n, source, g, out, offsets, &stats_.hash_seconds, &stats_.partition_seconds);
+    partition_polled(n, source, g, out, offsets, &stats_.hash_seconds, &stats_.partition_seconds);
     drop_repeats(g, 0, g.num_shards(), out, offsets, distinct_counts);
     return gather_fronts(out, offsets, distinct_counts);
   }

@@ -38,7 +38,18 @@ add_test(NAME consumer.build_and_run
                    "-DCMAKE_BUILD_TYPE=$<CONFIG>"
                    "-DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}"
                    "-DCMAKE_CXX_FLAGS=${RIBBON_CONSUMER_FLAGS}"
+                   "-DCMAKE_C_FLAGS=${RIBBON_CONSUMER_FLAGS}"
                    "-DCMAKE_EXE_LINKER_FLAGS=${RIBBON_CONSUMER_FLAGS}"
                  --test-command ribbon_consumer "${RIBBON_CONSUMER_BUILD}/consumer.ribbon")
 set_tests_properties(consumer.build_and_run PROPERTIES
-                     FIXTURES_REQUIRED ribbon_consumer_prefix LABELS consumer TIMEOUT 300)
+                     FIXTURES_REQUIRED ribbon_consumer_prefix
+                     FIXTURES_SETUP ribbon_consumer_file LABELS consumer TIMEOUT 300)
+
+# The C ABI from C: the consumer's C program (built above against the installed
+# ribbon::reader) reads the file ribbon_consumer wrote. The installed library's directory is
+# on the run-time path of the build tree's executable.
+add_test(NAME consumer.c_reader
+         COMMAND "${RIBBON_CONSUMER_BUILD}/ribbon_c_reader" "${RIBBON_CONSUMER_BUILD}/consumer.ribbon")
+set_tests_properties(consumer.c_reader PROPERTIES
+                     FIXTURES_REQUIRED "ribbon_consumer_prefix;ribbon_consumer_file"
+                     LABELS consumer TIMEOUT 60)

@@ -1,5 +1,6 @@
 // Builds a filter through the installed package, checks it, saves it, reloads it, checks again.
-// Exits non-zero on any failure. Usage: ribbon_consumer [filter-file-path]
+// Exits non-zero on any failure. Usage: ribbon_consumer [filter-file-path]; a path given is
+// kept (the C reader test, reader.c, reads it), the default one is removed.
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
 
     built.save(path);
     const ribbon::filter loaded = ribbon::filter::load(path);
-    std::remove(path.c_str());
+    if (argc <= 1) std::remove(path.c_str());
     if (loaded.key_count() != keys.size() || loaded.serialize() != built.serialize()) {
       std::fprintf(stderr, "FAIL: the reloaded filter differs from the saved one\n");
       return 1;

@@ -36,6 +36,9 @@ struct build_progress {
   std::atomic<std::uint64_t> keys{0};  ///< keys added so far
   std::atomic<std::uint64_t> done{0};
   std::atomic<std::uint64_t> total{0};
+  /// Set by another thread (e.g. on Ctrl-C) to stop the build: the builder throws
+  /// ribbon::error("build cancelled") at its next group of shards, and writes no file.
+  std::atomic<bool> cancel{false};
 };
 
 /// Visits a build's key hashes, chunk by chunk: visit(hashes, count).

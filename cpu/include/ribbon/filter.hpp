@@ -17,6 +17,8 @@
 
 namespace ribbon {
 
+struct build_progress;  // bulk_builder.hpp
+
 /// What to build.
 struct build_options {
   filter_variant variant = filter_variant::bumped;  ///< see filter_variant
@@ -34,6 +36,8 @@ struct build_options {
   std::uint64_t shard_size = 0;  ///< start positions per shard (power of two); 0: default
   std::uint64_t seed = 0;        ///< hash seed; the file is a function of keys, params, seed
   std::uint32_t threads = 0;     ///< worker threads; 0: all hardware threads
+  /// Optional (filter::build): progress counters, and the flag that cancels the build.
+  build_progress* progress = nullptr;
 };
 
 /// Wall-clock times of the build's stages (seconds) and layer counts.

@@ -1,0 +1,41 @@
+# RIBBON_BUILD_PYTHON: the Python package's nanobind extension (python/CMakeLists.txt).
+# AUTO builds it where a Python interpreter with development headers and nanobind are found.
+# The interpreter: Python_EXECUTABLE if given, else the repository's .venv (the quick start
+# makes one), else the first python3 on the PATH. Under scikit-build-core (pip install .) the
+# interpreter doing the install is used.
+set(RIBBON_WITH_PYTHON OFF)
+if(RIBBON_BUILD_PYTHON STREQUAL "AUTO" AND RIBBON_SANITIZE AND NOT SKBUILD)
+  # A sanitized extension cannot be loaded by an uninstrumented interpreter.
+  message(STATUS "ribbon: Python extension OFF (RIBBON_SANITIZE is set)")
+elseif(RIBBON_BUILD_PYTHON)
+  if(NOT DEFINED Python_EXECUTABLE AND NOT SKBUILD AND EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+    set(Python_EXECUTABLE "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+  endif()
+  if(RIBBON_BUILD_PYTHON STREQUAL "AUTO")
+    find_package(Python 3.8 COMPONENTS Interpreter Development.Module)
+  else()
+    find_package(Python 3.8 REQUIRED COMPONENTS Interpreter Development.Module)
+  endif()
+  if(Python_FOUND AND NOT nanobind_DIR)
+    execute_process(COMMAND "${Python_EXECUTABLE}" -m nanobind --cmake_dir
+                    OUTPUT_VARIABLE ribbon_nanobind_dir OUTPUT_STRIP_TRAILING_WHITESPACE
+                    RESULT_VARIABLE ribbon_nanobind_status ERROR_QUIET)
+    if(ribbon_nanobind_status EQUAL 0)
+      set(nanobind_DIR "${ribbon_nanobind_dir}" CACHE PATH "nanobind's CMake directory")
+    endif()
+  endif()
+  if(Python_FOUND)
+    find_package(nanobind CONFIG QUIET)
+  endif()
+  if(Python_FOUND AND nanobind_FOUND)
+    set(RIBBON_WITH_PYTHON ON)
+  elseif(NOT RIBBON_BUILD_PYTHON STREQUAL "AUTO")
+    message(FATAL_ERROR "RIBBON_BUILD_PYTHON=ON needs Python (with its development headers) and "
+                        "nanobind: pip install nanobind, or set Python_EXECUTABLE")
+  endif()
+endif()
+message(STATUS "ribbon: Python extension ${RIBBON_WITH_PYTHON} (RIBBON_BUILD_PYTHON=${RIBBON_BUILD_PYTHON}"
+               ", ${Python_EXECUTABLE})")
+if(RIBBON_WITH_PYTHON)
+  add_subdirectory(python)
+endif()

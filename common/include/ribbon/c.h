@@ -1,0 +1,103 @@
+/* ribbon/c.h: the stable C ABI of ribbon's query-only reader (library ribbon_reader, CMake
+ * target ribbon::reader; no oneTBB, no CUDA). Opens any filter file (CPU-, GPU-, CLI- or
+ * Python-built) from a path (mmap) or a buffer, and answers membership and retrieval queries
+ * for integer and byte-string keys. For services in C and, through their FFIs, Java, Go, Rust
+ * and Python (ctypes).
+ *
+ * Errors: functions that can fail return RIBBON_OK (0) or RIBBON_ERROR (-1); then
+ * ribbon_last_error() gives the message (the C++ library's: which file, what is wrong) for
+ * the calling thread. A reader is immutable: queries may run concurrently from any threads.
+ */
+#ifndef RIBBON_C_H
+#define RIBBON_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(RIBBON_C_API_BUILD)
+#define RIBBON_C_API __attribute__((visibility("default")))
+#else
+#define RIBBON_C_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Bumped on incompatible changes of this header. */
+#define RIBBON_C_API_VERSION 1
+
+#define RIBBON_OK 0
+#define RIBBON_ERROR (-1)
+
+/** Key kinds (ribbon_info.key_kind). */
+#define RIBBON_KEYS_U64 0   /**< 64-bit integers (built from u64/hex64 files, integer arrays) */
+#define RIBBON_KEYS_BYTES 1 /**< byte strings (built from lines files, strings) */
+
+/** An open filter file. */
+typedef struct ribbon_reader ribbon_reader;
+
+/** What a file stores (the fields of `ribbon info`). */
+typedef struct ribbon_info {
+  uint32_t format_version;
+  uint32_t variant;  /**< 0 bumped, 1 standard, 2 homogeneous, 3 retrieval, 4 standard-retrieval */
+  uint32_t key_kind; /**< RIBBON_KEYS_U64 or RIBBON_KEYS_BYTES */
+  uint32_t width;    /**< ribbon width w */
+  uint32_t result_bits; /**< r: FPR about 2^-r; value bits of retrieval structures */
+  uint32_t num_layers;
+  uint32_t is_retrieval; /**< 1: query with ribbon_lookup_*, 0: ribbon_contains_* */
+  uint32_t reserved;
+  uint64_t key_count;
+  uint64_t file_bytes;
+  uint64_t seed;
+  uint64_t shard_size;
+  double bits_per_key;
+  double expected_fpr; /**< 0 for retrieval structures */
+} ribbon_info;
+
+/** The version of this ABI the library implements (RIBBON_C_API_VERSION). */
+RIBBON_C_API int ribbon_c_api_version(void);
+
+/** The message of the last failed call on this thread ("" if none). Valid until the next
+ * call on this thread. */
+RIBBON_C_API const char* ribbon_last_error(void);
+
+/** Opens a filter file: mapped (mmap) and validated; verify_checksums != 0 also checks every
+ * section's checksum (reads the whole file). On success *out is the reader. */
+RIBBON_C_API int ribbon_open_file(const char* path, int verify_checksums, ribbon_reader** out);
+
+/** Opens a file image held in memory (copied; the buffer may be freed afterwards). */
+RIBBON_C_API int ribbon_open_buffer(const void* data, uint64_t size, int verify_checksums,
+                                    ribbon_reader** out);
+
+/** Closes a reader (NULL is allowed). */
+RIBBON_C_API void ribbon_close(ribbon_reader* reader);
+
+RIBBON_C_API int ribbon_get_info(const ribbon_reader* reader, ribbon_info* out);
+
+/** Membership of one key: 1 (maybe in the set; always for members), 0 (not in the set), or
+ * RIBBON_ERROR (a key of the other kind, or a retrieval structure). */
+RIBBON_C_API int ribbon_contains_u64(const ribbon_reader* reader, uint64_t key);
+RIBBON_C_API int ribbon_contains_bytes(const ribbon_reader* reader, const void* key, uint64_t size);
+
+/** Batched membership: out[i] = 1 or 0 for keys[i]. Byte-string keys in Arrow layout: key i
+ * is data[offsets[i] .. offsets[i + 1]) (count + 1 offsets). Runs on the calling thread. */
+RIBBON_C_API int ribbon_contains_u64_batch(const ribbon_reader* reader, const uint64_t* keys,
+                                           uint64_t count, uint8_t* out);
+RIBBON_C_API int ribbon_contains_bytes_batch(const ribbon_reader* reader, const void* data,
+                                             const uint64_t* offsets, uint64_t count, uint8_t* out);
+
+/** Retrieval structures: the value stored for a key (an arbitrary r-bit value for others). */
+RIBBON_C_API int ribbon_lookup_u64(const ribbon_reader* reader, uint64_t key, uint32_t* value);
+RIBBON_C_API int ribbon_lookup_bytes(const ribbon_reader* reader, const void* key, uint64_t size,
+                                     uint32_t* value);
+RIBBON_C_API int ribbon_lookup_u64_batch(const ribbon_reader* reader, const uint64_t* keys,
+                                         uint64_t count, uint32_t* out);
+RIBBON_C_API int ribbon_lookup_bytes_batch(const ribbon_reader* reader, const void* data,
+                                           const uint64_t* offsets, uint64_t count, uint32_t* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RIBBON_C_H */

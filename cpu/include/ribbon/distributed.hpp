@@ -1,0 +1,148 @@
+/// @file distributed.hpp
+/// The steps of a distributed build (Spark, Dask, Ray, ...), each a function an engine calls
+/// where it likes: plan a layer, hash keys, route hashes to shard ranges, solve a range into
+/// a part file, finish the small last layers in one place, assemble the file.
+///
+/// A bumped layer's shards are independent, so its shard ranges can be solved on different
+/// machines exactly as the out-of-core builder solves them one after another. The file is a
+/// pure function of the distinct key hashes, the options and the seed: byte-identical to
+/// filter::build() and `ribbon build` over the same distinct keys, whatever the partitioning,
+/// the order of rows, the order in which ranges are solved, or task retries.
+///
+/// The driver's loop (README "Spark"):
+///   hash the keys as `ribbon build` does (hash_u64(key, seed_mix(seed)), hash_bytes(key, seed));
+///   n = distinct key hashes (layer 0's geometry needs it; see solve_range's counts);
+///   for each layer l while !finish_in_one_place(p, l, n, ...):
+///     plan = plan_layer(p, l, n, range_keys);
+///     the engine routes every layer-l hash (to_layer_hashes) to plan.range_of(hash) and runs
+///     solve_range for each range (anywhere, any order, retried at will): it writes the
+///     range's part file and returns the range's bumped hashes;
+///     n = the ranges' bumped hashes (layer l + 1's keys);
+///   finish_layers() builds the last layers from the bumped hashes in memory;
+///   assemble() writes the file from the plans, the part files and the finished layers.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ribbon/filter.hpp"
+#include "ribbon/layer.hpp"
+#include "ribbon/params.hpp"
+
+namespace ribbon::distributed {
+
+/// The parameters `ribbon build` uses for these options and key kind. Throws ribbon::error
+/// for invalid options and for variants other than the bumped filter (the distributed build
+/// builds bumped filters only).
+filter_params build_params(const build_options& options, key_kind keys);
+
+/// One distributed layer: its geometry and its cut into ranges of whole shards.
+struct layer_plan {
+  std::uint32_t layer = 0;
+  std::uint64_t input_keys = 0;  ///< distinct keys that reach the layer
+  std::uint64_t salt = 0;        ///< bumped_layer_salt(seed, layer)
+  layer_geometry geometry;
+  std::uint64_t shards_per_range = 1;
+
+  std::uint64_t num_ranges() const {
+    return detail::divide_round_up(geometry.num_shards(), shards_per_range);
+  }
+  /// The range of a layer hash (shards are monotone in the hash, so ranges are too).
+  std::uint64_t range_of(std::uint64_t layer_hash) const {
+    return geometry.shard_of(layer_hash) / shards_per_range;
+  }
+  std::uint64_t first_shard(std::uint64_t range) const { return range * shards_per_range; }
+  std::uint64_t end_shard(std::uint64_t range) const {
+    return std::min(geometry.num_shards(), (range + 1) * shards_per_range);
+  }
+  /// Bytes of range `range`'s part file: its threshold words, then its solution blocks.
+  std::uint64_t threshold_bytes(const filter_params& p, std::uint64_t range) const;
+  std::uint64_t solution_bytes(const filter_params& p, std::uint64_t range) const;
+  std::uint64_t part_bytes(const filter_params& p, std::uint64_t range) const {
+    return threshold_bytes(p, range) + solution_bytes(p, range);
+  }
+};
+
+/// Plans bumped layer `layer` for `keys` distinct keys in ranges of about `range_keys` keys
+/// (whole shards, at least one). Throws ribbon::error if the layer is not a distributed one
+/// (see finish_in_one_place).
+layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
+                      std::uint64_t range_keys);
+
+/// Is layer `layer`, reached by `keys` keys, finished in one place (finish_layers)? Yes for
+/// the final plain layer and for layers of at most `max_keys` keys; layer 0 never is.
+bool finish_in_one_place(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
+                         std::uint64_t max_keys);
+
+/// Turns layer-(l-1) hashes (the bumped hashes a range returns) into layer-l hashes, in
+/// place; layer 0's hashes are the key hashes themselves (nothing to do).
+void to_layer_hashes(const layer_plan& plan, std::uint64_t* hashes, std::uint64_t n);
+
+/// Routes layer hashes to their ranges: ranges[i] = plan.range_of(hashes[i]).
+void route(const layer_plan& plan, const std::uint64_t* hashes, std::uint64_t n,
+           std::uint64_t* ranges);
+
+/// Groups hashes by range, in place (stable): on return the hashes of range r are at
+/// [offsets[r], offsets[r + 1]); offsets gets plan.num_ranges() + 1 entries.
+void group_by_range(const layer_plan& plan, std::uint64_t* hashes, std::uint64_t n,
+                    std::vector<std::uint64_t>& offsets);
+
+/// What solve_range() did.
+struct range_outcome {
+  std::uint64_t received_keys = 0;    ///< hashes given, repeats included
+  std::uint64_t distinct_keys = 0;    ///< distinct hashes (what the layer's key count counts)
+  bool solved = false;                ///< false: skipped (repeats found and skip_if_repeats)
+  std::vector<std::uint64_t> bumped;  ///< the range's bumped layer hashes, in shard order
+};
+
+/// Solves range `range` of a layer over `hashes` (layer hashes of that range, in any order,
+/// repeats allowed; a hash of another range is an error) and writes its part file to
+/// `part_path` (a temporary name in the same directory, then a rename, so a retried or
+/// speculative task leaves one complete part). Repeated hashes are dropped first. With
+/// `skip_if_repeats`, a range that finds repeats returns their count and solves nothing: the
+/// layer's key count was too high (the engine planned layer 0 before it knew the distinct
+/// count) and the layer must be planned again. `threads`: worker threads (0: all).
+range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::uint64_t range,
+                          std::vector<std::uint64_t> hashes, const std::string& part_path,
+                          bool skip_if_repeats = false, std::uint32_t threads = 0);
+
+/// The last layers of a build, built in memory by the in-memory builder.
+class finished_layers {
+ public:
+  finished_layers();
+  ~finished_layers();
+  finished_layers(finished_layers&&) noexcept;
+  finished_layers& operator=(finished_layers&&) noexcept;
+  const std::vector<format::layer_image>& layers() const;
+
+ private:
+  friend finished_layers finish_layers(const filter_params&, std::uint32_t, const std::uint64_t*,
+                                       std::uint64_t, std::uint32_t);
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// Builds layers `first_layer`, ... from the `n` bumped hashes of layer first_layer - 1
+/// (layer-(first_layer - 1) hashes, in any order), on `threads` threads (0: all).
+finished_layers finish_layers(const filter_params& p, std::uint32_t first_layer,
+                              const std::uint64_t* bumped_hashes, std::uint64_t n,
+                              std::uint32_t threads = 0);
+
+/// A distributed layer as assemble() needs it: its plan, its bumped count (the sum of its
+/// ranges') and its part files in range order.
+struct solved_layer {
+  layer_plan plan;
+  std::uint64_t bumped_keys = 0;
+  std::vector<std::string> parts;
+};
+
+/// Writes the file: header, the distributed layers (their sections concatenated from the part
+/// files, whose sizes are checked), then the finished layers; to a temporary file renamed
+/// over `path`. `key_count` is layer 0's input_keys (or 0 for an empty build).
+void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
+              const std::vector<solved_layer>& layers, const finished_layers* rest);
+
+}  // namespace ribbon::distributed

@@ -1,0 +1,203 @@
+// The C ABI of ribbon/c.h over ribbon::filter's loading and scalar queries (no oneTBB: this
+// file, filter.cpp and common/ make the ribbon_reader library).
+#include "ribbon/c.h"
+
+#include <exception>
+#include <functional>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include "ribbon/filter.hpp"
+
+struct ribbon_reader {
+  ribbon::filter filter;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+/// Runs f(), returning RIBBON_OK, or RIBBON_ERROR with the message kept for ribbon_last_error.
+template <class F>
+int guarded(F&& f) {
+  try {
+    f();
+    last_error.clear();
+    return RIBBON_OK;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+  } catch (...) {
+    last_error = "unknown error";
+  }
+  return RIBBON_ERROR;
+}
+
+void require(bool condition, const char* message) {
+  if (!condition) throw ribbon::error(message);
+}
+
+/// The reader, checked to be a filter (retrieval == false) or retrieval structure of `kind`.
+const ribbon::filter& checked(const ribbon_reader* reader, ribbon::key_kind kind, bool retrieval) {
+  require(reader != nullptr, "reader is NULL");
+  const ribbon::filter& f = reader->filter;
+  // The scalar queries check kind and variant and throw the library's message.
+  if (f.params().keys != kind || f.is_retrieval() != retrieval) {
+    if (retrieval) {
+      (void)(kind == ribbon::key_kind::u64 ? f.lookup(std::uint64_t{0})
+                                           : f.lookup(std::string_view()));
+    } else {
+      (void)(kind == ribbon::key_kind::u64 ? f.contains(std::uint64_t{0})
+                                           : f.contains(std::string_view()));
+    }
+  }
+  return f;
+}
+
+/// Key i of an Arrow-layout batch.
+std::string_view key_at(const void* data, const uint64_t* offsets, uint64_t i) {
+  require(offsets[i] <= offsets[i + 1], "byte-string key offsets must not decrease");
+  return {static_cast<const char*>(data) + offsets[i],
+          static_cast<std::size_t>(offsets[i + 1] - offsets[i])};
+}
+
+void check_batch(const void* keys, const void* out, uint64_t count) {
+  require(count == 0 || (keys != nullptr && out != nullptr), "keys or out is NULL");
+}
+
+int open_with(ribbon_reader** out, const std::function<ribbon::filter()>& open) {
+  return guarded([&] {
+    require(out != nullptr, "out is NULL");
+    *out = nullptr;
+    ribbon::filter f = open();
+    *out = new ribbon_reader{std::move(f)};
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+int ribbon_c_api_version(void) {
+  return RIBBON_C_API_VERSION;
+}
+
+const char* ribbon_last_error(void) {
+  return last_error.c_str();
+}
+
+int ribbon_open_file(const char* path, int verify_checksums, ribbon_reader** out) {
+  return open_with(out, [&] {
+    require(path != nullptr, "path is NULL");
+    ribbon::load_options options;
+    options.verify_checksums = verify_checksums != 0;
+    return ribbon::filter::load(path, options);
+  });
+}
+
+int ribbon_open_buffer(const void* data, uint64_t size, int verify_checksums, ribbon_reader** out) {
+  return open_with(out, [&] {
+    require(data != nullptr || size == 0, "data is NULL");
+    ribbon::load_options options;
+    options.verify_checksums = verify_checksums != 0;
+    return ribbon::filter::from_bytes(static_cast<const unsigned char*>(data), size, options);
+  });
+}
+
+void ribbon_close(ribbon_reader* reader) {
+  delete reader;
+}
+
+int ribbon_get_info(const ribbon_reader* reader, ribbon_info* out) {
+  return guarded([&] {
+    require(reader != nullptr && out != nullptr, "reader or out is NULL");
+    const ribbon::filter& f = reader->filter;
+    const ribbon::filter_params& p = f.params();
+    *out = ribbon_info{};
+    out->format_version = f.format_version();
+    out->variant = static_cast<uint32_t>(p.variant);
+    out->key_kind = static_cast<uint32_t>(p.keys);
+    out->width = p.width;
+    out->result_bits = p.result_bits;
+    out->num_layers = f.num_layers();
+    out->is_retrieval = f.is_retrieval() ? 1 : 0;
+    out->key_count = f.key_count();
+    out->file_bytes = f.size_bytes();
+    out->seed = p.seed;
+    out->shard_size = p.shard_size;
+    out->bits_per_key = f.bits_per_key();
+    out->expected_fpr = f.is_retrieval() ? 0.0 : ribbon::expected_fpr(p);
+  });
+}
+
+int ribbon_contains_u64(const ribbon_reader* reader, uint64_t key) {
+  int found = RIBBON_ERROR;
+  guarded([&] { found = checked(reader, ribbon::key_kind::u64, false).contains(key) ? 1 : 0; });
+  return found;
+}
+
+int ribbon_contains_bytes(const ribbon_reader* reader, const void* key, uint64_t size) {
+  int found = RIBBON_ERROR;
+  guarded([&] {
+    require(key != nullptr || size == 0, "key is NULL");
+    const std::string_view k(static_cast<const char*>(key), static_cast<std::size_t>(size));
+    found = checked(reader, ribbon::key_kind::bytes, false).contains(k) ? 1 : 0;
+  });
+  return found;
+}
+
+int ribbon_contains_u64_batch(const ribbon_reader* reader, const uint64_t* keys, uint64_t count,
+                              uint8_t* out) {
+  return guarded([&] {
+    const ribbon::filter& f = checked(reader, ribbon::key_kind::u64, false);
+    check_batch(keys, out, count);
+    for (uint64_t i = 0; i < count; ++i) out[i] = f.contains(keys[i]) ? 1 : 0;
+  });
+}
+
+int ribbon_contains_bytes_batch(const ribbon_reader* reader, const void* data,
+                                const uint64_t* offsets, uint64_t count, uint8_t* out) {
+  return guarded([&] {
+    const ribbon::filter& f = checked(reader, ribbon::key_kind::bytes, false);
+    check_batch(offsets, out, count);
+    require(count == 0 || data != nullptr || offsets[count] == offsets[0], "data is NULL");
+    for (uint64_t i = 0; i < count; ++i) out[i] = f.contains(key_at(data, offsets, i)) ? 1 : 0;
+  });
+}
+
+int ribbon_lookup_u64(const ribbon_reader* reader, uint64_t key, uint32_t* value) {
+  return guarded([&] {
+    require(value != nullptr, "value is NULL");
+    *value = checked(reader, ribbon::key_kind::u64, true).lookup(key);
+  });
+}
+
+int ribbon_lookup_bytes(const ribbon_reader* reader, const void* key, uint64_t size,
+                        uint32_t* value) {
+  return guarded([&] {
+    require(value != nullptr && (key != nullptr || size == 0), "key or value is NULL");
+    const std::string_view k(static_cast<const char*>(key), static_cast<std::size_t>(size));
+    *value = checked(reader, ribbon::key_kind::bytes, true).lookup(k);
+  });
+}
+
+int ribbon_lookup_u64_batch(const ribbon_reader* reader, const uint64_t* keys, uint64_t count,
+                            uint32_t* out) {
+  return guarded([&] {
+    const ribbon::filter& f = checked(reader, ribbon::key_kind::u64, true);
+    check_batch(keys, out, count);
+    for (uint64_t i = 0; i < count; ++i) out[i] = f.lookup(keys[i]);
+  });
+}
+
+int ribbon_lookup_bytes_batch(const ribbon_reader* reader, const void* data,
+                              const uint64_t* offsets, uint64_t count, uint32_t* out) {
+  return guarded([&] {
+    const ribbon::filter& f = checked(reader, ribbon::key_kind::bytes, true);
+    check_batch(offsets, out, count);
+    require(count == 0 || data != nullptr || offsets[count] == offsets[0], "data is NULL");
+    for (uint64_t i = 0; i < count; ++i) out[i] = f.lookup(key_at(data, offsets, i));
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,342 @@
+// The steps of a distributed build (distributed.hpp): the out-of-core builder's shard-range
+// solver and the format writer, with the ranges solved wherever an engine runs them.
+#include "ribbon/distributed.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "layered_builder.hpp"
+#include "output_file.hpp"
+#include "ribbon/detail/xxhash64.hpp"
+#include "temp_files.hpp"
+
+namespace ribbon::distributed {
+
+namespace {
+
+[[noreturn]] void fail_io(const std::string& what, const std::string& path) {
+  throw error("cannot " + what + " " + path + ": " + std::strerror(errno));
+}
+
+layer_sizing sizing_of(const filter_params& p) {
+  return default_sizing(p.width);  // what sizing_from() gives every bumped build
+}
+
+/// Runs f(i) for i < n in parallel pieces (vectorized steps on large batches).
+template <class F>
+void for_each_index(std::uint64_t n, const F& f) {
+  constexpr std::uint64_t piece = 1 << 16;
+  if (n <= piece) {
+    for (std::uint64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  tbb::parallel_for(std::uint64_t{0}, detail::divide_round_up(n, piece), [&](std::uint64_t b) {
+    const std::uint64_t end = std::min(n, (b + 1) * piece);
+    for (std::uint64_t i = b * piece; i < end; ++i) f(i);
+  });
+}
+
+/// Writes `pieces` to `path` through a temporary file in the same directory and a rename:
+/// readers (and a retried task's twin) see no part or a complete one.
+void write_atomically(const std::string& path,
+                      const std::vector<std::pair<const void*, std::uint64_t>>& pieces) {
+  std::string temp = path + ".tmp-XXXXXX";
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) fail_io("create a temporary file for", path);
+  const detail::temp_path removed_on_signal(temp, false);
+  struct guard {
+    int fd;
+    const std::string& temp;
+    bool committed = false;
+    ~guard() {
+      ::close(fd);
+      if (!committed) ::unlink(temp.c_str());
+    }
+  } cleanup{fd, temp};
+  for (const auto& [data, size] : pieces) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::uint64_t left = size; left > 0;) {
+      const ssize_t n = ::write(fd, p, std::min<std::uint64_t>(left, 1u << 30));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail_io("write", path);
+      p += n;
+      left -= static_cast<std::uint64_t>(n);
+    }
+  }
+  // No fsync: a part outlives only its build, and a lost machine fails the build anyway.
+  if (::rename(temp.c_str(), path.c_str()) != 0) fail_io("rename a temporary file to", path);
+  cleanup.committed = true;
+}
+
+/// A part file opened for reading, its size checked against the plan.
+class part_reader {
+ public:
+  part_reader(const std::string& path, std::uint64_t expected_bytes) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail_io("open part file", path);
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) fail_io("stat part file", path);
+    if (static_cast<std::uint64_t>(st.st_size) != expected_bytes) {
+      ::close(fd_);
+      throw error("part file " + path + " has " + std::to_string(st.st_size) + " bytes, not " +
+                  std::to_string(expected_bytes) + " (not a part of this build, or damaged)");
+    }
+  }
+  ~part_reader() { ::close(fd_); }
+  part_reader(const part_reader&) = delete;
+  part_reader& operator=(const part_reader&) = delete;
+
+  /// Passes bytes [offset, offset + bytes) to sink(data, size) in pieces of `buffer`.
+  template <class Sink>
+  void stream(std::uint64_t offset, std::uint64_t bytes, std::vector<unsigned char>& buffer,
+              const Sink& sink) const {
+    while (bytes > 0) {
+      const ssize_t n = ::pread(fd_, buffer.data(), std::min<std::uint64_t>(bytes, buffer.size()),
+                                static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (n == 0) errno = EIO;
+        fail_io("read part file", path_);
+      }
+      sink(buffer.data(), static_cast<std::size_t>(n));
+      offset += static_cast<std::uint64_t>(n);
+      bytes -= static_cast<std::uint64_t>(n);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+/// Streams one section of a distributed layer (its ranges' windows in order) to sink.
+template <class Sink>
+void stream_section(const filter_params& p, const solved_layer& layer, format::section which,
+                    std::vector<unsigned char>& buffer, const Sink& sink) {
+  const layer_plan& plan = layer.plan;
+  for (std::uint64_t r = 0; r < plan.num_ranges(); ++r) {
+    const part_reader part(layer.parts[r], plan.part_bytes(p, r));
+    if (which == format::section::thresholds) {
+      part.stream(0, plan.threshold_bytes(p, r), buffer, sink);
+    } else {
+      part.stream(plan.threshold_bytes(p, r), plan.solution_bytes(p, r), buffer, sink);
+    }
+  }
+}
+
+/// Checks that the layers chain (each one's keys are the previous one's bumped keys).
+void check_chain(std::uint64_t key_count, const std::vector<solved_layer>& layers,
+                 const finished_layers* rest) {
+  std::uint64_t expected = key_count;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const layer_plan& plan = layers[l].plan;
+    if (plan.layer != l || plan.input_keys != expected) {
+      throw error("assemble: layer " + std::to_string(l) + " was planned as layer " +
+                  std::to_string(plan.layer) + " for " + std::to_string(plan.input_keys) +
+                  " keys, but " + std::to_string(expected) + " keys reach it");
+    }
+    if (layers[l].parts.size() != plan.num_ranges()) {
+      throw error("assemble: layer " + std::to_string(l) + " has " +
+                  std::to_string(layers[l].parts.size()) + " part files for " +
+                  std::to_string(plan.num_ranges()) + " ranges");
+    }
+    expected = layers[l].bumped_keys;
+  }
+  const bool rest_has_layers = rest && !rest->layers().empty();
+  if (expected != 0 && (!rest_has_layers || rest->layers().front().input_keys != expected)) {
+    throw error("assemble: " + std::to_string(expected) +
+                " bumped keys of the last distributed layer reach no finished layer");
+  }
+  if (expected == 0 && rest_has_layers) {
+    throw error("assemble: finished layers follow a layer that bumped nothing");
+  }
+}
+
+}  // namespace
+
+filter_params build_params(const build_options& options, key_kind keys) {
+  if (options.variant != filter_variant::bumped) {
+    throw error("the distributed build makes the default (bumped) filter only");
+  }
+  return detail::params_from(options, keys);
+}
+
+std::uint64_t layer_plan::threshold_bytes(const filter_params& p, std::uint64_t range) const {
+  return (geometry.shard_first_threshold_word(end_shard(range), p.bucket_size) -
+          geometry.shard_first_threshold_word(first_shard(range), p.bucket_size)) *
+         8;
+}
+
+std::uint64_t layer_plan::solution_bytes(const filter_params& p, std::uint64_t range) const {
+  return geometry.shard_range_solution_bytes(first_shard(range), end_shard(range), p.width,
+                                             p.result_bits);
+}
+
+bool finish_in_one_place(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
+                         std::uint64_t max_keys) {
+  return layer > 0 && (keys <= max_keys || is_plain_layer(layer, keys, p, sizing_of(p)));
+}
+
+layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
+                      std::uint64_t range_keys) {
+  if (keys == 0) throw error("plan_layer: a layer without keys has nothing to plan");
+  if (finish_in_one_place(p, layer, keys, 0)) {
+    throw error("plan_layer: layer " + std::to_string(layer) + " with " + std::to_string(keys) +
+                " keys is the final plain layer: finish it with finish_layers");
+  }
+  layer_plan plan;
+  plan.layer = layer;
+  plan.input_keys = keys;
+  plan.salt = bumped_layer_salt(p.seed, layer);
+  plan.geometry = bumped_layer_geometry(keys, p, sizing_of(p));
+  const double keys_per_shard = static_cast<double>(keys) *
+                                static_cast<double>(plan.geometry.shard_size()) /
+                                static_cast<double>(plan.geometry.num_starts);
+  plan.shards_per_range = std::clamp<std::uint64_t>(
+      static_cast<std::uint64_t>(static_cast<double>(range_keys) / std::ceil(keys_per_shard)), 1,
+      plan.geometry.num_shards());
+  return plan;
+}
+
+void to_layer_hashes(const layer_plan& plan, std::uint64_t* hashes, std::uint64_t n) {
+  if (plan.layer == 0) return;
+  const std::uint64_t salt = plan.salt;
+  for_each_index(n, [&](std::uint64_t i) { hashes[i] = remix(hashes[i], salt); });
+}
+
+void route(const layer_plan& plan, const std::uint64_t* hashes, std::uint64_t n,
+           std::uint64_t* ranges) {
+  for_each_index(n, [&](std::uint64_t i) { ranges[i] = plan.range_of(hashes[i]); });
+}
+
+void group_by_range(const layer_plan& plan, std::uint64_t* hashes, std::uint64_t n,
+                    std::vector<std::uint64_t>& offsets) {
+  const std::uint64_t ranges = plan.num_ranges();
+  offsets.assign(ranges + 1, 0);
+  for (std::uint64_t i = 0; i < n; ++i) ++offsets[plan.range_of(hashes[i]) + 1];
+  for (std::uint64_t r = 0; r < ranges; ++r) offsets[r + 1] += offsets[r];
+  std::vector<std::uint64_t> cursor(offsets.begin(), offsets.end() - 1);
+  std::vector<std::uint64_t> grouped(n);
+  for (std::uint64_t i = 0; i < n; ++i) grouped[cursor[plan.range_of(hashes[i])]++] = hashes[i];
+  std::copy(grouped.begin(), grouped.end(), hashes);
+}
+
+range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::uint64_t range,
+                          std::vector<std::uint64_t> hashes, const std::string& part_path,
+                          bool skip_if_repeats, std::uint32_t threads) {
+  if (range >= plan.num_ranges()) {
+    throw error("solve_range: layer " + std::to_string(plan.layer) + " has " +
+                std::to_string(plan.num_ranges()) + " ranges, not " + std::to_string(range + 1));
+  }
+  for (const std::uint64_t h : hashes) {
+    if (plan.range_of(h) != range) {
+      throw error("solve_range: a hash of range " + std::to_string(plan.range_of(h)) +
+                  " was given to range " + std::to_string(range) + " of layer " +
+                  std::to_string(plan.layer));
+    }
+  }
+  range_outcome outcome;
+  outcome.received_keys = hashes.size();
+  const std::uint64_t lo = plan.first_shard(range), hi = plan.end_shard(range);
+  aligned_bytes thresholds, solution;
+  build_stats stats;
+  auto solve = [&](auto width_tag, auto result_tag) {
+    detail::layered_builder<decltype(width_tag)::value, decltype(result_tag)> builder(
+        p, build_options{}, stats, nullptr);  // a bumped build: no option changes its sizing
+    auto make_windows = [&] {
+      thresholds = allocate_aligned(plan.threshold_bytes(p, range));
+      solution = allocate_aligned(plan.solution_bytes(p, range));
+      return detail::section_windows{reinterpret_cast<std::uint64_t*>(thresholds.get()),
+                                     solution.get()};
+    };
+    bool solved = false;
+    auto proceed = [&](const std::uint64_t*, std::uint64_t distinct) {
+      solved = !(skip_if_repeats && distinct != outcome.received_keys);
+      return solved;
+    };
+    outcome.distinct_keys =
+        builder.solve_shard_range(plan.geometry, lo, hi, hashes, make_windows, proceed);
+    return solved;
+  };
+  outcome.solved =
+      detail::run_with_threads(threads, [&] { return detail::dispatch_layout(p, solve); });
+  if (!outcome.solved) return outcome;
+  outcome.bumped = std::move(hashes);
+  write_atomically(part_path, {{thresholds.get(), plan.threshold_bytes(p, range)},
+                               {solution.get(), plan.solution_bytes(p, range)}});
+  return outcome;
+}
+
+struct finished_layers::impl {
+  std::vector<format::layer_image> layers;
+  std::vector<aligned_bytes> buffers;
+};
+
+finished_layers::finished_layers() : impl_(std::make_unique<impl>()) {}
+finished_layers::~finished_layers() = default;
+finished_layers::finished_layers(finished_layers&&) noexcept = default;
+finished_layers& finished_layers::operator=(finished_layers&&) noexcept = default;
+
+const std::vector<format::layer_image>& finished_layers::layers() const {
+  return impl_->layers;
+}
+
+finished_layers finish_layers(const filter_params& p, std::uint32_t first_layer,
+                              const std::uint64_t* bumped_hashes, std::uint64_t n,
+                              std::uint32_t threads) {
+  finished_layers out;
+  if (n == 0) return out;
+  if (first_layer == 0) throw error("finish_layers: layer 0 is always distributed");
+  auto previous = allocate_array<std::uint64_t>(n);
+  std::copy_n(bumped_hashes, n, previous.get());
+  build_stats stats;
+  auto build = [&](auto width_tag, auto result_tag) {
+    detail::layered_builder<decltype(width_tag)::value, decltype(result_tag)> builder(
+        p, build_options{}, stats, nullptr);  // a bumped build: no option changes its sizing
+    builder.build_rest(first_layer, std::move(previous), n, out.impl_->layers, out.impl_->buffers);
+  };
+  detail::run_with_threads(threads, [&] { detail::dispatch_layout(p, build); });
+  return out;
+}
+
+void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
+              const std::vector<solved_layer>& layers, const finished_layers* rest) {
+  if (key_count != 0 && layers.empty()) throw error("assemble: keys but no layer 0");
+  check_chain(key_count, layers, rest);
+  format::filter_image image{p, key_count, {}};
+  std::vector<unsigned char> buffer(4 << 20);
+  for (const solved_layer& layer : layers) {
+    format::layer_image li;
+    li.geometry = layer.plan.geometry;
+    li.salt = layer.plan.salt;
+    li.input_keys = layer.plan.input_keys;
+    li.bumped_keys = layer.bumped_keys;
+    // The descriptors (written first) carry the sections' checksums: one pass to compute
+    // them, one to copy, as the out-of-core builder reads its spill file back.
+    for (const auto which : {format::section::thresholds, format::section::solution}) {
+      detail::xxh64_stream sum;
+      stream_section(p, layer, which, buffer,
+                     [&](const void* data, std::size_t size) { sum.update(data, size); });
+      (which == format::section::thresholds ? li.threshold_checksum : li.solution_checksum) =
+          sum.digest();
+    }
+    image.layers.push_back(li);
+  }
+  if (rest) {
+    image.layers.insert(image.layers.end(), rest->layers().begin(), rest->layers().end());
+  }
+  detail::write_file_atomically(
+      path, image, [&](std::size_t l, format::section which, const format::byte_sink& sink) {
+        stream_section(p, layers.at(l), which, buffer, sink);
+      });
+}
+
+}  // namespace ribbon::distributed

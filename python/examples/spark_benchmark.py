@@ -1,0 +1,115 @@
+"""Benchmark: ribbon.spark.build against `ribbon build` on the same integer keys.
+
+    python python/examples/spark_benchmark.py --keys 100000000 --cli build/tools/ribbon \\
+        --workdir /tmp/ribbon-bench [--master local[2]] [--partitions 16]
+
+Keys are 0 .. n-1 (spark.range; hashing makes them random), written once as a u64 file for
+the CLI. Prints the wall time of both builds, whether the files are identical, the build's
+per-layer seconds, and per Spark stage (from the UI's REST API): duration, executor run time,
+shuffle bytes written and read, and shuffle bytes per key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+
+
+def write_u64_keys(path: str, n: int) -> None:
+    chunk = 1 << 24
+    with open(path, "wb") as out:
+        for start in range(0, n, chunk):
+            np.arange(start, min(n, start + chunk), dtype="<u8").tofile(out)
+
+
+def stage_metrics(spark) -> list:
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages?status=complete"
+    with urllib.request.urlopen(url) as response:
+        stages = json.load(response)
+    return sorted(stages, key=lambda s: s["stageId"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keys", type=int, default=10**8)
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--workdir", default="/tmp/ribbon-bench")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--partitions", type=int, default=16)
+    ap.add_argument("--range-keys", type=int, default=None)
+    ap.add_argument("--skip-cli", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    n = args.keys
+
+    cli_out = os.path.join(args.workdir, "cli.ribbon")
+    if not args.skip_cli:
+        keys_file = os.path.join(args.workdir, "keys.u64")
+        if not os.path.exists(keys_file) or os.path.getsize(keys_file) != 8 * n:
+            write_u64_keys(keys_file, n)
+        start = time.monotonic()
+        subprocess.run([args.cli, "build", "-i", keys_file, "--format", "u64", "-o", cli_out,
+                        "--threads", "2"], check=True)
+        cli_seconds = time.monotonic() - start
+        print(f"ribbon build: {cli_seconds:.2f} s")
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
+    from pyspark.sql import SparkSession
+
+    import ribbon.distributed as dist
+    import ribbon.spark
+
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("ribbon-spark-benchmark")
+        .config("spark.driver.memory", "4g")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
+        .config("spark.local.dir", args.workdir)
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    df = spark.range(0, n, 1, args.partitions).withColumnRenamed("id", "k")
+    out = os.path.join(args.workdir, "spark.ribbon")
+    options = {}
+    if args.range_keys:
+        options["range_keys"] = args.range_keys
+    start = time.monotonic()
+    stats = ribbon.spark.build(df, "k", out, **options)
+    spark_seconds = time.monotonic() - start
+    print(f"ribbon.spark.build: {spark_seconds:.2f} s, {stats.keys} keys, "
+          f"{stats.bits_per_key:.3f} bits/key")
+    if not args.skip_cli:
+        same = open(out, "rb").read() == open(cli_out, "rb").read()
+        print(f"identical files: {same}; ratio spark/cli: {spark_seconds / cli_seconds:.1f}")
+    print("driver stages (s):", {k: round(v, 2) for k, v in stats.seconds.items()})
+    for layer in stats.layers:
+        print(f"  layer {layer['layer']}: {layer['keys']} keys, {layer['ranges']} ranges, "
+              f"{layer['bumped']} bumped, {layer['seconds']:.2f} s")
+    print(f"  finished on the driver: {stats.one_place_layers} layers")
+    print("stage | name | tasks | duration s | executor run s | shuffle write B | read B | "
+          "write B/key")
+    for s in stage_metrics(spark):
+        duration = 0.0
+        if s.get("submissionTime") and s.get("completionTime"):
+            from datetime import datetime
+
+            fmt = "%Y-%m-%dT%H:%M:%S.%f%Z"
+            duration = (datetime.strptime(s["completionTime"], fmt)
+                        - datetime.strptime(s["submissionTime"], fmt)).total_seconds()
+        print(f"{s['stageId']} | {s['name']} | {s['numTasks']} | {duration:.2f} | "
+              f"{s['executorRunTime'] / 1000:.2f} | {s['shuffleWriteBytes']} | "
+              f"{s['shuffleReadBytes']} | {s['shuffleWriteBytes'] / n:.2f}")
+    spark.stop()
+    del dist
+
+
+if __name__ == "__main__":
+    main()

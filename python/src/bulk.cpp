@@ -1,0 +1,146 @@
+// ribbon.BulkBuilder: the out-of-core builder (ribbon::bulk_builder), fed batch by batch.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <memory>
+
+#include "bindings.hpp"
+#include "errors.hpp"
+#include "keys.hpp"
+#include "options.hpp"
+#include "ribbon/bulk_builder.hpp"
+
+namespace nb = nanobind;
+
+namespace ribbon::python {
+namespace {
+
+/// A bulk build: add() batches, then finish(path) once. close() (or leaving the `with`
+/// block) drops it and its temporary files.
+class bulk_build {
+ public:
+  bulk_build(key_kind kind, const bulk_options& options) : kind_(kind), options_(options) {
+    options_.progress = &progress_;
+    builder_ = translating(failure::options,
+                           [&] { return std::make_unique<bulk_builder>(kind, options_); });
+  }
+
+  void add(nb::handle keys) {
+    const key_views views = to_key_views(keys, kind_);
+    bulk_builder& b = live();
+    translating(failure::generic, [&] {
+      nb::gil_scoped_release release;
+      if (kind_ == key_kind::u64) {
+        b.add(views.integers(), views.size());
+      } else {
+        b.add(views.strings(), views.size());
+      }
+    });
+  }
+
+  void add_hashes(
+      nb::ndarray<nb::ro, nb::ndim<1>, std::uint64_t, nb::c_contig, nb::device::cpu> h) {
+    bulk_builder& b = live();
+    translating(failure::generic, [&] {
+      nb::gil_scoped_release release;
+      b.add_hashes(h.data(), h.shape(0));
+    });
+  }
+
+  nb::dict finish(const std::filesystem::path& path) {
+    bulk_builder& b = live();
+    bulk_result r;
+    translating(failure::generic, [&] {
+      run_interruptibly([&] { r = b.finish(path.string()); }, &progress_.cancel);
+    });
+    builder_.reset();
+    nb::dict d;
+    d["key_count"] = r.key_count;
+    d["file_bytes"] = r.file_bytes;
+    d["bits_per_key"] = r.bits_per_key();
+    d["num_layers"] = r.num_layers;
+    d["out_of_core"] = r.out_of_core;
+    d["partitions"] = r.partitions;
+    d["spilled_bytes"] = r.spilled_bytes;
+    d["shard_ranges"] = r.shard_ranges;
+    d["seconds"] = r.seconds;
+    return d;
+  }
+
+  std::uint64_t key_count() { return live().key_count(); }
+  void close() { builder_.reset(); }
+  key_kind kind() const { return kind_; }
+
+ private:
+  bulk_builder& live() {
+    if (!builder_) raise(failure::generic, "this BulkBuilder is finished or closed");
+    return *builder_;
+  }
+
+  key_kind kind_;
+  build_progress progress_;
+  bulk_options options_;
+  std::unique_ptr<bulk_builder> builder_;
+};
+
+}  // namespace
+}  // namespace ribbon::python
+
+using namespace ribbon::python;
+
+void bind_bulk(nb::module_& m) {
+  nb::class_<bulk_build>(m, "BulkBuilder",
+                         R"(Builds a filter file from keys added in batches, in bounded memory.
+
+The out-of-core builder of `ribbon build`: while the key hashes fit in memory_limit they stay
+in memory; beyond it they are spilled to partition files under tmp_dir and each layer is built
+one shard range at a time. The file is byte-identical to ribbon.build over the same keys.
+Use it as a context manager: leaving the block removes every temporary file.)")
+      .def(
+          "__init__",
+          [](bulk_build* self, const std::string& kind, std::optional<std::uint64_t> memory_limit,
+             std::optional<std::string> tmp_dir, std::optional<std::uint64_t> expected_keys,
+             std::optional<double> fpr, std::optional<std::int64_t> bits, std::int64_t width,
+             const std::string& variant, std::uint64_t seed, std::optional<std::int64_t> threads,
+             std::optional<std::int64_t> shard_size) {
+            ribbon::bulk_options options;
+            options.build = to_build_options(
+                build_arguments{fpr, bits, width, variant, seed, threads, shard_size, {}, {}});
+            options.memory_limit = memory_limit.value_or(0);
+            options.tmp_dir = tmp_dir.value_or("");
+            options.expected_keys = expected_keys.value_or(0);
+            new (self) bulk_build(key_kind_from_name(kind), options);
+          },
+          nb::arg("kind"), nb::kw_only(), nb::arg("memory_limit") = nb::none(),
+          nb::arg("tmp_dir") = nb::none(), nb::arg("expected_keys") = nb::none(),
+          nb::arg("fpr") = nb::none(), nb::arg("bits") = nb::none(), nb::arg("width") = 64,
+          nb::arg("variant") = "bumped", nb::arg("seed") = 0, nb::arg("threads") = nb::none(),
+          nb::arg("shard_size") = nb::none(),
+          R"(kind: "u64" (integer keys) or "bytes" (byte strings).
+memory_limit: bytes the build may use (default: half the machine's or cgroup's memory).
+tmp_dir: where partition files go (default $TMPDIR or /tmp). expected_keys: a sizing hint.
+The other options are ribbon.build's.)")
+      .def("add", &bulk_build::add, nb::arg("keys"),
+           "Adds a batch of keys (any input ribbon.build takes, of this builder's kind).")
+      .def("add_hashes", &bulk_build::add_hashes, nb::arg("hashes"),
+           "Adds key hashes as ribbon.hash_keys(keys, seed=seed) returns them.")
+      .def("finish", &bulk_build::finish, nb::arg("path"),
+           R"(Builds and writes the file atomically; returns the build's statistics (dict).
+
+Call once. Ctrl-C stops it within about a second, leaving no output or temporary files.)")
+      .def_prop_ro("key_count", &bulk_build::key_count, "Keys added so far.")
+      .def_prop_ro(
+          "kind", [](const bulk_build& b) { return key_kind_name(b.kind()); },
+          "\"u64\" or \"bytes\".")
+      .def("close", &bulk_build::close, "Drops the build and its temporary files.")
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def(
+          "__exit__",
+          [](bulk_build& b, nb::handle, nb::handle, nb::handle) {
+            b.close();
+            return false;
+          },
+          nb::arg("type").none(), nb::arg("value").none(), nb::arg("traceback").none());
+}

@@ -1,0 +1,229 @@
+// The engine-neutral steps of the distributed build (ribbon/distributed.hpp), for
+// python/ribbon/distributed.py: parameters and layer plans as picklable objects (engines ship
+// them to their workers), hash arrays in and out as numpy arrays, no per-key Python.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "bindings.hpp"
+#include "errors.hpp"
+#include "keys.hpp"
+#include "options.hpp"
+#include "ribbon/distributed.hpp"
+
+namespace nb = nanobind;
+
+namespace ribbon::python {
+namespace {
+
+namespace dist = ribbon::distributed;
+
+using hash_array = nb::ndarray<nb::ro, nb::ndim<1>, std::uint64_t, nb::c_contig, nb::device::cpu>;
+using numpy_u64 = nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>>;
+
+/// A numpy array that owns `v`'s memory (no copy).
+numpy_u64 to_numpy(std::vector<std::uint64_t>&& v) {
+  auto* owned = new std::vector<std::uint64_t>(std::move(v));
+  nb::capsule owner(owned,
+                    [](void* p) noexcept { delete static_cast<std::vector<std::uint64_t>*>(p); });
+  return numpy_u64(owned->data(), {owned->size()}, owner);
+}
+
+std::vector<std::uint64_t> to_vector(const hash_array& a) {
+  return std::vector<std::uint64_t>(a.data(), a.data() + a.shape(0));
+}
+
+using params_state =
+    std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
+               std::uint32_t, std::uint64_t, std::uint64_t, std::uint32_t, std::uint32_t>;
+
+params_state params_to_state(const filter_params& p) {
+  return {p.width,
+          p.result_bits,
+          p.bucket_size,
+          p.threshold_light,
+          p.threshold_heavy,
+          static_cast<std::uint32_t>(p.variant),
+          p.shard_size,
+          p.seed,
+          static_cast<std::uint32_t>(p.keys),
+          p.extra_bit_fraction};
+}
+
+filter_params params_from_state(const params_state& s) {
+  filter_params p;
+  std::tie(p.width, p.result_bits, p.bucket_size, p.threshold_light, p.threshold_heavy, std::ignore,
+           p.shard_size, p.seed, std::ignore, p.extra_bit_fraction) = s;
+  p.variant = static_cast<filter_variant>(std::get<5>(s));
+  p.keys = static_cast<key_kind>(std::get<8>(s));
+  if (const char* problem = check_params(p)) raise(failure::options, problem);
+  return p;
+}
+
+using plan_state = std::tuple<std::uint32_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                              std::uint32_t, std::uint64_t, std::uint64_t>;
+
+plan_state plan_to_state(const dist::layer_plan& p) {
+  return {p.layer,
+          p.input_keys,
+          p.salt,
+          p.geometry.num_starts,
+          p.geometry.shard_bits,
+          p.geometry.upper_start_block,
+          p.shards_per_range};
+}
+
+dist::layer_plan plan_from_state(const plan_state& s) {
+  dist::layer_plan p;
+  std::tie(p.layer, p.input_keys, p.salt, p.geometry.num_starts, p.geometry.shard_bits,
+           p.geometry.upper_start_block, p.shards_per_range) = s;
+  p.geometry.kind = layer_kind::bumped;
+  return p;
+}
+
+void bind_params(nb::module_& m) {
+  nb::class_<filter_params>(m, "DistributedParams",
+                            "The parameters of a distributed build (what `ribbon build` uses).")
+      .def(
+          "__init__",
+          [](filter_params* self, const std::string& kind_name, std::optional<double> fpr,
+             std::optional<std::int64_t> bits, std::int64_t width, std::int64_t seed,
+             std::optional<std::int64_t> shard_size) {
+            build_arguments args;
+            args.fpr = fpr;
+            args.bits = bits;
+            args.width = width;
+            args.seed = seed;
+            args.shard_size = shard_size;
+            const build_options options = to_build_options(args);
+            const key_kind kind = key_kind_from_name(kind_name);
+            new (self) filter_params(
+                translating(failure::options, [&] { return dist::build_params(options, kind); }));
+          },
+          nb::arg("key_kind"), nb::kw_only(), nb::arg("fpr") = nb::none(),
+          nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("seed") = 0,
+          nb::arg("shard_size") = nb::none())
+      .def_prop_ro("key_kind", [](const filter_params& p) { return key_kind_name(p.keys); })
+      .def_ro("width", &filter_params::width)
+      .def_ro("result_bits", &filter_params::result_bits)
+      .def_ro("seed", &filter_params::seed)
+      .def_ro("shard_size", &filter_params::shard_size)
+      .def("__getstate__", &params_to_state)
+      .def("__setstate__", [](filter_params* self, const params_state& s) {
+        new (self) filter_params(params_from_state(s));
+      });
+}
+
+void bind_plan(nb::module_& m) {
+  nb::class_<dist::layer_plan>(m, "LayerPlan",
+                               "One distributed layer: its geometry and its shard ranges.")
+      .def_ro("layer", &dist::layer_plan::layer)
+      .def_ro("input_keys", &dist::layer_plan::input_keys)
+      .def_ro("shards_per_range", &dist::layer_plan::shards_per_range)
+      .def_prop_ro("num_ranges", &dist::layer_plan::num_ranges)
+      .def_prop_ro("num_shards", [](const dist::layer_plan& p) { return p.geometry.num_shards(); })
+      .def("part_bytes", &dist::layer_plan::part_bytes, nb::arg("params"), nb::arg("range"))
+      .def("__getstate__", &plan_to_state)
+      .def("__setstate__", [](dist::layer_plan* self, const plan_state& s) {
+        new (self) dist::layer_plan(plan_from_state(s));
+      });
+}
+
+/// The steps over hash arrays: without the GIL, C++ errors as ribbon exceptions.
+void bind_steps(nb::module_& m) {
+  m.def(
+      "plan_layer",
+      [](const filter_params& p, std::uint32_t layer, std::uint64_t keys,
+         std::uint64_t range_keys) {
+        return translating(failure::options,
+                           [&] { return dist::plan_layer(p, layer, keys, range_keys); });
+      },
+      nb::arg("params"), nb::arg("layer"), nb::arg("keys"), nb::arg("range_keys"));
+  m.def("finish_in_one_place", &dist::finish_in_one_place, nb::arg("params"), nb::arg("layer"),
+        nb::arg("keys"), nb::arg("max_keys"));
+  m.def(
+      "to_layer_hashes",
+      [](const dist::layer_plan& plan, const hash_array& hashes) {
+        std::vector<std::uint64_t> out = to_vector(hashes);
+        {
+          nb::gil_scoped_release release;
+          dist::to_layer_hashes(plan, out.data(), out.size());
+        }
+        return to_numpy(std::move(out));
+      },
+      nb::arg("plan"), nb::arg("hashes"));
+  m.def(
+      "group_by_range",
+      [](const dist::layer_plan& plan, const hash_array& hashes) {
+        std::vector<std::uint64_t> grouped = to_vector(hashes), offsets;
+        {
+          nb::gil_scoped_release release;
+          dist::group_by_range(plan, grouped.data(), grouped.size(), offsets);
+        }
+        return std::make_tuple(to_numpy(std::move(grouped)), to_numpy(std::move(offsets)));
+      },
+      nb::arg("plan"), nb::arg("hashes"));
+  m.def(
+      "solve_range",
+      [](const filter_params& p, const dist::layer_plan& plan, std::uint64_t range,
+         const hash_array& hashes, const std::string& part_path, bool skip_if_repeats,
+         std::uint32_t threads) {
+        std::vector<std::uint64_t> copy = to_vector(hashes);
+        dist::range_outcome outcome = translating(failure::generic, [&] {
+          nb::gil_scoped_release release;
+          return dist::solve_range(p, plan, range, std::move(copy), part_path, skip_if_repeats,
+                                   threads);
+        });
+        return std::make_tuple(outcome.received_keys, outcome.distinct_keys, outcome.solved,
+                               to_numpy(std::move(outcome.bumped)));
+      },
+      nb::arg("params"), nb::arg("plan"), nb::arg("range"), nb::arg("hashes"), nb::arg("part_path"),
+      nb::arg("skip_if_repeats") = false, nb::arg("threads") = 0,
+      "Solves one range into its part file; returns (received, distinct, solved, bumped).");
+
+  nb::class_<dist::finished_layers>(m, "FinishedLayers",
+                                    "The last layers of a build, built in memory.")
+      .def_prop_ro("num_layers", [](const dist::finished_layers& f) { return f.layers().size(); });
+  m.def(
+      "finish_layers",
+      [](const filter_params& p, std::uint32_t first_layer, const hash_array& bumped,
+         std::uint32_t threads) {
+        return translating(failure::generic, [&] {
+          nb::gil_scoped_release release;
+          return dist::finish_layers(p, first_layer, bumped.data(), bumped.shape(0), threads);
+        });
+      },
+      nb::arg("params"), nb::arg("first_layer"), nb::arg("bumped"), nb::arg("threads") = 0);
+  m.def(
+      "assemble",
+      [](const std::string& path, const filter_params& p, std::uint64_t key_count,
+         const std::vector<std::tuple<dist::layer_plan, std::uint64_t, std::vector<std::string>>>&
+             layers,
+         const dist::finished_layers* rest) {
+        std::vector<dist::solved_layer> solved;
+        for (const auto& [plan, bumped, parts] : layers) solved.push_back({plan, bumped, parts});
+        translating(failure::file, [&] {
+          nb::gil_scoped_release release;
+          dist::assemble(path, p, key_count, solved, rest);
+        });
+      },
+      nb::arg("path"), nb::arg("params"), nb::arg("key_count"), nb::arg("layers"),
+      nb::arg("rest").none(),
+      "Writes the file from (plan, bumped_keys, part paths) per distributed layer and the "
+      "finished layers.");
+}
+
+}  // namespace
+}  // namespace ribbon::python
+
+void bind_distributed(nb::module_& m) {
+  ribbon::python::bind_params(m);
+  ribbon::python::bind_plan(m);
+  ribbon::python::bind_steps(m);
+}

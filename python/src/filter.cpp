@@ -1,0 +1,374 @@
+// ribbon.Filter, ribbon.build, ribbon.load: the same builders, readers and file format as the
+// CLI (ribbon::filter).
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "bindings.hpp"
+#include "errors.hpp"
+#include "keys.hpp"
+#include "options.hpp"
+#include "ribbon/bulk_builder.hpp"
+#include "ribbon/filter.hpp"
+
+#if defined(RIBBON_PYTHON_WITH_CUDA)
+#include "ribbon/cuda/builder.hpp"
+#endif
+
+namespace nb = nanobind;
+
+namespace ribbon::python {
+namespace {
+
+/// Builds (and queries) of fewer keys run on the calling thread: no helper thread for Ctrl-C.
+constexpr std::uint64_t interruptible_keys = std::uint64_t{1} << 18;
+
+/// A new 1-D numpy array of n Ts, filled by fill(pointer) without the GIL.
+template <class T, class Fill>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> new_array(std::uint64_t n, const Fill& fill) {
+  std::unique_ptr<T[]> data(new T[n == 0 ? 1 : n]);
+  {
+    nb::gil_scoped_release release;
+    fill(data.get());
+  }
+  T* raw = data.release();
+  nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(raw, {static_cast<std::size_t>(n)}, owner);
+}
+
+/// values= of a retrieval build: any integer array or iterable, each value in [0, 2^32).
+std::vector<std::uint32_t> to_values(nb::handle values, std::uint64_t key_count) {
+  key_views v = to_key_views(values, key_kind::u64);  // integers, read like integer keys
+  if (v.size() != key_count) {
+    raise(failure::keys, "values has " + std::to_string(v.size()) + " entries for " +
+                             std::to_string(key_count) + " keys");
+  }
+  std::vector<std::uint32_t> out(v.size());
+  for (std::uint64_t i = 0; i < v.size(); ++i) {
+    if (v.integers()[i] > 0xFFFFFFFFull) {
+      raise(failure::keys, "value " + std::to_string(i) + " (counting from 0) is not in [0, 2^32)");
+    }
+    out[i] = static_cast<std::uint32_t>(v.integers()[i]);
+  }
+  return out;
+}
+
+/// The CLI's rule for retrieval: r = the width of the largest value (at least 1).
+std::uint32_t value_bits(const std::vector<std::uint32_t>& values) {
+  std::uint32_t all = 0;
+  for (std::uint32_t v : values) all |= v;
+  std::uint32_t bits = 1;
+  while (bits < 32 && (all >> bits) != 0) ++bits;
+  return bits;
+}
+
+filter build_filter(const key_views& keys, const std::vector<std::uint32_t>* values,
+                    const build_options& options, bool gpu) {
+  const std::uint64_t n = keys.size();
+  const bool bytes = keys.kind() == key_kind::bytes;
+#if defined(RIBBON_PYTHON_WITH_CUDA)
+  if (gpu) {
+    if (values) {
+      std::vector<std::uint64_t> hashes(n);
+      hash_keys(keys, options.seed, hashes.data());
+      return cuda::build_from_hashes(hashes.data(), values->data(), n, keys.kind(), options);
+    }
+    return bytes ? cuda::build(keys.strings(), n, options)
+                 : cuda::build(keys.integers(), n, options);
+  }
+#else
+  (void)gpu;
+#endif
+  if (values) {
+    return bytes ? filter::build(keys.strings(), values->data(), n, options)
+                 : filter::build(keys.integers(), values->data(), n, options);
+  }
+  return bytes ? filter::build(keys.strings(), n, options)
+               : filter::build(keys.integers(), n, options);
+}
+
+filter build(nb::handle keys, nb::handle values, const build_arguments& args,
+             const std::string& backend, std::optional<std::string> kind) {
+  build_options options = to_build_options(args);
+  const bool gpu = use_gpu(backend);
+  std::optional<key_kind> expected;
+  if (kind) expected = key_kind_from_name(*kind);
+  key_views views = to_key_views(keys, expected);
+  std::vector<std::uint32_t> value_array;
+  if (!values.is_none()) {
+    value_array = to_values(values, views.size());
+    if (!args.bits) options.result_bits = value_bits(value_array);
+  }
+  // Option errors before the build, as OptionsError.
+  translating(failure::options, [&] {
+    const filter_params p = value_array.empty() && values.is_none()
+                                ? detail::params_from(options, views.kind())
+                                : detail::retrieval_params_from(options, views.kind());
+    detail::sizing_from(options, p, views.size());
+  });
+  build_progress progress;
+  options.progress = &progress;
+  filter result;
+  translating(failure::generic, [&] {
+    run_interruptibly(
+        [&] {
+          result = build_filter(views, values.is_none() ? nullptr : &value_array, options, gpu);
+        },
+        views.size() >= interruptible_keys ? &progress.cancel : nullptr);
+  });
+  return result;
+}
+
+filter load(const std::filesystem::path& path, bool verify, bool mmap) {
+  load_options options;
+  options.verify_checksums = verify;
+  options.use_mmap = mmap;
+  return translating(failure::file, [&] {
+    nb::gil_scoped_release release;
+    return filter::load(path.string(), options);
+  });
+}
+
+/// Adopts a file image from any object with the buffer protocol (one copy, 64-byte aligned).
+filter from_buffer(nb::handle buffer, bool verify) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(buffer.ptr(), &view, PyBUF_SIMPLE) != 0) throw nb::python_error();
+  std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> release_view(&view, PyBuffer_Release);
+  load_options options;
+  options.verify_checksums = verify;
+  return translating(failure::file, [&] {
+    nb::gil_scoped_release release;
+    return filter::from_bytes(static_cast<const unsigned char*>(view.buf),
+                              static_cast<std::uint64_t>(view.len), options);
+  });
+}
+
+nb::bytes to_bytes(const filter& f) {
+  std::vector<unsigned char> image;
+  {
+    nb::gil_scoped_release release;
+    image = f.serialize();
+  }
+  return nb::bytes(reinterpret_cast<const char*>(image.data()), image.size());
+}
+
+/// Raises QueryError with the library's message unless `f` is a retrieval structure (true)
+/// or a filter (false).
+void require_retrieval(const filter& f, bool retrieval) {
+  if (f.is_retrieval() == retrieval) return;
+  translating(failure::query, [&] {
+    const bool integers = f.params().keys == key_kind::u64;
+    if (retrieval) {
+      (void)(integers ? f.lookup(std::uint64_t{0}) : f.lookup(std::string_view()));
+    } else {
+      (void)(integers ? f.contains(std::uint64_t{0}) : f.contains(std::string_view()));
+    }
+  });
+}
+
+nb::ndarray<nb::numpy, bool, nb::ndim<1>> contains(const filter& f, nb::handle keys) {
+  require_retrieval(f, false);
+  const key_views views = to_key_views(keys, f.params().keys);
+  return new_array<bool>(views.size(), [&](bool* out) {
+    if (views.kind() == key_kind::u64) {
+      f.contains(views.integers(), views.size(), out);
+    } else {
+      f.contains(views.strings(), views.size(), out);
+    }
+  });
+}
+
+nb::ndarray<nb::numpy, std::uint32_t, nb::ndim<1>> lookup(const filter& f, nb::handle keys) {
+  require_retrieval(f, true);
+  const key_views views = to_key_views(keys, f.params().keys);
+  return new_array<std::uint32_t>(views.size(), [&](std::uint32_t* out) {
+    if (views.kind() == key_kind::u64) {
+      f.lookup(views.integers(), views.size(), out);
+    } else {
+      f.lookup(views.strings(), views.size(), out);
+    }
+  });
+}
+
+/// One key: int, bytes or str.
+bool contains_one(const filter& f, nb::handle key) {
+  nb::object one = nb::make_tuple(key);
+  return contains(f, one).data()[0];
+}
+
+double ideal_bits(const filter& f) {
+  return f.is_retrieval() ? f.params().result_bits : -std::log2(expected_fpr(f.params()));
+}
+
+/// The fields of `ribbon info --json` (without "file" and "builder").
+nb::dict info(const filter& f) {
+  const filter_params& p = f.params();
+  nb::dict d;
+  d["file_bytes"] = f.size_bytes();
+  d["format_version"] = f.format_version();
+  d["variant"] = variant_name(p.variant);
+  d["key_kind"] = key_kind_name(p.keys);
+  d["width"] = p.width;
+  d["result_bits"] = p.result_bits;
+  d["extra_bit_fraction"] = p.extra_bit_fraction / static_cast<double>(extra_bit_one);
+  d["bucket_size"] = p.bucket_size;
+  d["threshold_light"] = p.threshold_light;
+  d["threshold_heavy"] = p.threshold_heavy;
+  d["shard_size"] = p.shard_size;
+  d["seed"] = p.seed;
+  d["key_count"] = f.key_count();
+  d["num_layers"] = f.num_layers();
+  d["bits_per_key"] = f.bits_per_key();
+  d["ideal_bits_per_key"] = ideal_bits(f);
+  d["overhead_pct"] = f.key_count() > 0 ? 100.0 * (f.bits_per_key() / ideal_bits(f) - 1.0) : 0.0;
+  d["expected_fpr"] = f.is_retrieval() ? nb::none() : nb::cast(expected_fpr(p));
+  nb::list layers;
+  for (std::size_t l = 0; l < f.layers().size(); ++l) {
+    const format::layer_image& layer = f.layers()[l];
+    const layer_geometry& g = layer.geometry;
+    nb::dict e;
+    e["index"] = l;
+    e["kind"] = g.kind == layer_kind::bumped     ? "bumped"
+                : g.kind == layer_kind::standard ? "standard"
+                                                 : "plain";
+    e["starts"] = g.num_starts;
+    e["shards"] = g.num_shards();
+    e["buckets"] = g.num_buckets(p.bucket_size);
+    e["salt"] = layer.salt;
+    e["input_keys"] = layer.input_keys;
+    e["bumped_keys"] = layer.bumped_keys;
+    e["bumped_fraction"] = layer.input_keys > 0 ? static_cast<double>(layer.bumped_keys) /
+                                                      static_cast<double>(layer.input_keys)
+                                                : 0.0;
+    e["threshold_bytes"] = g.threshold_words(p.bucket_size) * 8;
+    e["solution_bytes"] = g.solution_bytes(p.width, p.result_bits);
+    layers.append(e);
+  }
+  d["layers"] = layers;
+  return d;
+}
+
+}  // namespace
+}  // namespace ribbon::python
+
+using namespace ribbon::python;
+
+void bind_filter(nb::module_& m) {
+  nb::class_<ribbon::filter>(m, "Filter", R"(A static Ribbon filter or retrieval structure.
+
+Made by ribbon.build(), ribbon.load() or Filter.from_bytes(); immutable. Queries take arrays of
+keys of the kind the filter was built from (integers or byte strings) and return numpy arrays.
+Pickles as its file bytes, so it can be shipped to Spark or Dask workers.)")
+      .def("contains", &contains, nb::arg("keys"),
+           R"(Membership of each key: a numpy bool array, True for every key of the set.
+
+keys: a numpy integer or bytes array, a pyarrow array, or an iterable of int/bytes/str, of
+the filter's key kind. Runs without the GIL, in parallel for large batches.)")
+      .def("__contains__", &contains_one, nb::arg("key"), "Membership of one key.")
+      .def("lookup", &lookup, nb::arg("keys"),
+           R"(Retrieval structures: the value stored for each key (numpy uint32 array).
+
+A key that is not in the set gets an arbitrary value below 2^bits.)")
+      .def(
+          "save",
+          [](const ribbon::filter& f, const std::filesystem::path& path) {
+            translating(failure::file, [&] {
+              nb::gil_scoped_release release;
+              f.save(path.string());
+            });
+          },
+          nb::arg("path"),
+          "Writes the file atomically (a temporary file in the same directory, renamed).")
+      .def_static("from_bytes", &from_buffer, nb::arg("buffer"), nb::kw_only(),
+                  nb::arg("verify") = true,
+                  "A filter from a file image (bytes or any buffer), validated like a file.")
+      .def("to_bytes", &to_bytes, "The file bytes.")
+      .def("__bytes__", &to_bytes, "The file bytes.")
+      .def("__getstate__", &to_bytes)
+      .def("__setstate__",
+           [](ribbon::filter& self, nb::bytes image) {
+             new (&self) ribbon::filter(from_buffer(image, true));
+           })
+      .def(
+          "__len__", [](const ribbon::filter& f) { return f.key_count(); },
+          "The key count recorded in the file.")
+      .def("info", &info, "The fields of `ribbon info --json`, as a dict.")
+      .def_prop_ro(
+          "fpr",
+          [](const ribbon::filter& f) -> nb::object {
+            if (f.is_retrieval()) return nb::none();
+            return nb::cast(ribbon::expected_fpr(f.params()));
+          },
+          "The expected false-positive rate (None for retrieval structures).")
+      .def_prop_ro("bits_per_key", &ribbon::filter::bits_per_key,
+                   "File bits per key (every section and the header).")
+      .def_prop_ro("nbytes", &ribbon::filter::size_bytes, "Size of the file image in bytes.")
+      .def_prop_ro(
+          "key_kind", [](const ribbon::filter& f) { return key_kind_name(f.params().keys); },
+          "\"u64\" (integer keys) or \"bytes\" (byte-string keys).")
+      .def_prop_ro(
+          "variant", [](const ribbon::filter& f) { return variant_name(f.variant()); },
+          "bumped, standard, homogeneous, retrieval or standard-retrieval.")
+      .def_prop_ro("is_retrieval", &ribbon::filter::is_retrieval,
+                   "True for retrieval structures (built with values).")
+      .def_prop_ro(
+          "width", [](const ribbon::filter& f) { return f.params().width; },
+          "Ribbon width w (32, 64 or 128).")
+      .def_prop_ro(
+          "bits", [](const ribbon::filter& f) { return f.params().result_bits; }, "Result bits r.")
+      .def_prop_ro(
+          "seed", [](const ribbon::filter& f) { return f.params().seed; }, "Hash seed.")
+      .def("__repr__", [](const ribbon::filter& f) {
+        char text[160];
+        std::snprintf(text, sizeof(text),
+                      "<ribbon.Filter %s, %s keys, %llu keys, w=%u, r=%u, %.3f bits/key>",
+                      variant_name(f.variant()), key_kind_name(f.params().keys),
+                      static_cast<unsigned long long>(f.key_count()), f.params().width,
+                      f.params().result_bits, f.bits_per_key());
+        return std::string(text);
+      });
+
+  m.def(
+      "build",
+      [](nb::handle keys, nb::handle values, std::optional<double> fpr,
+         std::optional<std::int64_t> bits, std::int64_t width, const std::string& variant,
+         std::uint64_t seed, std::optional<std::int64_t> threads,
+         std::optional<std::int64_t> shard_size, std::optional<double> slack,
+         std::optional<double> success_probability, const std::string& backend,
+         std::optional<std::string> key_kind) {
+        build_arguments args{
+            fpr, bits, width, variant, seed, threads, shard_size, slack, success_probability};
+        return build(keys, values, args, backend, key_kind);
+      },
+      nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(), nb::arg("fpr") = nb::none(),
+      nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("variant") = "bumped",
+      nb::arg("seed") = 0, nb::arg("threads") = nb::none(), nb::arg("shard_size") = nb::none(),
+      nb::arg("slack") = nb::none(), nb::arg("success_probability") = nb::none(),
+      nb::arg("backend") = "cpu", nb::arg("key_kind") = nb::none(),
+      R"(Builds a filter (or, with values=, a retrieval structure) from keys.
+
+keys: numpy integer array, numpy bytes/str array, pyarrow Array/ChunkedArray of integers or
+  (large_)string/(large_)binary, or an iterable of int, bytes or str (str as UTF-8). Integer
+  and byte-string keys hash as `ribbon build --format u64` and `--format lines` do, so the
+  same keys and options give the CLI's file, byte for byte. Duplicates are allowed.
+values: retrieval: one value in [0, 2^32) per key; bits defaults to the largest value's width.
+fpr / bits: the false-positive rate (fractional bits per key) or r (FPR 2^-r); default r = 8.
+width: 32, 64 or 128. variant: "bumped", "standard" or "homogeneous". seed: hash seed.
+threads: worker threads (default: all). shard_size: slots per shard (power of two).
+slack / success_probability: standard and homogeneous variants' sizing.
+backend: "cpu", "gpu" or "auto" (the GPU where this module has CUDA and a device).
+key_kind: "u64" or "bytes", the kind of an empty key list (else inferred).
+Runs without the GIL; Ctrl-C stops it within about a second.)");
+
+  m.def("load", &load, nb::arg("path"), nb::kw_only(), nb::arg("verify") = true,
+        nb::arg("mmap") = true,
+        R"(Opens a filter file (any builder's: CPU, GPU, CLI, Python).
+
+verify: check every section's checksum (reads the whole file). mmap: map the file instead
+of reading it into memory.)");
+}

@@ -1,0 +1,70 @@
+// Python keys -> the key arrays the C++ builders and queries take.
+//
+// Integer keys (key_kind::u64) become a uint64 array, byte-string keys (key_kind::bytes) an
+// array of std::string_view, read in place wherever the Python object allows:
+//   numpy uint64/int64 arrays (contiguous)             the array's memory
+//   other numpy integer arrays, strided arrays          converted to uint64 (signed: two's
+//                                                       complement, so -1 is 2^64 - 1)
+//   numpy bytes arrays (dtype S), str arrays (dtype U)  views of the items (U: UTF-8 encoded
+//                                                       first); numpy drops trailing NULs
+//   pyarrow Array/ChunkedArray of integers             as the numpy arrays (nulls rejected)
+//   pyarrow string, large_string, binary, large_binary views into the data buffer, from the
+//                                                       offsets buffer (nulls rejected)
+//   any other iterable of int, bytes or str            ints converted, bytes viewed, str
+//                                                       viewed as UTF-8
+// The same keys give the same key hashes as `ribbon build` (u64 files: integers; lines
+// files: byte strings), so a Python build writes the CLI's bytes.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "ribbon/hash.hpp"
+
+namespace ribbon::python {
+
+/// Keys of one kind as the C++ API takes them. Points into the Python objects it keeps
+/// references to, or into its own converted copy. Make it with the GIL held (to_key_views);
+/// read it with or without the GIL; destroy it with the GIL held.
+class key_views {
+ public:
+  key_kind kind() const { return kind_; }
+  std::uint64_t size() const { return size_; }
+  /// kind() == key_kind::u64: size() integer keys.
+  const std::uint64_t* integers() const { return integers_; }
+  /// kind() == key_kind::bytes: size() byte strings.
+  const std::string_view* strings() const { return strings_.data(); }
+
+ private:
+  friend class key_collector;
+  key_kind kind_ = key_kind::u64;
+  std::uint64_t size_ = 0;
+  const std::uint64_t* integers_ = nullptr;
+  std::vector<std::uint64_t> integer_copy_;
+  std::vector<std::string_view> strings_;
+  /// What integers_ and strings_ point into.
+  std::vector<nanobind::ndarray<nanobind::ro, nanobind::ndim<1>, nanobind::device::cpu>> arrays_;
+  std::vector<nanobind::object> owners_;
+};
+
+/// Reads `keys` (see the file comment). `expected`: the kind the caller needs (a query of a
+/// filter), also the kind of an empty iterable (u64 if not given). Raises ribbon.KeyTypeError
+/// for unsupported types or mixed kinds, ribbon.KeysError for nulls and integers out of range,
+/// ribbon.QueryError for keys of the other kind than `expected`.
+key_views to_key_views(nanobind::handle keys, std::optional<key_kind> expected = std::nullopt);
+
+/// out[i] = the key hash `ribbon build` uses for keys[i] with this seed: hash_u64(key,
+/// seed_mix(seed)) for integers, hash_bytes(data, size, seed) for byte strings. No GIL needed.
+void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out);
+
+/// "u64" or "bytes".
+const char* key_kind_name(key_kind kind);
+/// The key_kind named "u64" or "bytes"; raises ribbon.OptionsError for other names.
+key_kind key_kind_from_name(const std::string& name);
+
+}  // namespace ribbon::python

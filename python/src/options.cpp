@@ -1,0 +1,82 @@
+#include "options.hpp"
+
+#include "errors.hpp"
+
+#if defined(RIBBON_PYTHON_WITH_CUDA)
+#include "ribbon/cuda/builder.hpp"
+#endif
+
+namespace ribbon::python {
+namespace {
+
+constexpr const char* variant_names[] = {"bumped", "standard", "homogeneous", "retrieval",
+                                         "standard-retrieval"};
+
+std::uint32_t checked_u32(std::int64_t value, const char* name, std::int64_t low) {
+  if (value < low || value > 0xFFFFFFFFll) {
+    raise(failure::options, std::string(name) + " must be at least " + std::to_string(low) +
+                                ", not " + std::to_string(value));
+  }
+  return static_cast<std::uint32_t>(value);
+}
+
+}  // namespace
+
+const char* variant_name(filter_variant variant) {
+  return variant_names[static_cast<std::uint32_t>(variant)];
+}
+
+build_options to_build_options(const build_arguments& a) {
+  build_options o;
+  bool found = false;
+  for (std::uint32_t v = 0; v < std::size(variant_names); ++v) {
+    if (a.variant == variant_names[v]) {
+      o.variant = static_cast<filter_variant>(v);
+      found = true;
+    }
+  }
+  if (!found || is_retrieval(o.variant)) {
+    raise(failure::options,
+          "variant must be \"bumped\", \"standard\" or \"homogeneous\" (values= makes the "
+          "retrieval form), not \"" +
+              a.variant + "\"");
+  }
+  if (a.fpr && a.bits) raise(failure::options, "give fpr or bits, not both");
+  if (a.fpr) {
+    if (!(*a.fpr > 0 && *a.fpr < 1)) {
+      raise(failure::options, "fpr must be in (0, 1), not " + std::to_string(*a.fpr));
+    }
+    o.target_fpr = *a.fpr;
+  }
+  if (a.bits) o.result_bits = checked_u32(*a.bits, "bits", 1);
+  o.width = checked_u32(a.width, "width", 1);
+  o.seed = a.seed;
+  if (a.threads) o.threads = checked_u32(*a.threads, "threads", 1);
+  if (a.shard_size) o.shard_size = checked_u32(*a.shard_size, "shard_size", 1);
+  if (a.slack) o.slack = *a.slack;
+  if (a.success_probability) o.success_probability = *a.success_probability;
+  return o;
+}
+
+bool use_gpu(const std::string& backend) {
+  if (backend != "cpu" && backend != "gpu" && backend != "auto") {
+    raise(failure::options,
+          "backend must be \"cpu\", \"gpu\" or \"auto\", not \"" + backend + "\"");
+  }
+  if (backend == "cpu") return false;
+#if defined(RIBBON_PYTHON_WITH_CUDA)
+  std::string why;
+  const bool present = cuda::available(&why);
+  if (backend == "gpu" && !present) raise(failure::options, "the GPU backend cannot run: " + why);
+  return present;
+#else
+  if (backend == "gpu") {
+    raise(failure::options,
+          "the GPU backend cannot run: this ribbon module was built without CUDA "
+          "(RIBBON_ENABLE_CUDA)");
+  }
+  return false;
+#endif
+}
+
+}  // namespace ribbon::python

@@ -1,0 +1,109 @@
+"""Helpers of the distributed-build tests: the `ribbon` command to compare against, key
+files in its formats, and one local Spark session for the whole test session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def ribbon_cli() -> str:
+    """The `ribbon` command: $RIBBON_CLI (ctest sets it), else build*/tools/ribbon."""
+    path = os.environ.get("RIBBON_CLI")
+    if path:
+        return path
+    for name in sorted(os.listdir(REPO)):
+        candidate = os.path.join(REPO, name, "tools", "ribbon")
+        if name.startswith("build") and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("ribbon")
+    if not found:
+        pytest.skip("no ribbon command (set RIBBON_CLI)")
+    return found
+
+
+def write_keys(keys, path: str) -> str:
+    """Integer keys as a u64 file, byte strings as lines (no key may hold b"\\n")."""
+    if isinstance(keys, np.ndarray):
+        keys.astype("<u8").tofile(path)
+    else:
+        with open(path, "wb") as out:
+            out.write(b"".join(k + b"\n" for k in keys))
+    return path
+
+
+def cli_build(keys, directory: str, *options: str) -> bytes:
+    """The bytes `ribbon build` writes for these keys and options."""
+    fmt = "u64" if isinstance(keys, np.ndarray) else "lines"
+    source = write_keys(keys, os.path.join(directory, "cli-keys." + fmt))
+    out = os.path.join(directory, "cli.ribbon")
+    subprocess.run(
+        [ribbon_cli(), "build", "-i", source, "--format", fmt, "-o", out, "--quiet", *options],
+        check=True,
+    )
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def cli_query(filter_path: str, keys, directory: str) -> np.ndarray:
+    """`ribbon query`'s answer for each key (True: printed as a possible member)."""
+    fmt = "u64" if isinstance(keys, np.ndarray) else "lines"
+    source = write_keys(keys, os.path.join(directory, "probes." + fmt))
+    run = subprocess.run(
+        [ribbon_cli(), "query", filter_path, "-i", source, "--format", fmt],
+        stdout=subprocess.PIPE,
+        check=False,
+    )
+    assert run.returncode in (0, 1), run.returncode
+    printed = run.stdout.split(b"\n")[:-1]
+    if fmt == "u64":
+        positive = set(int(line) for line in printed)
+        return np.array([int(k) in positive for k in keys])
+    positive = set(printed)
+    return np.array([k in positive for k in keys])
+
+
+def random_u64(count: int, seed: int) -> np.ndarray:
+    """Distinct pseudo-random 64-bit keys."""
+    keys = np.unique(np.random.default_rng(seed).integers(0, 2**64, count, dtype=np.uint64))
+    return np.random.default_rng(seed + 1).permutation(keys)
+
+
+def random_strings(count: int, seed: int) -> list:
+    """Distinct byte strings of 0..30 bytes without b"\\n" or b"\\r" (lines files)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 30, count)
+    keys = {b"%d:" % i + bytes(rng.integers(32, 127, n, dtype=np.uint8)) for i, n in enumerate(lengths)}
+    return sorted(keys)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session with two cores and up to 4 attempts per task."""
+    pyspark = pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    # The executors' Python workers run this interpreter (numpy, pyarrow, ribbon on its path).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2,4]")
+        .appName("ribbon-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.default.parallelism", "4")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    assert pyspark.__version__
+    yield session
+    session.stop()

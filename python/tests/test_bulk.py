@@ -1,0 +1,61 @@
+"""ribbon.BulkBuilder: the out-of-core builder, batch by batch (e.g. Parquet row groups)."""
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import ribbon
+
+
+def test_bulk_equals_build_in_memory_and_out_of_core(tmp_path, random_u64):
+    keys = random_u64(300000)
+    expected = ribbon.build(keys, bits=7, seed=3).to_bytes()
+    for limit, out_of_core in ((None, False), (1 << 20, True)):
+        spill = tmp_path / f"spill-{out_of_core}"
+        spill.mkdir()
+        path = tmp_path / f"bulk-{out_of_core}.ribbon"
+        with ribbon.BulkBuilder("u64", memory_limit=limit, tmp_dir=str(spill), bits=7, seed=3) as b:
+            for chunk in np.array_split(keys, 7):
+                b.add(chunk)
+            assert b.key_count == len(keys)
+            stats = b.finish(path)
+        assert stats["out_of_core"] is out_of_core and stats["key_count"] == len(keys)
+        assert path.read_bytes() == expected
+        assert os.listdir(spill) == []  # temporary files removed
+
+
+def test_parquet_row_groups(tmp_path, random_words):
+    words = random_words(20000)
+    table = pa.table({"id": pa.array(words, pa.binary()), "n": np.arange(len(words))})
+    pq.write_table(table, tmp_path / "keys.parquet", row_group_size=3000)
+    parquet = pq.ParquetFile(tmp_path / "keys.parquet")
+    assert parquet.num_row_groups > 1
+    with ribbon.BulkBuilder("bytes", fpr=0.001) as builder:
+        for i in range(parquet.num_row_groups):
+            builder.add(parquet.read_row_group(i, columns=["id"]).column("id"))
+        builder.finish(tmp_path / "ids.ribbon")
+    f = ribbon.load(tmp_path / "ids.ribbon")
+    assert f.to_bytes() == ribbon.build(words, fpr=0.001).to_bytes()
+    assert f.contains(table.column("id")).all()
+
+
+def test_bulk_errors(tmp_path):
+    with pytest.raises(ValueError):
+        ribbon.BulkBuilder("float")
+    with pytest.raises(ValueError):
+        ribbon.BulkBuilder("u64", width=5)
+    b = ribbon.BulkBuilder("u64")
+    with pytest.raises(ribbon.QueryError):
+        b.add(["text"])
+    b.add([1, 2, 3])
+    b.finish(tmp_path / "a.ribbon")
+    with pytest.raises(ribbon.Error, match="finished"):
+        b.add([4])
+    with ribbon.BulkBuilder("u64", tmp_dir=str(tmp_path / "missing"), memory_limit=1) as b:
+        with pytest.raises(ribbon.Error, match="missing"):
+            b.add(np.arange(100000, dtype=np.uint64))
+            b.finish(tmp_path / "b.ribbon")
+    assert sorted(os.listdir(tmp_path)) == ["a.ribbon"]

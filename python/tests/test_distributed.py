@@ -1,0 +1,145 @@
+"""ribbon.distributed, the engine-neutral steps, run by its in-process engine: the same bytes
+as `ribbon build`, whatever the batches, the order of rows and of ranges; parts removed."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import ribbon
+from ribbon import distributed as dist
+from spark_fixtures import cli_build, random_strings, random_u64
+
+# Small shards and ranges: several ranges per layer and several distributed layers.
+SMALL = dict(shard_size=4096, range_keys=3000, one_place_keys=300)
+CLI_SMALL = ("--shard-size", "4096")
+
+
+def parts_left(directory) -> list:
+    return [name for name in os.listdir(directory) if "ribbon-parts" in name or ".tmp-" in name]
+
+
+def test_integer_keys_equal_the_cli_in_any_batches_and_order(tmp_path):
+    keys = random_u64(40000, seed=1)
+    expected = cli_build(keys, str(tmp_path), *CLI_SMALL)
+    for order_seed, pieces in [(0, 1), (1, 7), (2, 64)]:
+        batches = np.array_split(np.random.default_rng(order_seed).permutation(keys), pieces)
+        out = str(tmp_path / f"d{pieces}.ribbon")
+        stats = dist.build(batches, out, key_kind="u64", order_seed=order_seed, **SMALL)
+        assert len([l for l in stats.layers if not l["replanned"]]) >= 2  # distributed layers
+        assert stats.layers[0]["ranges"] >= 5
+        assert stats.one_place_layers >= 1
+        assert open(out, "rb").read() == expected, f"{pieces} batches"
+    assert parts_left(tmp_path) == []
+
+
+def test_string_keys_from_arrow_equal_the_cli(tmp_path):
+    keys = random_strings(60000, seed=2)
+    options = ("--shard-size", "16384", "--fpr", "0.01", "--seed", "9", "-w", "128")
+    expected = cli_build(keys, str(tmp_path), *options)
+    batches = [pa.array(keys[i : i + 4000], pa.binary()) for i in range(0, len(keys), 4000)]
+    batches[1] = batches[1].cast(pa.string())  # string and binary columns hash alike
+    out = str(tmp_path / "s.ribbon")
+    small = dict(SMALL, shard_size=16384)  # the smallest shard at w = 128
+    stats = dist.build(batches, out, key_kind="bytes", fpr=0.01, seed=9, width=128, **small)
+    assert stats.layers[0]["ranges"] >= 3
+    assert open(out, "rb").read() == expected
+
+
+def test_repeated_keys_build_the_file_of_the_distinct_keys(tmp_path):
+    keys = random_u64(20000, seed=3)
+    with_repeats = np.concatenate([keys, keys[:5000], keys[7:8]])
+    expected = cli_build(keys, str(tmp_path), *CLI_SMALL)
+    out = str(tmp_path / "r.ribbon")
+    stats = dist.build([with_repeats], out, key_kind="u64", **SMALL)
+    assert stats.rows == len(with_repeats) and stats.keys == len(keys)
+    assert stats.layers[0]["replanned"]  # planned for the rows, then for the distinct keys
+    assert open(out, "rb").read() == expected
+    assert len(ribbon.load(out)) == len(keys)
+
+
+def test_empty_and_tiny_inputs_equal_the_cli(tmp_path):
+    for count in (0, 1, 5):
+        keys = random_u64(count, seed=4) if count else np.empty(0, dtype=np.uint64)
+        expected = cli_build(keys, str(tmp_path))
+        out = str(tmp_path / f"t{count}.ribbon")
+        dist.build([keys], out, key_kind="u64")
+        assert open(out, "rb").read() == expected, f"{count} keys"
+
+
+def test_params_and_plans_pickle_for_the_workers():
+    params = dist.build_params("bytes", bits=11, width=32, seed=5, shard_size=1024)
+    again = pickle.loads(pickle.dumps(params))
+    assert (again.key_kind, again.result_bits, again.width, again.seed, again.shard_size) == (
+        "bytes", 11, 32, 5, 1024)
+    plan = dist.plan_layer(params, 1, 100000, 5000)
+    copy = pickle.loads(pickle.dumps(plan))
+    hashes = random_u64(5000, seed=6)
+    ranges = [r for r, _ in dist.route_batch(plan, hashes)]
+    assert ranges == [r for r, _ in dist.route_batch(copy, hashes)]
+    assert len(ranges) == plan.num_ranges > 3
+    assert (copy.layer, copy.input_keys, copy.num_ranges) == (1, 100000, plan.num_ranges)
+
+
+def test_a_misrouted_hash_is_refused_and_writes_nothing(tmp_path):
+    params = dist.build_params("u64", shard_size=4096)
+    plan = dist.plan_layer(params, 0, 20000, 3000)
+    routed = dict(dist.route_batch(plan, ribbon.hash_keys(random_u64(20000, seed=7))))
+    with pytest.raises(ribbon.Error, match="a hash of range 2 was given to range 1"):
+        dist.solve_task(params, plan, str(tmp_path), 1, [routed[1], routed[2][:1]])
+    assert os.listdir(tmp_path) == []
+
+
+class FailingEngine(dist.LocalEngine):
+    """Dies in layer `fail_layer`, after the earlier layers wrote their parts."""
+
+    fail_layer = 1
+
+    def solve_layer(self, plan, source, task):
+        if plan.layer == self.fail_layer:
+            raise RuntimeError("engine lost")
+        return super().solve_layer(plan, source, task)
+
+
+def test_a_failed_build_leaves_the_old_file_and_no_parts(tmp_path):
+    out = tmp_path / "f.ribbon"
+    out.write_bytes(b"the previous file")
+    params = dist.build_params("u64", shard_size=4096)
+    engine = FailingEngine(params, [random_u64(60000, seed=8)])  # layer 1 is distributed
+    with pytest.raises(RuntimeError, match="engine lost"):
+        dist.run_build(engine, params, str(out), range_keys=3000, one_place_keys=300)
+    assert out.read_bytes() == b"the previous file"
+    assert parts_left(tmp_path) == []
+    # A parts directory left by a driver that died is removed by the next build.
+    stale = dist.parts_directory_prefix(str(out)) + "dead"
+    os.mkdir(stale)
+    open(os.path.join(stale, "L00-1-R000000000.part"), "wb").close()
+    dist.build([random_u64(100, seed=9)], str(out), key_kind="u64")
+    assert parts_left(tmp_path) == []
+
+
+def test_bad_options_and_paths_fail_before_any_work(tmp_path):
+    with pytest.raises(OSError, match="does not exist"):
+        dist.build([np.arange(10, dtype=np.uint64)], str(tmp_path / "no" / "x.ribbon"), key_kind="u64")
+    with pytest.raises(OSError, match="is a directory"):
+        dist.build([np.arange(10, dtype=np.uint64)], str(tmp_path), key_kind="u64")
+    with pytest.raises(ribbon.OptionsError):
+        dist.build_params("u64", width=48)
+    with pytest.raises(ribbon.Error, match="key kind"):
+        dist.build_params("floats")
+
+
+def test_the_process_pool_example_equals_the_cli(tmp_path):
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+    import process_pool_engine
+
+    keys = random_u64(40000, seed=10)
+    out = str(tmp_path / "p.ribbon")
+    process_pool_engine.build(np.array_split(keys, 5), out, workers=2, **SMALL)
+    assert open(out, "rb").read() == cli_build(keys, str(tmp_path), *CLI_SMALL)

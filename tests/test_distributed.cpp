@@ -1,0 +1,275 @@
+// The distributed build's steps (ribbon/distributed.hpp), driven here by a small engine of
+// our own: files assembled from shard ranges solved independently, in any order, retried,
+// over several distributed layers, are byte-identical to filter::build() over the distinct
+// keys; bad parts and misrouted hashes are refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ribbon/distributed.hpp"
+#include "ribbon/filter.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+namespace dist = ribbon::distributed;
+using ribbon_test::rng;
+using ribbon_test::temp_dir;
+
+std::vector<unsigned char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// How the test engine runs a build.
+struct engine_options {
+  std::uint64_t range_keys = 3000;     // keys per range: several ranges per layer
+  std::uint64_t one_place_keys = 300;  // layers this small are finished in one place
+  std::uint64_t shuffle_seed = 1;      // order in which ranges are solved
+  bool retry_every_range = false;      // solve each range twice (a retried task)
+};
+
+/// What the engine did.
+struct engine_report {
+  std::uint32_t distributed_layers = 0;
+  std::uint64_t max_ranges = 0;
+  std::uint32_t layer0_plans = 0;
+};
+
+/// Plans and solves one layer over its layer hashes; returns the bumped hashes.
+std::vector<std::uint64_t> solve_layer(const ribbon::filter_params& p, const dist::layer_plan& plan,
+                                       std::vector<std::uint64_t> hashes, const temp_dir& dir,
+                                       const engine_options& o, dist::solved_layer& out,
+                                       bool skip_if_repeats, std::uint64_t& distinct) {
+  std::vector<std::uint64_t> offsets;
+  dist::group_by_range(plan, hashes.data(), hashes.size(), offsets);
+  std::vector<std::uint64_t> order(plan.num_ranges());
+  for (std::uint64_t r = 0; r < order.size(); ++r) order[r] = r;
+  rng shuffle(o.shuffle_seed + plan.layer);
+  for (std::uint64_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.below(i)]);
+  std::map<std::uint64_t, std::vector<std::uint64_t>> bumped_by_range;
+  out = {plan, 0, {}};
+  distinct = 0;
+  for (const std::uint64_t r : order) {
+    const std::string part =
+        dir.file("L" + std::to_string(plan.layer) + "-R" + std::to_string(r) + ".part");
+    std::vector<std::uint64_t> range(hashes.begin() + offsets[r], hashes.begin() + offsets[r + 1]);
+    std::reverse(range.begin(), range.end());  // the order of rows is irrelevant
+    dist::range_outcome outcome = dist::solve_range(p, plan, r, range, part, skip_if_repeats);
+    if (o.retry_every_range && outcome.solved) {
+      outcome = dist::solve_range(p, plan, r, range, part, skip_if_repeats);
+    }
+    distinct += outcome.distinct_keys;
+    bumped_by_range[r] = std::move(outcome.bumped);
+  }
+  std::vector<std::uint64_t> bumped;
+  for (std::uint64_t r = 0; r < plan.num_ranges(); ++r) {
+    out.parts.push_back(
+        dir.file("L" + std::to_string(plan.layer) + "-R" + std::to_string(r) + ".part"));
+    bumped.insert(bumped.end(), bumped_by_range[r].begin(), bumped_by_range[r].end());
+  }
+  out.bumped_keys = bumped.size();
+  return bumped;
+}
+
+/// The driver's loop of distributed.hpp over key hashes (repeats allowed): layer 0 is planned
+/// for every hash, and planned again for the distinct count if a range finds repeats.
+engine_report build_distributed(const ribbon::filter_params& p,
+                                const std::vector<std::uint64_t>& key_hashes,
+                                const std::string& path, const engine_options& o) {
+  temp_dir parts;
+  engine_report report;
+  std::vector<dist::solved_layer> layers;
+  std::uint64_t n = key_hashes.size(), key_count = n;
+  std::vector<std::uint64_t> hashes = key_hashes;
+  bool distinct_known = false;  // layer 0 is first planned for every hash, repeats included
+  for (std::uint32_t l = 0; n > 0 && !dist::finish_in_one_place(p, l, n, o.one_place_keys);) {
+    const dist::layer_plan plan = dist::plan_layer(p, l, n, o.range_keys);
+    report.max_ranges = std::max(report.max_ranges, plan.num_ranges());
+    std::vector<std::uint64_t> layer_hashes = hashes;
+    dist::to_layer_hashes(plan, layer_hashes.data(), layer_hashes.size());
+    dist::solved_layer solved;
+    std::uint64_t distinct = 0;
+    std::vector<std::uint64_t> bumped =
+        solve_layer(p, plan, layer_hashes, parts, o, solved, !distinct_known, distinct);
+    if (l == 0) ++report.layer0_plans;
+    distinct_known = true;
+    if (distinct != n) {  // repeats: plan layer 0 again for the distinct count
+      EXPECT_EQ(l, 0u);
+      n = key_count = distinct;
+      continue;
+    }
+    layers.push_back(std::move(solved));
+    hashes = std::move(bumped);
+    n = hashes.size();
+    ++l;
+  }
+  if (key_hashes.empty()) key_count = 0;
+  report.distributed_layers = static_cast<std::uint32_t>(layers.size());
+  const auto rest = dist::finish_layers(p, static_cast<std::uint32_t>(layers.size()), hashes.data(),
+                                        layers.empty() ? 0 : hashes.size());
+  dist::assemble(path, p, key_count, layers, &rest);
+  return report;
+}
+
+std::vector<std::uint64_t> integer_hashes(const ribbon::filter_params& p,
+                                          const std::vector<std::uint64_t>& keys) {
+  std::vector<std::uint64_t> hashes(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    hashes[i] = ribbon::hash_u64(keys[i], ribbon::seed_mix(p.seed));
+  return hashes;
+}
+
+ribbon::build_options small_shards(std::uint32_t width = 64) {
+  ribbon::build_options o;
+  o.width = width;
+  o.shard_size = 32 * ribbon::detail::default_bucket_size(width);  // the smallest shard
+  return o;
+}
+
+TEST(Distributed, IntegerKeysEqualFilterBuild) {
+  const auto keys = ribbon_test::keys_range(1, 0, 60000);
+  const ribbon::build_options options = small_shards();
+  const auto p = dist::build_params(options, ribbon::key_kind::u64);
+  temp_dir dir;
+  const engine_report report =
+      build_distributed(p, integer_hashes(p, keys), dir.file("d.rbn"), engine_options{});
+  EXPECT_GE(report.distributed_layers, 2u);  // several distributed layers
+  EXPECT_GE(report.max_ranges, 5u);          // several ranges per layer
+  ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
+  EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn")));
+}
+
+TEST(Distributed, AnyRangeOrderAndRetriesGiveTheSameBytes) {
+  const auto keys = ribbon_test::keys_range(2, 0, 30000);
+  const ribbon::build_options options = small_shards();
+  const auto p = dist::build_params(options, ribbon::key_kind::u64);
+  temp_dir dir;
+  ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
+  const auto expected = read_file(dir.file("f.rbn"));
+  for (std::uint64_t seed : {3, 4}) {
+    engine_options o;
+    o.shuffle_seed = seed;
+    o.retry_every_range = seed == 4;
+    o.range_keys = 1000 * seed;
+    build_distributed(p, integer_hashes(p, keys), dir.file("d.rbn"), o);
+    EXPECT_TRUE(read_file(dir.file("d.rbn")) == expected) << "seed " << seed;
+  }
+}
+
+TEST(Distributed, ByteStringKeysWithFractionalBitsEqualFilterBuild) {
+  const auto strings = ribbon_test::string_keys(3, 0, 40000);
+  ribbon::build_options options = small_shards(128);
+  options.target_fpr = 0.01;
+  options.seed = 77;
+  const auto p = dist::build_params(options, ribbon::key_kind::bytes);
+  std::vector<std::uint64_t> hashes;
+  for (const auto& s : strings) hashes.push_back(ribbon::hash_bytes(s.data(), s.size(), p.seed));
+  temp_dir dir;
+  engine_options o;
+  o.range_keys = 6000;
+  const engine_report report = build_distributed(p, hashes, dir.file("d.rbn"), o);
+  EXPECT_GE(report.max_ranges, 3u);
+  const auto views = ribbon_test::views(strings);
+  ribbon::filter::build(views.data(), views.size(), options).save(dir.file("f.rbn"));
+  EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn")));
+}
+
+TEST(Distributed, Width32WithOneRangePerLayerEqualsFilterBuild) {
+  const auto keys = ribbon_test::keys_range(4, 0, 20000);
+  ribbon::build_options options = small_shards(32);
+  options.result_bits = 5;
+  const auto p = dist::build_params(options, ribbon::key_kind::u64);
+  temp_dir dir;
+  engine_options o;
+  o.range_keys = 1 << 30;
+  build_distributed(p, integer_hashes(p, keys), dir.file("d.rbn"), o);
+  ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
+  EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn")));
+}
+
+TEST(Distributed, RepeatedKeysBuildTheFileOfTheDistinctKeys) {
+  auto distinct = ribbon_test::keys_range(5, 0, 20000);
+  std::vector<std::uint64_t> with_repeats = distinct;
+  with_repeats.insert(with_repeats.end(), distinct.begin(), distinct.begin() + 7000);
+  with_repeats.push_back(distinct[12345]);
+  const ribbon::build_options options = small_shards();
+  const auto p = dist::build_params(options, ribbon::key_kind::u64);
+  temp_dir dir;
+  const engine_report report =
+      build_distributed(p, integer_hashes(p, with_repeats), dir.file("d.rbn"), engine_options{});
+  EXPECT_EQ(report.layer0_plans, 2u);  // planned for 27001 keys, then for 20000
+  ribbon::filter::build(distinct.data(), distinct.size(), options).save(dir.file("f.rbn"));
+  EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn")));
+  EXPECT_EQ(ribbon::filter::load(dir.file("d.rbn")).key_count(), distinct.size());
+}
+
+TEST(Distributed, TinyAndEmptyInputsEqualFilterBuild) {
+  const ribbon::build_options options;
+  const auto p = dist::build_params(options, ribbon::key_kind::u64);
+  for (std::uint64_t n : {0, 1, 2, 100}) {
+    const auto keys = ribbon_test::keys_range(6, 0, n);
+    temp_dir dir;
+    build_distributed(p, integer_hashes(p, keys), dir.file("d.rbn"), engine_options{});
+    ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
+    EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn"))) << n << " keys";
+  }
+}
+
+TEST(Distributed, RefusesMisroutedHashesBadPartsAndOtherVariants) {
+  const ribbon::build_options options = small_shards();
+  const auto p = dist::build_params(options, ribbon::key_kind::u64);
+  const auto keys = ribbon_test::keys_range(7, 0, 20000);
+  auto hashes = integer_hashes(p, keys);
+  const dist::layer_plan plan = dist::plan_layer(p, 0, hashes.size(), 3000);
+  ASSERT_GE(plan.num_ranges(), 3u);
+  temp_dir dir;
+  std::vector<std::uint64_t> offsets;
+  dist::group_by_range(plan, hashes.data(), hashes.size(), offsets);
+  std::vector<std::uint64_t> range1(hashes.begin() + offsets[1], hashes.begin() + offsets[2]);
+  range1.push_back(hashes[offsets[2]]);  // a hash of range 2
+  try {
+    dist::solve_range(p, plan, 1, range1, dir.file("p1"));
+    ADD_FAILURE() << "a misrouted hash was accepted";
+  } catch (const ribbon::error& e) {
+    EXPECT_NE(std::string(e.what()).find("a hash of range 2 was given to range 1"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(dir.entries().empty());  // nothing written, no temporary file
+
+  // A part of the wrong size (another build's, or damaged) is refused; nothing is written.
+  dist::solved_layer layer{plan, 0, {}};
+  std::vector<std::uint64_t> bumped;
+  for (std::uint64_t r = 0; r < plan.num_ranges(); ++r) {
+    layer.parts.push_back(dir.file("p" + std::to_string(r)));
+    std::vector<std::uint64_t> range(hashes.begin() + offsets[r], hashes.begin() + offsets[r + 1]);
+    auto outcome = dist::solve_range(p, plan, r, range, layer.parts.back());
+    bumped.insert(bumped.end(), outcome.bumped.begin(), outcome.bumped.end());
+  }
+  layer.bumped_keys = bumped.size();
+  const auto rest = dist::finish_layers(p, 1, bumped.data(), bumped.size());
+  std::ofstream(layer.parts[1], std::ios::app) << "x";
+  try {
+    dist::assemble(dir.file("out.rbn"), p, hashes.size(), {layer}, &rest);
+    ADD_FAILURE() << "a damaged part was accepted";
+  } catch (const ribbon::error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a part of this build, or damaged"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out.rbn")));
+  // A layer whose key count does not follow from the previous one is refused.
+  EXPECT_THROW(dist::assemble(dir.file("out.rbn"), p, hashes.size() + 1, {layer}, &rest),
+               ribbon::error);
+  ribbon::build_options standard = options;
+  standard.variant = ribbon::filter_variant::standard;
+  EXPECT_THROW(dist::build_params(standard, ribbon::key_kind::u64), ribbon::error);
+}
+
+}  // namespace
