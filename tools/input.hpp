@@ -112,6 +112,13 @@ class input_reader {
   /// line length of the first bytes of the first file for line formats.
   std::uint64_t estimated_keys() const { return estimated_keys_; }
   std::size_t chunk_bytes() const { return chunk_bytes_; }
+  /// Chunks in flight when run() on `threads` threads (0: all).
+  static std::uint64_t chunks_in_flight(std::uint32_t threads);
+  /// The chunk size (for max_chunk_bytes) that keeps run() with parse_output::hashes on
+  /// `threads` threads within `bytes`: each chunk in flight holds its data and its hashes
+  /// (8 per key: as many bytes as the data for u64, up to 4 times for lines of 2 bytes).
+  static std::size_t chunk_bytes_within(std::uint64_t bytes, std::uint32_t threads,
+                                        input_format format);
   input_counters& counters() { return counters_; }
 
   /// Reads every input once on `threads` threads (0: all). Each chunk is parsed and then

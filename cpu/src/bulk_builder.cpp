@@ -4,10 +4,12 @@
 #include "ribbon/bulk_builder.hpp"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -171,6 +173,79 @@ std::uint64_t in_memory_bytes_per_key(const filter_params& p) {
   return 8 + 8 + detail::divide_round_up(p.result_bits, 8) + 1;
 }
 
+/// Bytes of one thread's shard-solver workspace (layered_builder.hpp): working arrays of
+/// `interleaved_shards` shards (a coefficient word and a result per column), their undo
+/// lists, and the sort scratch (a shard's keys: about S, twice for skewed shards).
+std::uint64_t solver_workspace_bytes(const filter_params& p) {
+  const std::uint64_t columns = p.shard_size + p.width;
+  const std::uint64_t result_bytes = p.solver_bits() <= 8 ? 1 : p.solver_bits() <= 16 ? 2 : 4;
+  const std::uint64_t undo = 2 * 4 * detail::undo_capacity(p.bucket_size, p.width);
+  return detail::interleaved_shards * (columns * (p.width / 8 + result_bytes) + undo) +
+         2 * p.shard_size * 8;
+}
+
+/// The smallest I/O buffer (partition-file reads, bumped keys, the file write) and the
+/// smallest write buffer of a partition file.
+constexpr std::uint64_t min_io_buffer_bytes = 64 << 10;
+constexpr std::uint64_t min_partition_buffer_bytes = 4 << 10;
+
+/// How a bulk build shares its memory limit among its consumers (README "Memory"). What it
+/// does not count (code, libraries, thread stacks, small allocations) is the documented
+/// constant above the limit.
+struct memory_plan {
+  std::uint64_t floor = 0;            ///< the smallest limit this build can honour
+  std::uint32_t solver_threads = 1;   ///< threads whose solver workspaces fit
+  std::uint64_t workspace_bytes = 0;  ///< all of their workspaces
+  std::uint64_t io_buffer_bytes = 0;  ///< each of the three I/O buffers
+  std::uint64_t partition_bytes = 0;  ///< the write buffers of all partition files together
+  /// For key hashes, partitioned copies, carried keys and sections: max(limit, floor) less
+  /// the above.
+  std::uint64_t budget = 0;
+  /// The same from the caller's limit (0 below the floor): past it the hashes spill.
+  std::uint64_t spill_budget = 0;
+};
+
+/// Keys of the smallest shard-range pass (two shards' keys; a shard holds about S keys) and
+/// the bytes of the carried keys of one boundary shard (a vector that may have doubled).
+std::uint64_t min_pass_keys(const filter_params& p) {
+  return 2 * p.shard_size + (p.shard_size >> 2);
+}
+std::uint64_t carry_bytes(const filter_params& p) {
+  return 2 * 8 * (p.shard_size + (p.shard_size >> 3));
+}
+
+memory_plan plan_memory(const filter_params& p, std::uint64_t limit, std::uint32_t threads) {
+  memory_plan plan;
+  const std::uint64_t per_thread = solver_workspace_bytes(p);
+  // One thread and the smallest pass, with the I/O buffers (3/64 of the limit) and the
+  // partition files' buffers (1/8) on top.
+  const std::uint64_t least = per_thread + 3 * min_io_buffer_bytes +
+                              min_pass_keys(p) * in_memory_bytes_per_key(p) + carry_bytes(p);
+  plan.floor = least * 64 / 53 + 1;
+  const std::uint64_t working = std::max(limit, plan.floor);
+  const std::uint64_t wanted =
+      threads != 0 ? threads : static_cast<std::uint64_t>(tbb::this_task_arena::max_concurrency());
+  // Workspaces get at most a third of the limit (at least one thread's): above that, fewer
+  // threads solve.
+  plan.solver_threads =
+      static_cast<std::uint32_t>(std::clamp<std::uint64_t>(working / 3 / per_thread, 1, wanted));
+  plan.workspace_bytes = plan.solver_threads * per_thread;
+  plan.io_buffer_bytes = std::clamp<std::uint64_t>(working / 64, min_io_buffer_bytes, 4 << 20);
+  plan.partition_bytes = working / 8;
+  const std::uint64_t fixed =
+      plan.workspace_bytes + 3 * plan.io_buffer_bytes + plan.partition_bytes + carry_bytes(p);
+  plan.budget = working - fixed;
+  plan.spill_budget = limit > fixed ? limit - fixed : 0;
+  return plan;
+}
+
+std::string too_many_for_in_memory_variant(std::uint64_t keys) {
+  return "the standard and homogeneous variants build in memory only (their layer 0 is "
+         "retried whole), and " +
+         std::to_string(keys) +
+         " keys exceed the memory limit: raise it, or use the bumped variant";
+}
+
 void on_fatal_signal(int sig) {
   detail::remove_temp_paths();
   std::signal(sig, SIG_DFL);
@@ -186,7 +261,8 @@ class out_of_core_layer {
  public:
   using files = std::vector<std::unique_ptr<spill_file>>;
 
-  out_of_core_layer(spill_directory& directory, std::uint64_t budget,
+  /// `budget`: the plan's budget less what earlier layers keep in memory.
+  out_of_core_layer(spill_directory& directory, const memory_plan& plan, std::uint64_t budget,
                     detail::layered_builder<Width, Result>& builder,
                     shard_range_solver* range_solver, const filter_params& p, std::uint32_t l,
                     std::uint64_t n)
@@ -197,23 +273,27 @@ class out_of_core_layer {
     const layer_geometry& g = layer_.geometry;
     thresholds_ = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
     solution_file_ = directory.create("solution", 0);
-    bumped_file_ = directory.create("bumped", 1 << 20);
-    // Keys per pass: what is left of the budget after the thresholds and buffers, at the
-    // pass's bytes per key (loaded, partitioned, its share of the solution). At least a few
-    // shards, whatever the limit.
+    bumped_file_ = directory.create("bumped", plan.io_buffer_bytes);
+    // Keys per pass: what is left of the budget after the thresholds, at the pass's bytes
+    // per key (loaded, partitioned, its share of the solution).
     const double solution_per_key =
         static_cast<double>(g.solution_bytes(p_.width, p_.result_bits)) / static_cast<double>(n);
-    const std::uint64_t fixed = g.threshold_words(p_.bucket_size) * 8 + (4 << 20);
-    const std::uint64_t room = budget > fixed ? budget - fixed : 0;
-    pass_keys_ = std::max<std::uint64_t>(
-        static_cast<std::uint64_t>(static_cast<double>(room) / (16.0 + solution_per_key)),
-        4 * g.shard_size());
+    const std::uint64_t thresholds = g.threshold_words(p_.bucket_size) * 8;
+    const std::uint64_t room = budget > thresholds ? budget - thresholds : 0;
+    pass_keys_ = static_cast<std::uint64_t>(static_cast<double>(room) / (16.0 + solution_per_key));
+    const std::uint64_t least = std::min(n, min_pass_keys(p_));
+    if (pass_keys_ < least) {
+      throw error("the memory limit is too small for " + std::to_string(n) + " keys in layer " +
+                  std::to_string(l) + ": its thresholds take " + std::to_string(thresholds) +
+                  " bytes of a budget of " + std::to_string(budget) +
+                  ", too little is left for a pass of two shards; raise the limit");
+    }
     // With ranges in flight elsewhere while the next is read, the passes share the budget.
     if (range_solver_) {
-      const std::uint64_t passes = std::max(range_solver_->ranges_in_flight(), 1u) + 1;
-      pass_keys_ = std::max<std::uint64_t>(pass_keys_ / passes, 4 * g.shard_size());
+      pass_keys_ =
+          std::max(pass_keys_ / (std::max(range_solver_->ranges_in_flight(), 1u) + 1), least);
     }
-    read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, 1 << 17));
+    read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, plan.io_buffer_bytes / 8));
   }
 
   /// Solves the layer over `parts` (2^bits files); returns its image (the solution section
@@ -428,7 +508,7 @@ void remove_temp_files_on_signals() {
 struct bulk_builder::impl {
   filter_params params;
   bulk_options options;
-  std::uint64_t budget = 0;  ///< bytes for hashes and sections: the limit less a reserve
+  memory_plan plan;
   std::uint64_t count = 0;
   bool finished = false;
 
@@ -452,24 +532,30 @@ struct bulk_builder::impl {
     options.progress->current.store(s, std::memory_order_relaxed);
   }
 
-  /// Opens 2^bits partition files with buffers that share an eighth of the budget.
+  /// Opens 2^bits partition files with buffers that share the plan's partition bytes.
   std::vector<std::unique_ptr<spill_file>> open_partitions(std::uint32_t bits) {
     const std::uint64_t files = std::uint64_t{1} << bits;
-    const std::uint64_t buffer = std::clamp<std::uint64_t>(budget / 8 / files, 64 << 10, 4 << 20);
+    const std::uint64_t buffer = std::clamp<std::uint64_t>(plan.partition_bytes / files,
+                                                           min_partition_buffer_bytes, 4 << 20);
     std::vector<std::unique_ptr<spill_file>> out;
     for (std::uint64_t i = 0; i < files; ++i) out.push_back(directory->create("part", buffer));
     return out;
   }
 
   /// Partition files for an expected number of keys: enough that one file's keys fit a
-  /// shard-range pass in the budget twice over.
+  /// shard-range pass in the budget twice over, no more than have buffers of the smallest
+  /// size (a file with too many keys is read once more per pass).
   std::uint32_t partition_bits_for(std::uint64_t expected) const {
     const std::uint64_t per_pass =
-        std::max<std::uint64_t>(budget / in_memory_bytes_per_key(params), 1);
+        std::max<std::uint64_t>(plan.budget / in_memory_bytes_per_key(params), 1);
     const std::uint64_t files =
         detail::divide_round_up(expected, std::max<std::uint64_t>(per_pass / 2, 1));
+    const std::uint64_t most_files = plan.partition_bytes / min_partition_buffer_bytes;
     std::uint32_t bits = 1;
-    while (bits < max_partition_bits && (std::uint64_t{1} << bits) < files) ++bits;
+    while (bits < max_partition_bits && (std::uint64_t{1} << bits) < files &&
+           (std::uint64_t{2} << bits) <= most_files) {
+      ++bits;
+    }
     return bits;
   }
 
@@ -511,7 +597,7 @@ struct bulk_builder::impl {
         done += take;
         count += take;
       }
-      if (count * in_memory_bytes_per_key(params) > budget) spill();
+      if (count * in_memory_bytes_per_key(params) > plan.spill_budget) spill();
       if (options.progress) options.progress->keys.store(count, std::memory_order_relaxed);
       return;
     }
@@ -536,7 +622,7 @@ struct bulk_builder::impl {
       f = options.in_memory(count, visit_hashes, params.keys, options.build);
     } else {
       f = detail::build_in_memory(params, detail::sizing_from(options.build, params, count), count,
-                                  source, options.build.threads, &result.stats, options.progress);
+                                  source, plan.solver_threads, &result.stats, options.progress);
     }
     chunks.clear();
     set_stage(build_progress::writing, f.size_bytes());
@@ -562,14 +648,10 @@ struct bulk_builder::impl {
       }
     } remove_spill{*this};
     if (out_of_core && !uses_bumping(params.variant)) {
-      throw error(
-          "the standard and homogeneous variants build in memory only (their layer 0 is "
-          "retried whole), and " +
-          std::to_string(count) +
-          " keys exceed the memory limit: raise it, or use the bumped variant");
+      throw error(too_many_for_in_memory_variant(count));
     }
     const auto start = detail::clock_type::now();
-    bulk_result result = detail::run_with_threads(options.build.threads, [&] {
+    bulk_result result = detail::run_with_threads(plan.solver_threads, [&] {
       if (!out_of_core) return finish_in_memory(path);
       return detail::dispatch_layout(params, [&](auto width_tag, auto result_tag) {
         return finish_out_of_core<decltype(width_tag)::value, decltype(result_tag)>(path);
@@ -601,6 +683,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   std::vector<format::layer_image> layers;
   std::vector<aligned_bytes> buffers;
   std::vector<std::unique_ptr<spill_file>> solution_files;  // by layer; null when in memory
+  std::uint64_t kept_bytes = 0;  // earlier layers' thresholds, kept in memory for the file
 
   std::vector<std::unique_ptr<spill_file>> parts = std::move(partitions);
   std::uint32_t bits = partition_bits;
@@ -609,13 +692,15 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     const auto layer_start = detail::clock_type::now();
     for (auto& part : parts) part->flush();
     for (auto& part : parts) spilled_bytes += part->size();
+    const std::uint64_t budget = plan.budget > kept_bytes ? plan.budget - kept_bytes : 0;
     out_of_core_layer<Width, Result> layer_builder(
-        *directory, budget, builder, options.range_solver.get(), params, l, remaining);
+        *directory, plan, budget, builder, options.range_solver.get(), params, l, remaining);
     layers.push_back(layer_builder.run(parts, bits));
     spilled_bytes += layer_builder.spilled_bytes();
     shard_ranges += layer_builder.ranges();
     parts.clear();
     buffers.push_back(layer_builder.take_thresholds());
+    kept_bytes += layers.back().geometry.threshold_words(params.bucket_size) * 8;
     solution_files.push_back(layer_builder.take_solution_file());
     std::unique_ptr<spill_file> bumped = layer_builder.take_bumped_file();
     remaining = layers.back().bumped_keys;
@@ -637,7 +722,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     const std::uint64_t salt = bumped_layer_salt(params.seed, l + 1);
     bits = partition_bits_for(remaining);
     parts = open_partitions(bits);
-    std::vector<std::uint64_t> buffer(1 << 17);
+    std::vector<std::uint64_t> buffer(plan.io_buffer_bytes / 8);
     bumped->for_each_piece(buffer, [&](const std::uint64_t* hashes, std::uint64_t n) {
       std::uint64_t* next = buffer.data();  // remixed in place: the piece is read
       for (std::uint64_t i = 0; i < n; ++i) next[i] = remix(hashes[i], salt);
@@ -649,7 +734,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   const format::filter_image image{params, count, layers};
   const std::uint64_t file_bytes = format::image_bytes(image);
   set_stage(build_progress::writing, file_bytes);
-  std::vector<unsigned char> buffer(4 << 20);
+  std::vector<unsigned char> buffer(plan.io_buffer_bytes);
   format::write_file(
       path, image, [&](std::size_t l, format::section, const format::byte_sink& sink) {
         const spill_file& file = *solution_files.at(l);  // only solutions are ever external
@@ -671,9 +756,21 @@ bulk_builder::bulk_builder(key_kind keys, const bulk_options& options)
   impl_->options = options;
   impl_->params = detail::params_from(options.build, keys);
   const std::uint64_t limit = options.memory_limit ? options.memory_limit : default_memory_limit();
-  // An eighth stays in reserve for what the budget does not count: the caller's read
-  // buffers, the threads' solver workspaces, allocator slack.
-  impl_->budget = limit - limit / 8;
+  impl_->plan = plan_memory(impl_->params, limit, options.build.threads);
+  if (!uses_bumping(impl_->params.variant) &&
+      options.expected_keys * in_memory_bytes_per_key(impl_->params) > impl_->plan.spill_budget) {
+    throw error(too_many_for_in_memory_variant(options.expected_keys));
+  }
+#if defined(__GLIBC__)
+  // Freed buffers must go back to the system for the limit to bound the resident size. By
+  // default glibc raises its mmap threshold to the largest buffer freed so far (up to 32 MiB),
+  // and buffers below it come from heaps that keep their freed memory: fix it.
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 10);
+#endif
+}
+
+std::uint64_t bulk_builder::memory_floor() const {
+  return impl_->plan.floor;
 }
 
 bulk_builder::~bulk_builder() = default;
@@ -692,11 +789,11 @@ void bulk_builder::add_hashes(const std::uint64_t* hashes, std::uint64_t count) 
 
 namespace {
 
-/// Hashes keys in parallel pieces and passes the hashes on.
+/// Hashes keys in parallel pieces and passes the hashes on, `batch` hashes at a time.
 template <class Hash>
-void add_hashed(bulk_builder& builder, std::uint64_t count, const Hash& hash) {
-  constexpr std::uint64_t piece = 1 << 16;
-  std::vector<std::uint64_t> hashes(std::min(count, piece * 16));
+void add_hashed(bulk_builder& builder, std::uint64_t count, std::uint64_t batch, const Hash& hash) {
+  constexpr std::uint64_t piece = 1 << 13;
+  std::vector<std::uint64_t> hashes(std::min(count, batch));
   for (std::uint64_t done = 0; done < count;) {
     const std::uint64_t n = std::min<std::uint64_t>(hashes.size(), count - done);
     tbb::parallel_for(std::uint64_t{0}, detail::divide_round_up(n, piece), [&](std::uint64_t b) {
@@ -714,14 +811,15 @@ void bulk_builder::add(const std::uint64_t* keys, std::uint64_t count) {
   if (impl_->params.keys != key_kind::u64)
     throw error("bulk_builder: integer keys added to a byte-string build");
   const std::uint64_t mixed = seed_mix(impl_->params.seed);
-  add_hashed(*this, count, [keys, mixed](std::uint64_t i) { return hash_u64(keys[i], mixed); });
+  add_hashed(*this, count, impl_->plan.io_buffer_bytes / 8,
+             [keys, mixed](std::uint64_t i) { return hash_u64(keys[i], mixed); });
 }
 
 void bulk_builder::add(const std::string_view* keys, std::uint64_t count) {
   if (impl_->params.keys != key_kind::bytes)
     throw error("bulk_builder: byte-string keys added to an integer build");
   const std::uint64_t seed = impl_->params.seed;
-  add_hashed(*this, count, [keys, seed](std::uint64_t i) {
+  add_hashed(*this, count, impl_->plan.io_buffer_bytes / 8, [keys, seed](std::uint64_t i) {
     return hash_bytes(keys[i].data(), keys[i].size(), seed);
   });
 }
