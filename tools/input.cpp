@@ -110,7 +110,12 @@ std::size_t count_lines(const char* data, std::size_t size) {
   return newlines + (size > 0 && data[size - 1] != '\n');
 }
 
-/// Parses a chunk in place; on a bad line records it in chunk.error / error_line.
+std::string errno_text(int code) {
+  return std::strerror(code);
+}
+
+}  // namespace
+
 void parse_chunk(input_chunk& c, input_format format, parse_output output, std::uint64_t seed) {
   c.values.clear();
   c.texts.clear();
@@ -165,12 +170,6 @@ void parse_chunk(input_chunk& c, input_format format, parse_output output, std::
     }
   }
 }
-
-std::string errno_text(int code) {
-  return std::strerror(code);
-}
-
-}  // namespace
 
 input_format parse_input_format(const std::string& name) {
   if (name == "lines") return input_format::lines;

@@ -77,6 +77,11 @@ struct input_chunk {
   // stops and reports it, in input order, as "FILE:LINE: error".
 };
 
+/// Parses the chunk's bytes (c.data, c.size: whole lines, or whole 8-byte keys) as the
+/// reader's parallel stage does: fills c.values or c.texts (see parse_output) and
+/// c.key_count, or sets c.error and c.error_line at the first bad line. No threads, no I/O.
+void parse_chunk(input_chunk& c, input_format format, parse_output output, std::uint64_t seed);
+
 /// For inputs of key<TAB>value lines (--values), read as input_format::lines with
 /// parse_output::keys: splits each line of the chunk at its last tab and parses the value.
 /// Leaves the key text in texts[i], the value in entry_values[i] and, for `key_format` hex64,
