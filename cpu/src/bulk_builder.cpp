@@ -12,6 +12,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -261,8 +262,7 @@ class out_of_core_layer {
  public:
   using files = std::vector<std::unique_ptr<spill_file>>;
 
-  /// `budget`: the plan's budget less what earlier layers keep in memory.
-  out_of_core_layer(spill_directory& directory, const memory_plan& plan, std::uint64_t budget,
+  out_of_core_layer(spill_directory& directory, const memory_plan& plan,
                     detail::layered_builder<Width, Result>& builder,
                     shard_range_solver* range_solver, const filter_params& p, std::uint32_t l,
                     std::uint64_t n)
@@ -271,33 +271,27 @@ class out_of_core_layer {
     layer_.salt = bumped_layer_salt(p_.seed, l);
     layer_.geometry = bumped_layer_geometry(n, p_, builder.sizing());
     const layer_geometry& g = layer_.geometry;
-    thresholds_ = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
-    solution_file_ = directory.create("solution", 0);
+    thresholds_.file = directory.create("thresholds", 0);
+    solution_.file = directory.create("solution", 0);
     bumped_file_ = directory.create("bumped", plan.io_buffer_bytes);
-    // Keys per pass: what is left of the budget after the thresholds, at the pass's bytes
-    // per key (loaded, partitioned, its share of the solution).
-    const double solution_per_key =
-        static_cast<double>(g.solution_bytes(p_.width, p_.result_bits)) / static_cast<double>(n);
-    const std::uint64_t thresholds = g.threshold_words(p_.bucket_size) * 8;
-    const std::uint64_t room = budget > thresholds ? budget - thresholds : 0;
-    pass_keys_ = static_cast<std::uint64_t>(static_cast<double>(room) / (16.0 + solution_per_key));
-    const std::uint64_t least = std::min(n, min_pass_keys(p_));
-    if (pass_keys_ < least) {
-      throw error("the memory limit is too small for " + std::to_string(n) + " keys in layer " +
-                  std::to_string(l) + ": its thresholds take " + std::to_string(thresholds) +
-                  " bytes of a budget of " + std::to_string(budget) +
-                  ", too little is left for a pass of two shards; raise the limit");
-    }
+    // Keys per pass: the budget at the pass's bytes per key (loaded, partitioned, its share
+    // of the sections); the floor leaves room for two shards' keys.
+    const double sections_per_key = static_cast<double>(g.solution_bytes(p_.width, p_.result_bits) +
+                                                        g.threshold_words(p_.bucket_size) * 8) /
+                                    static_cast<double>(n);
+    pass_keys_ = std::max(
+        static_cast<std::uint64_t>(static_cast<double>(plan.budget) / (16.0 + sections_per_key)),
+        min_pass_keys(p_));
     // With ranges in flight elsewhere while the next is read, the passes share the budget.
     if (range_solver_) {
-      pass_keys_ =
-          std::max(pass_keys_ / (std::max(range_solver_->ranges_in_flight(), 1u) + 1), least);
+      pass_keys_ = std::max<std::uint64_t>(
+          pass_keys_ / (std::max(range_solver_->ranges_in_flight(), 1u) + 1), min_pass_keys(p_));
     }
     read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, plan.io_buffer_bytes / 8));
   }
 
-  /// Solves the layer over `parts` (2^bits files); returns its image (the solution section
-  /// stays in solution_file()).
+  /// Solves the layer over `parts` (2^bits files); returns its image (both sections stay in
+  /// their spill files).
   format::layer_image run(const files& parts, std::uint32_t bits) {
     const layer_geometry& g = layer_.geometry;
     builder_.start_layer(l_, g.num_shards());
@@ -316,17 +310,19 @@ class out_of_core_layer {
     if (!carry.empty()) throw error("internal error: keys left over after the last shard");
     bumped_file_->flush();
     layer_.bumped_keys = bumped_file_->hashes();
-    layer_.thresholds = thresholds_.get();
+    layer_.thresholds = nullptr;
     layer_.solution = nullptr;
-    layer_.solution_checksum = solution_checksum_.digest();
-    if (solution_file_->size() != g.solution_bytes(p_.width, p_.result_bits)) {
-      throw error("internal error: out-of-core solution section has the wrong size");
+    layer_.threshold_checksum = thresholds_.checksum.digest();
+    layer_.solution_checksum = solution_.checksum.digest();
+    if (thresholds_.file->size() != g.threshold_words(p_.bucket_size) * 8 ||
+        solution_.file->size() != g.solution_bytes(p_.width, p_.result_bits)) {
+      throw error("internal error: an out-of-core section has the wrong size");
     }
     return layer_;
   }
 
-  aligned_bytes take_thresholds() { return std::move(thresholds_); }
-  std::unique_ptr<spill_file> take_solution_file() { return std::move(solution_file_); }
+  std::unique_ptr<spill_file> take_threshold_file() { return std::move(thresholds_.file); }
+  std::unique_ptr<spill_file> take_solution_file() { return std::move(solution_.file); }
   std::unique_ptr<spill_file> take_bumped_file() { return std::move(bumped_file_); }
   /// Bytes written to the solution and bumped-key files; shard ranges solved.
   std::uint64_t spilled_bytes() const { return spilled_bytes_; }
@@ -335,24 +331,41 @@ class out_of_core_layer {
  private:
   std::uint64_t shard_of(std::uint64_t hash) const { return layer_.geometry.shard_of(hash); }
 
-  /// The range's solution blocks, in a buffer of their own.
-  aligned_bytes solution_window(std::uint64_t lo, std::uint64_t hi, std::uint64_t& bytes) const {
-    bytes = layer_.geometry.shard_range_solution_bytes(lo, hi, Width, p_.result_bits);
-    return allocate_aligned(bytes);
-  }
-  /// The range's threshold words, in place in the layer's array.
-  std::uint64_t* threshold_window(std::uint64_t lo) {
-    return reinterpret_cast<std::uint64_t*>(thresholds_.get()) +
-           layer_.geometry.shard_first_threshold_word(lo, p_.bucket_size);
-  }
-  /// Appends a solved range's outputs, in shard order: its solution blocks (to the spill file
-  /// and the running checksum) and its bumped keys.
-  void write_range(const unsigned char* window, std::uint64_t window_bytes,
-                   const std::uint64_t* bumped, std::uint64_t bumped_count) {
-    solution_file_->write_bytes(window, window_bytes);
-    solution_checksum_.update(window, window_bytes);
+  /// A shard range's windows of the layer's two sections (shards own whole threshold words
+  /// and solution blocks), in buffers of their own.
+  struct range_windows {
+    aligned_bytes thresholds, solution;
+    std::uint64_t threshold_bytes = 0, solution_bytes = 0;
+    range_windows(const layer_geometry& g, const filter_params& p, std::uint64_t lo,
+                  std::uint64_t hi)
+        : threshold_bytes((g.shard_first_threshold_word(hi, p.bucket_size) -
+                           g.shard_first_threshold_word(lo, p.bucket_size)) *
+                          8),
+          solution_bytes(g.shard_range_solution_bytes(lo, hi, Width, p.result_bits)) {
+      thresholds = allocate_aligned(threshold_bytes);
+      solution = allocate_aligned(solution_bytes);
+    }
+    std::uint64_t* threshold_words() { return reinterpret_cast<std::uint64_t*>(thresholds.get()); }
+  };
+
+  /// A section appended range by range to a spill file, with its running checksum.
+  struct spilled_section {
+    std::unique_ptr<spill_file> file;
+    detail::xxh64_stream checksum;
+    void append(const unsigned char* data, std::uint64_t bytes) {
+      file->write_bytes(data, bytes);
+      checksum.update(data, bytes);
+    }
+  };
+
+  /// Appends a solved range's outputs, in shard order: its section windows and its bumped
+  /// keys.
+  void write_range(const range_windows& windows, const std::uint64_t* bumped,
+                   std::uint64_t bumped_count) {
+    thresholds_.append(windows.thresholds.get(), windows.threshold_bytes);
+    solution_.append(windows.solution.get(), windows.solution_bytes);
     bumped_file_->append(bumped, bumped_count);
-    spilled_bytes_ += window_bytes + bumped_count * 8;
+    spilled_bytes_ += windows.threshold_bytes + windows.solution_bytes + bumped_count * 8;
     ++ranges_;
   }
 
@@ -413,16 +426,16 @@ class out_of_core_layer {
     detail::partition_shard_range(
         n, [loaded](std::uint64_t i) { return loaded[i]; }, g, lo, hi, partitioned.get(), offsets,
         nullptr, nullptr);
-    keys = {};  // the pass's peak is the partitioned copy plus the solution window
-    std::uint64_t window_bytes = 0;
-    aligned_bytes window = solution_window(lo, hi, window_bytes);
+    keys = {};  // the pass's peak is the partitioned copy plus the windows
+    range_windows windows(g, p_, lo, hi);
     std::vector<std::uint64_t> bumped_counts(hi - lo);
     if (!builder_.solve_range(g, lo, hi, partitioned.get(), offsets,
-                              {threshold_window(lo), window.get()}, &bumped_counts)) {
+                              {windows.threshold_words(), windows.solution.get()},
+                              &bumped_counts)) {
       throw error("internal error: a bumped layer failed to solve");
     }
     const std::uint64_t bumped = detail::gather_bumped(partitioned.get(), offsets, bumped_counts);
-    write_range(window.get(), window_bytes, partitioned.get(), bumped);
+    write_range(windows, partitioned.get(), bumped);
   }
 
   /// The range on the caller's solver (e.g. the GPU), in a background thread: while it
@@ -433,13 +446,12 @@ class out_of_core_layer {
     while (pending_.size() >= std::max(range_solver_->ranges_in_flight(), 1u)) {
       finish_oldest_range();
     }
-    auto range = std::make_unique<pending_range>();
-    range->window = solution_window(lo, hi, range->window_bytes);
+    auto range = std::make_unique<pending_range>(layer_.geometry, p_, lo, hi);
     range->keys = std::move(keys);
-    range->shards = hi - lo;
     pending_range* r = range.get();
-    r->done = std::async(std::launch::async, [this, lo, hi, thresholds = threshold_window(lo), r] {
-      range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, thresholds, r->window.get());
+    r->done = std::async(std::launch::async, [this, lo, hi, r] {
+      range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, r->windows.threshold_words(),
+                           r->windows.solution.get());
     });
     pending_.push_back(std::move(range));
   }
@@ -449,7 +461,7 @@ class out_of_core_layer {
     pending_range& r = *pending_.front();
     r.done.get();  // rethrows the solver's exception
     builder_.count_solved_shards(r.shards);
-    write_range(r.window.get(), r.window_bytes, r.keys.data(), r.keys.size());
+    write_range(r.windows, r.keys.data(), r.keys.size());
     pending_.pop_front();
   }
 
@@ -460,10 +472,12 @@ class out_of_core_layer {
 
   /// A range being solved elsewhere.
   struct pending_range {
+    pending_range(const layer_geometry& g, const filter_params& p, std::uint64_t lo,
+                  std::uint64_t hi)
+        : windows(g, p, lo, hi), shards(hi - lo) {}
     std::vector<std::uint64_t> keys;  // its keys, then its bumped keys
-    aligned_bytes window;
-    std::uint64_t window_bytes = 0;
-    std::uint64_t shards = 0;
+    range_windows windows;
+    std::uint64_t shards;
     std::future<void> done;  // last: joins the solving thread before the buffers go
   };
 
@@ -472,9 +486,8 @@ class out_of_core_layer {
   filter_params p_;
   std::uint32_t l_;
   format::layer_image layer_;
-  aligned_bytes thresholds_;
-  std::unique_ptr<spill_file> solution_file_, bumped_file_;
-  detail::xxh64_stream solution_checksum_;
+  spilled_section thresholds_, solution_;
+  std::unique_ptr<spill_file> bumped_file_;
   std::uint64_t pass_keys_ = 0;
   std::uint64_t spilled_bytes_ = 0, ranges_ = 0;
   std::vector<std::uint64_t> read_buffer_;
@@ -682,8 +695,8 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
       params, detail::sizing_from(options.build, params, count), result.stats, options.progress);
   std::vector<format::layer_image> layers;
   std::vector<aligned_bytes> buffers;
-  std::vector<std::unique_ptr<spill_file>> solution_files;  // by layer; null when in memory
-  std::uint64_t kept_bytes = 0;  // earlier layers' thresholds, kept in memory for the file
+  // Out-of-core layers' sections, by layer and section (layers built in memory have none).
+  std::vector<std::array<std::unique_ptr<spill_file>, 2>> section_files;
 
   std::vector<std::unique_ptr<spill_file>> parts = std::move(partitions);
   std::uint32_t bits = partition_bits;
@@ -692,23 +705,21 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     const auto layer_start = detail::clock_type::now();
     for (auto& part : parts) part->flush();
     for (auto& part : parts) spilled_bytes += part->size();
-    const std::uint64_t budget = plan.budget > kept_bytes ? plan.budget - kept_bytes : 0;
     out_of_core_layer<Width, Result> layer_builder(
-        *directory, plan, budget, builder, options.range_solver.get(), params, l, remaining);
+        *directory, plan, builder, options.range_solver.get(), params, l, remaining);
     layers.push_back(layer_builder.run(parts, bits));
     spilled_bytes += layer_builder.spilled_bytes();
     shard_ranges += layer_builder.ranges();
     parts.clear();
-    buffers.push_back(layer_builder.take_thresholds());
-    kept_bytes += layers.back().geometry.threshold_words(params.bucket_size) * 8;
-    solution_files.push_back(layer_builder.take_solution_file());
+    section_files.push_back(
+        {layer_builder.take_threshold_file(), layer_builder.take_solution_file()});
     std::unique_ptr<spill_file> bumped = layer_builder.take_bumped_file();
     remaining = layers.back().bumped_keys;
     if (l == 0) result.stats.solve_seconds = detail::seconds_since(layer_start);
     if (l > 0) result.stats.later_layers_seconds += detail::seconds_since(layer_start);
     if (remaining == 0) break;
 
-    const bool fits = remaining * in_memory_bytes_per_key(params) <= budget;
+    const bool fits = remaining * in_memory_bytes_per_key(params) <= plan.budget;
     if (fits || is_plain_layer(l + 1, remaining, params, builder.sizing())) {
       auto previous = allocate_array<std::uint64_t>(remaining);
       bumped->read(previous.get(), remaining * 8, 0);
@@ -736,8 +747,8 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   set_stage(build_progress::writing, file_bytes);
   std::vector<unsigned char> buffer(plan.io_buffer_bytes);
   format::write_file(
-      path, image, [&](std::size_t l, format::section, const format::byte_sink& sink) {
-        const spill_file& file = *solution_files.at(l);  // only solutions are ever external
+      path, image, [&](std::size_t l, format::section which, const format::byte_sink& sink) {
+        const spill_file& file = *section_files.at(l).at(static_cast<std::size_t>(which));
         for (std::uint64_t done = 0; done < file.size();) {
           const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), file.size() - done);
           file.read(buffer.data(), n, done);
