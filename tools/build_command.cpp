@@ -419,6 +419,11 @@ int run_build(build_settings s) {
   // If reading fails, finish() is never called and the builder's destructor removes its
   // temporary files: nothing is written.
   bulk_builder builder(key_kind_of(format), options);
+  if (gpu && memory_limit != 0 && mode != progress_mode::quiet) {
+    std::fprintf(stderr,
+                 "ribbon build: note: --memory-limit does not count the GPU backend's host and "
+                 "device buffers\n");
+  }
   if (builder.memory_floor() > options.memory_limit && mode != progress_mode::quiet) {
     const filter_params& p = builder.params();
     std::fprintf(stderr, "%s\n",
