@@ -1131,8 +1131,8 @@ build_within() {
 }
 
 case_memory_limit_bounds_peak_rss() {
-  [[ -z "${RIBBON_TEST_NO_RSS:-}" ]] || skip "sanitizer build: RSS is not the program's"
-  [[ -x /usr/bin/time ]] || skip "no /usr/bin/time (Debian package 'time')"
+  [[ -z "${RIBBON_TEST_NO_RSS:-}" ]] || skip "sanitizer build: RSS is not the program's" || return
+  [[ -x /usr/bin/time ]] || skip "no /usr/bin/time (Debian package 'time')" || return
   local keys
   keys=$(awk -v s="${RIBBON_TEST_SCALE:-1}" 'BEGIN { print int(20000000 * s) }')
   mkdir -p "$D/tmp"
