@@ -19,3 +19,12 @@ if(RIBBON_SANITIZE)
                       $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=all>)
   add_link_options(-fsanitize=${RIBBON_SANITIZE})
 endif()
+
+# Fuzzers: coverage instrumentation for everything compiled (tests/fuzz links libFuzzer).
+if(RIBBON_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "RIBBON_BUILD_FUZZERS needs clang (libFuzzer), e.g. "
+                        "-DCMAKE_CXX_COMPILER=clang++ (Debian: clang, libclang-rt-14-dev)")
+  endif()
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+endif()

@@ -429,24 +429,24 @@ int run_build(build_settings s) {
     if (::isatty(STDIN_FILENO)) throw error("no input: give -i FILE or pipe keys into stdin");
     s.inputs.push_back("-");
   }
+  if (with_values && memory_limit != 0) {
+    throw error(
+        "--memory-limit: builds with values (--values, --value-file) run in memory and "
+        "cannot honour a limit; leave it out");
+  }
   check_output(s);
   remove_temp_files_on_signals();
   if (with_values) return run_retrieval_build(s, format, variant, gpu, start, mode);
 
-  // The library keeps an eighth of the memory limit for what it does not count, the read
-  // buffers among them: keep the chunks in flight (data and hashes) within it.
-  const std::uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::uint64_t chunks_in_flight =
-      2 * (s.threads != 0 ? std::min<std::uint64_t>(s.threads, cores) : cores) + 2;
-  const std::size_t max_chunk_bytes =
-      memory_limit == 0 ? 0
-                        : static_cast<std::size_t>(std::max<std::uint64_t>(
-                              memory_limit / 8 / (3 * chunks_in_flight), std::uint64_t{64} << 10));
-  input_reader reader(s.inputs, format, max_chunk_bytes);
+  // An eighth of the limit for the reader's chunks in flight, the rest for the library.
+  const std::uint64_t limit = memory_limit != 0 ? memory_limit : default_memory_limit();
+  const std::uint64_t reader_bytes = limit / 8;
+  input_reader reader(s.inputs, format,
+                      input_reader::chunk_bytes_within(reader_bytes, s.threads, format));
   build_progress progress;
   bulk_options options;
   options.build = build_options_of(s, variant);
-  options.memory_limit = memory_limit;
+  options.memory_limit = limit - reader_bytes;
   options.tmp_dir = s.tmp_dir;
   options.expected_keys = reader.estimated_keys();
   options.progress = &progress;
@@ -454,6 +454,21 @@ int run_build(build_settings s) {
   // If reading fails, finish() is never called and the builder's destructor removes its
   // temporary files: nothing is written.
   bulk_builder builder(key_kind_of(format), options);
+  if (gpu && memory_limit != 0 && mode != progress_mode::quiet) {
+    std::fprintf(stderr,
+                 "ribbon build: note: --memory-limit does not count the GPU backend's host and "
+                 "device buffers\n");
+  }
+  if (builder.memory_floor() > options.memory_limit && mode != progress_mode::quiet) {
+    const filter_params& p = builder.params();
+    std::fprintf(stderr, "%s\n",
+                 ("ribbon build: note: --memory-limit is below the " +
+                  format_bytes(static_cast<double>(builder.memory_floor() + reader_bytes)) +
+                  " this build needs at least (-w " + std::to_string(p.width) + ", -r " +
+                  std::to_string(p.result_bits) + ", shard size " + std::to_string(p.shard_size) +
+                  "): it spills, and may use up to that")
+                     .c_str());
+  }
 
   progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
   reader.run(

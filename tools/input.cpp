@@ -104,7 +104,18 @@ void for_each_line(const char* data, std::size_t size, OnLine&& on_line) {
   }
 }
 
-/// Parses a chunk in place; on a bad line records it in chunk.error / error_line.
+/// Lines in [data, data + size), the last one counted without its "\n".
+std::size_t count_lines(const char* data, std::size_t size) {
+  const auto newlines = static_cast<std::size_t>(std::count(data, data + size, '\n'));
+  return newlines + (size > 0 && data[size - 1] != '\n');
+}
+
+std::string errno_text(int code) {
+  return std::strerror(code);
+}
+
+}  // namespace
+
 void parse_chunk(input_chunk& c, input_format format, parse_output output, std::uint64_t seed) {
   c.values.clear();
   c.texts.clear();
@@ -123,6 +134,12 @@ void parse_chunk(input_chunk& c, input_format format, parse_output output, std::
       return;
     }
     case input_format::lines:
+      // Exactly one entry per line: a grown vector could take twice the memory.
+      if (hashes) {
+        c.values.reserve(count_lines(c.data, c.size));
+      } else {
+        c.texts.reserve(count_lines(c.data, c.size));
+      }
       for_each_line(c.data, c.size, [&](const char* text, std::size_t length) {
         if (hashes) {
           c.values.push_back(hash_bytes(text, length, seed));
@@ -134,6 +151,7 @@ void parse_chunk(input_chunk& c, input_format format, parse_output output, std::
       c.key_count = hashes ? c.values.size() : c.texts.size();
       return;
     case input_format::hex64: {
+      c.values.reserve(count_lines(c.data, c.size));
       std::uint64_t line = 0;
       for_each_line(c.data, c.size, [&](const char* text, std::size_t length) {
         std::uint64_t key;
@@ -152,12 +170,6 @@ void parse_chunk(input_chunk& c, input_format format, parse_output output, std::
     }
   }
 }
-
-std::string errno_text(int code) {
-  return std::strerror(code);
-}
-
-}  // namespace
 
 input_format parse_input_format(const std::string& name) {
   if (name == "lines") return input_format::lines;
@@ -310,6 +322,22 @@ input_reader::input_reader(std::vector<std::string> paths, input_format format,
 }
 
 input_reader::~input_reader() = default;
+
+std::uint64_t input_reader::chunks_in_flight(std::uint32_t threads) {
+  // Enough chunks in flight to keep every thread busy, few enough to bound memory (a
+  // thread count above the machine's does not add any).
+  const std::uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::uint32_t busy = threads != 0 ? std::min(threads, cores) : cores;
+  return 2 * std::uint64_t{busy} + 2;
+}
+
+std::size_t input_reader::chunk_bytes_within(std::uint64_t bytes, std::uint32_t threads,
+                                             input_format format) {
+  const std::uint64_t per_data_byte = format == input_format::u64 ? 2 : 5;
+  const std::uint64_t chunk = bytes / (chunks_in_flight(threads) * per_data_byte);
+  return static_cast<std::size_t>(
+      std::clamp<std::uint64_t>(chunk, std::uint64_t{16} << 10, default_chunk_bytes));
+}
 
 void input_reader::estimate_keys() {
   if (format_ == input_format::u64) {
@@ -520,13 +548,8 @@ void input_reader::run(std::uint32_t threads, parse_output output, std::uint64_t
   const int concurrency = threads != 0 ? static_cast<int>(threads) : tbb::task_arena::automatic;
   tbb::task_arena arena(concurrency);
   arena.execute([&] {
-    // Enough chunks in flight to keep every thread busy, few enough to bound memory (a
-    // thread count above the machine's does not add any).
-    const auto busy = std::min<unsigned>(static_cast<unsigned>(arena.max_concurrency()),
-                                         std::max(1u, std::thread::hardware_concurrency()));
-    const std::size_t tokens = 2 * std::size_t{busy} + 2;
     tbb::parallel_pipeline(
-        tokens,
+        chunks_in_flight(static_cast<std::uint32_t>(arena.max_concurrency())),
         tbb::make_filter<void, input_chunk*>(tbb::filter_mode::serial_in_order, read_stage) &
             tbb::make_filter<input_chunk*, input_chunk*>(tbb::filter_mode::parallel, parse_stage) &
             tbb::make_filter<input_chunk*, void>(tbb::filter_mode::serial_in_order, consume_stage));

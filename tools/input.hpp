@@ -77,6 +77,11 @@ struct input_chunk {
   // stops and reports it, in input order, as "FILE:LINE: error".
 };
 
+/// Parses the chunk's bytes (c.data, c.size: whole lines, or whole 8-byte keys) as the
+/// reader's parallel stage does: fills c.values or c.texts (see parse_output) and
+/// c.key_count, or sets c.error and c.error_line at the first bad line. No threads, no I/O.
+void parse_chunk(input_chunk& c, input_format format, parse_output output, std::uint64_t seed);
+
 /// For inputs of key<TAB>value lines (--values), read as input_format::lines with
 /// parse_output::keys: splits each line of the chunk at its last tab and parses the value.
 /// Leaves the key text in texts[i], the value in entry_values[i] and, for `key_format` hex64,
@@ -112,6 +117,13 @@ class input_reader {
   /// line length of the first bytes of the first file for line formats.
   std::uint64_t estimated_keys() const { return estimated_keys_; }
   std::size_t chunk_bytes() const { return chunk_bytes_; }
+  /// Chunks in flight when run() on `threads` threads (0: all).
+  static std::uint64_t chunks_in_flight(std::uint32_t threads);
+  /// The chunk size (for max_chunk_bytes) that keeps run() with parse_output::hashes on
+  /// `threads` threads within `bytes`: each chunk in flight holds its data and its hashes
+  /// (8 per key: as many bytes as the data for u64, up to 4 times for lines of 2 bytes).
+  static std::size_t chunk_bytes_within(std::uint64_t bytes, std::uint32_t threads,
+                                        input_format format);
   input_counters& counters() { return counters_; }
 
   /// Reads every input once on `threads` threads (0: all). Each chunk is parsed and then

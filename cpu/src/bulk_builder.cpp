@@ -4,12 +4,15 @@
 #include "ribbon/bulk_builder.hpp"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -18,6 +21,7 @@
 #include <fstream>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -178,6 +182,79 @@ std::uint64_t in_memory_bytes_per_key(const filter_params& p) {
   return 8 + 8 + detail::divide_round_up(p.result_bits, 8) + 1;
 }
 
+/// Bytes of one thread's shard-solver workspace (layered_builder.hpp): working arrays of
+/// `interleaved_shards` shards (a coefficient word and a result per column), their undo
+/// lists, and the sort scratch (a shard's keys: about S, twice for skewed shards).
+std::uint64_t solver_workspace_bytes(const filter_params& p) {
+  const std::uint64_t columns = p.shard_size + p.width;
+  const std::uint64_t result_bytes = p.solver_bits() <= 8 ? 1 : p.solver_bits() <= 16 ? 2 : 4;
+  const std::uint64_t undo = 2 * 4 * detail::undo_capacity(p.bucket_size, p.width);
+  return detail::interleaved_shards * (columns * (p.width / 8 + result_bytes) + undo) +
+         2 * p.shard_size * 8;
+}
+
+/// The smallest I/O buffer (partition-file reads, bumped keys, the file write) and the
+/// smallest write buffer of a partition file.
+constexpr std::uint64_t min_io_buffer_bytes = 64 << 10;
+constexpr std::uint64_t min_partition_buffer_bytes = 4 << 10;
+
+/// How a bulk build shares its memory limit among its consumers (README "Memory"). What it
+/// does not count (code, libraries, thread stacks, small allocations) is the documented
+/// constant above the limit.
+struct memory_plan {
+  std::uint64_t floor = 0;            ///< the smallest limit this build can honour
+  std::uint32_t solver_threads = 1;   ///< threads whose solver workspaces fit
+  std::uint64_t workspace_bytes = 0;  ///< all of their workspaces
+  std::uint64_t io_buffer_bytes = 0;  ///< each of the three I/O buffers
+  std::uint64_t partition_bytes = 0;  ///< the write buffers of all partition files together
+  /// For key hashes, partitioned copies, carried keys and sections: max(limit, floor) less
+  /// the above.
+  std::uint64_t budget = 0;
+  /// The same from the caller's limit (0 below the floor): past it the hashes spill.
+  std::uint64_t spill_budget = 0;
+};
+
+/// Keys of the smallest shard-range pass (two shards' keys; a shard holds about S keys) and
+/// the bytes of the carried keys of one boundary shard (a vector that may have doubled).
+std::uint64_t min_pass_keys(const filter_params& p) {
+  return 2 * p.shard_size + (p.shard_size >> 2);
+}
+std::uint64_t carry_bytes(const filter_params& p) {
+  return 2 * 8 * (p.shard_size + (p.shard_size >> 3));
+}
+
+memory_plan plan_memory(const filter_params& p, std::uint64_t limit, std::uint32_t threads) {
+  memory_plan plan;
+  const std::uint64_t per_thread = solver_workspace_bytes(p);
+  // One thread and the smallest pass, with the I/O buffers (3/64 of the limit) and the
+  // partition files' buffers (1/8) on top.
+  const std::uint64_t least = per_thread + 3 * min_io_buffer_bytes +
+                              min_pass_keys(p) * in_memory_bytes_per_key(p) + carry_bytes(p);
+  plan.floor = least * 64 / 53 + 1;
+  const std::uint64_t working = std::max(limit, plan.floor);
+  const std::uint64_t wanted =
+      threads != 0 ? threads : static_cast<std::uint64_t>(tbb::this_task_arena::max_concurrency());
+  // Workspaces get at most a third of the limit (at least one thread's): above that, fewer
+  // threads solve.
+  plan.solver_threads =
+      static_cast<std::uint32_t>(std::clamp<std::uint64_t>(working / 3 / per_thread, 1, wanted));
+  plan.workspace_bytes = plan.solver_threads * per_thread;
+  plan.io_buffer_bytes = std::clamp<std::uint64_t>(working / 64, min_io_buffer_bytes, 4 << 20);
+  plan.partition_bytes = working / 8;
+  const std::uint64_t fixed =
+      plan.workspace_bytes + 3 * plan.io_buffer_bytes + plan.partition_bytes + carry_bytes(p);
+  plan.budget = working - fixed;
+  plan.spill_budget = limit > fixed ? limit - fixed : 0;
+  return plan;
+}
+
+std::string too_many_for_in_memory_variant(std::uint64_t keys) {
+  return "the standard and homogeneous variants build in memory only (their layer 0 is "
+         "retried whole), and " +
+         std::to_string(keys) +
+         " keys exceed the memory limit: raise it, or use the bumped variant";
+}
+
 void on_fatal_signal(int sig) {
   detail::remove_temp_paths();
   std::signal(sig, SIG_DFL);
@@ -197,12 +274,12 @@ class out_of_core_layer {
  public:
   using files = std::vector<std::unique_ptr<spill_file>>;
 
-  out_of_core_layer(spill_directory& directory, std::uint64_t budget,
+  out_of_core_layer(spill_directory& directory, const memory_plan& plan,
                     detail::layered_builder<Width, Result>& builder,
                     shard_range_solver* range_solver, const filter_params& p, std::uint32_t l,
                     std::uint64_t n, bool provisional)
       : directory_(directory),
-        budget_(budget),
+        plan_(plan),
         builder_(builder),
         range_solver_(range_solver),
         p_(p),
@@ -212,36 +289,34 @@ class out_of_core_layer {
     layer_.salt = bumped_layer_salt(p_.seed, l);
     layer_.geometry = bumped_layer_geometry(n, p_, builder.sizing());
     const layer_geometry& g = layer_.geometry;
-    thresholds_ = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
-    solution_file_ = directory.create("solution", 0);
-    bumped_file_ = directory.create("bumped", 1 << 20);
-    // Keys per pass: what is left of the budget after the thresholds and buffers, at the
-    // pass's bytes per key (loaded, partitioned, its share of the solution). At least a few
-    // shards, whatever the limit.
-    const double solution_per_key =
-        static_cast<double>(g.solution_bytes(p_.width, p_.result_bits)) / static_cast<double>(n);
-    const std::uint64_t fixed = g.threshold_words(p_.bucket_size) * 8 + (4 << 20);
-    const std::uint64_t room = budget > fixed ? budget - fixed : 0;
-    pass_keys_ = std::max<std::uint64_t>(
-        static_cast<std::uint64_t>(static_cast<double>(room) / (16.0 + solution_per_key)),
-        4 * g.shard_size());
+    thresholds_.file = directory.create("thresholds", 0);
+    solution_.file = directory.create("solution", 0);
+    bumped_file_ = directory.create("bumped", plan.io_buffer_bytes);
+    // Keys per pass: the budget at the pass's bytes per key (loaded, partitioned, its share
+    // of the sections); the floor leaves room for two shards' keys.
+    const double sections_per_key = static_cast<double>(g.solution_bytes(p_.width, p_.result_bits) +
+                                                        g.threshold_words(p_.bucket_size) * 8) /
+                                    static_cast<double>(n);
+    pass_keys_ = std::max(
+        static_cast<std::uint64_t>(static_cast<double>(plan.budget) / (16.0 + sections_per_key)),
+        min_pass_keys(p_));
     // With ranges in flight elsewhere while the next is read, the passes share the budget.
     if (range_solver_) {
-      const std::uint64_t passes = std::max(range_solver_->ranges_in_flight(), 1u) + 1;
-      pass_keys_ = std::max<std::uint64_t>(pass_keys_ / passes, 4 * g.shard_size());
+      pass_keys_ = std::max<std::uint64_t>(
+          pass_keys_ / (std::max(range_solver_->ranges_in_flight(), 1u) + 1), min_pass_keys(p_));
     }
-    read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, 1 << 17));
+    read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, plan.io_buffer_bytes / 8));
   }
 
-  /// Solves the layer over `parts` (2^bits files); returns its image (the solution section
-  /// stays in solution_file()).
+  /// Solves the layer over `parts` (2^bits files); returns its image (both sections stay in
+  /// their spill files).
   format::layer_image run(const files& parts, std::uint32_t bits) {
     bits_ = bits;
     solve_files(parts);
     if (counting_only()) {  // a repeat: count and write the distinct keys, from the start
       for (auto& part : parts) part->release_buffer();
-      const std::uint64_t buffer =
-          std::clamp<std::uint64_t>(budget_ / 8 / parts.size(), 64 << 10, 4 << 20);
+      const std::uint64_t buffer = std::clamp<std::uint64_t>(plan_.partition_bytes / parts.size(),
+                                                             min_partition_buffer_bytes, 4 << 20);
       for (std::size_t k = 0; k < parts.size(); ++k) {
         distinct_parts_.push_back(directory_.create("distinct", buffer));
       }
@@ -252,17 +327,20 @@ class out_of_core_layer {
     }
     bumped_file_->flush();
     layer_.bumped_keys = bumped_file_->hashes();
-    layer_.thresholds = thresholds_.get();
+    layer_.thresholds = nullptr;
     layer_.solution = nullptr;
-    layer_.solution_checksum = solution_checksum_.digest();
-    if (solution_file_->size() != layer_.geometry.solution_bytes(p_.width, p_.result_bits)) {
-      throw error("internal error: out-of-core solution section has the wrong size");
+    layer_.threshold_checksum = thresholds_.checksum.digest();
+    layer_.solution_checksum = solution_.checksum.digest();
+    const layer_geometry& g = layer_.geometry;
+    if (thresholds_.file->size() != g.threshold_words(p_.bucket_size) * 8 ||
+        solution_.file->size() != g.solution_bytes(p_.width, p_.result_bits)) {
+      throw error("internal error: an out-of-core section has the wrong size");
     }
     return layer_;
   }
 
-  aligned_bytes take_thresholds() { return std::move(thresholds_); }
-  std::unique_ptr<spill_file> take_solution_file() { return std::move(solution_file_); }
+  std::unique_ptr<spill_file> take_threshold_file() { return std::move(thresholds_.file); }
+  std::unique_ptr<spill_file> take_solution_file() { return std::move(solution_.file); }
   std::unique_ptr<spill_file> take_bumped_file() { return std::move(bumped_file_); }
   /// After counting_only(): the distinct keys, in partition files by the same top bits.
   files take_distinct_parts() { return std::move(distinct_parts_); }
@@ -301,24 +379,41 @@ class out_of_core_layer {
     }
   }
 
-  /// The range's solution blocks, in a buffer of their own.
-  aligned_bytes solution_window(std::uint64_t lo, std::uint64_t hi, std::uint64_t& bytes) const {
-    bytes = layer_.geometry.shard_range_solution_bytes(lo, hi, Width, p_.result_bits);
-    return allocate_aligned(bytes);
-  }
-  /// The range's threshold words, in place in the layer's array.
-  std::uint64_t* threshold_window(std::uint64_t lo) {
-    return reinterpret_cast<std::uint64_t*>(thresholds_.get()) +
-           layer_.geometry.shard_first_threshold_word(lo, p_.bucket_size);
-  }
-  /// Appends a solved range's outputs, in shard order: its solution blocks (to the spill file
-  /// and the running checksum) and its bumped keys.
-  void write_range(const unsigned char* window, std::uint64_t window_bytes,
-                   const std::uint64_t* bumped, std::uint64_t bumped_count) {
-    solution_file_->write_bytes(window, window_bytes);
-    solution_checksum_.update(window, window_bytes);
+  /// A shard range's windows of the layer's two sections (shards own whole threshold words
+  /// and solution blocks), in buffers of their own.
+  struct range_windows {
+    aligned_bytes thresholds, solution;
+    std::uint64_t threshold_bytes = 0, solution_bytes = 0;
+    range_windows(const layer_geometry& g, const filter_params& p, std::uint64_t lo,
+                  std::uint64_t hi)
+        : threshold_bytes((g.shard_first_threshold_word(hi, p.bucket_size) -
+                           g.shard_first_threshold_word(lo, p.bucket_size)) *
+                          8),
+          solution_bytes(g.shard_range_solution_bytes(lo, hi, Width, p.result_bits)) {
+      thresholds = allocate_aligned(threshold_bytes);
+      solution = allocate_aligned(solution_bytes);
+    }
+    std::uint64_t* threshold_words() { return reinterpret_cast<std::uint64_t*>(thresholds.get()); }
+  };
+
+  /// A section appended range by range to a spill file, with its running checksum.
+  struct spilled_section {
+    std::unique_ptr<spill_file> file;
+    detail::xxh64_stream checksum;
+    void append(const unsigned char* data, std::uint64_t bytes) {
+      file->write_bytes(data, bytes);
+      checksum.update(data, bytes);
+    }
+  };
+
+  /// Appends a solved range's outputs, in shard order: its section windows and its bumped
+  /// keys.
+  void write_range(const range_windows& windows, const std::uint64_t* bumped,
+                   std::uint64_t bumped_count) {
+    thresholds_.append(windows.thresholds.get(), windows.threshold_bytes);
+    solution_.append(windows.solution.get(), windows.solution_bytes);
     bumped_file_->append(bumped, bumped_count);
-    spilled_bytes_ += window_bytes + bumped_count * 8;
+    spilled_bytes_ += windows.threshold_bytes + windows.solution_bytes + bumped_count * 8;
     ++ranges_;
   }
 
@@ -379,13 +474,10 @@ class out_of_core_layer {
     if (stopped()) return;
     if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi);
     const std::uint64_t n = keys.size();
-    std::uint64_t window_bytes = 0;
-    aligned_bytes window;
-    bool solved = false;  // make_windows() is called only when the range is solved
+    std::optional<range_windows> windows;  // made only when the range is solved
     auto make_windows = [&] {
-      solved = true;
-      window = solution_window(lo, hi, window_bytes);
-      return detail::section_windows{threshold_window(lo), window.get()};
+      windows.emplace(layer_.geometry, p_, lo, hi);
+      return detail::section_windows{windows->threshold_words(), windows->solution.get()};
     };
     auto proceed = [&](const std::uint64_t* distinct_keys, std::uint64_t distinct) {
       count_distinct(distinct, n);
@@ -397,7 +489,7 @@ class out_of_core_layer {
       return false;
     };
     builder_.solve_shard_range(layer_.geometry, lo, hi, keys, make_windows, proceed);
-    if (solved) write_range(window.get(), window_bytes, keys.data(), keys.size());
+    if (windows) write_range(*windows, keys.data(), keys.size());
   }
 
   /// The range on the caller's solver (e.g. the GPU), in a background thread: while it
@@ -408,15 +500,14 @@ class out_of_core_layer {
     while (pending_.size() >= std::max(range_solver_->ranges_in_flight(), 1u)) {
       finish_oldest_range();
     }
-    auto range = std::make_unique<pending_range>();
-    range->window = solution_window(lo, hi, range->window_bytes);
+    auto range = std::make_unique<pending_range>(layer_.geometry, p_, lo, hi);
     range->keys = std::move(keys);
     range->input_keys = range->keys.size();
-    range->shards = hi - lo;
     pending_range* r = range.get();
-    r->done = std::async(std::launch::async, [this, lo, hi, thresholds = threshold_window(lo), r] {
+    r->done = std::async(std::launch::async, [this, lo, hi, r] {
       r->distinct_keys =
-          range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, thresholds, r->window.get());
+          range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, r->windows.threshold_words(),
+                               r->windows.solution.get());
     });
     pending_.push_back(std::move(range));
   }
@@ -427,7 +518,7 @@ class out_of_core_layer {
     r.done.get();  // rethrows the solver's exception
     builder_.count_solved_shards(r.shards);
     count_distinct(r.distinct_keys, r.input_keys);
-    if (!counting_only()) write_range(r.window.get(), r.window_bytes, r.keys.data(), r.keys.size());
+    if (!counting_only()) write_range(r.windows, r.keys.data(), r.keys.size());
     pending_.pop_front();
   }
 
@@ -438,16 +529,18 @@ class out_of_core_layer {
 
   /// A range being solved elsewhere.
   struct pending_range {
+    pending_range(const layer_geometry& g, const filter_params& p, std::uint64_t lo,
+                  std::uint64_t hi)
+        : windows(g, p, lo, hi), shards(hi - lo) {}
     std::vector<std::uint64_t> keys;  // its keys, then its bumped keys
-    aligned_bytes window;
-    std::uint64_t window_bytes = 0;
-    std::uint64_t shards = 0;
+    range_windows windows;
+    std::uint64_t shards;
     std::uint64_t input_keys = 0, distinct_keys = 0;
     std::future<void> done;  // last: joins the solving thread before the buffers go
   };
 
   spill_directory& directory_;
-  std::uint64_t budget_;
+  const memory_plan& plan_;
   detail::layered_builder<Width, Result>& builder_;
   shard_range_solver* range_solver_;
   filter_params p_;
@@ -458,9 +551,8 @@ class out_of_core_layer {
   std::uint32_t bits_ = 0;
   files distinct_parts_;  // the distinct keys, once counting_only()
   format::layer_image layer_;
-  aligned_bytes thresholds_;
-  std::unique_ptr<spill_file> solution_file_, bumped_file_;
-  detail::xxh64_stream solution_checksum_;
+  spilled_section thresholds_, solution_;
+  std::unique_ptr<spill_file> bumped_file_;
   std::uint64_t pass_keys_ = 0;
   std::uint64_t spilled_bytes_ = 0, ranges_ = 0;
   std::vector<std::uint64_t> read_buffer_;
@@ -494,7 +586,7 @@ void remove_temp_files_on_signals() {
 struct bulk_builder::impl {
   filter_params params;
   bulk_options options;
-  std::uint64_t budget = 0;  ///< bytes for hashes and sections: the limit less a reserve
+  memory_plan plan;
   std::uint64_t count = 0;
   bool finished = false;
 
@@ -518,24 +610,30 @@ struct bulk_builder::impl {
     options.progress->current.store(s, std::memory_order_relaxed);
   }
 
-  /// Opens 2^bits partition files with buffers that share an eighth of the budget.
+  /// Opens 2^bits partition files with buffers that share the plan's partition bytes.
   std::vector<std::unique_ptr<spill_file>> open_partitions(std::uint32_t bits) {
     const std::uint64_t files = std::uint64_t{1} << bits;
-    const std::uint64_t buffer = std::clamp<std::uint64_t>(budget / 8 / files, 64 << 10, 4 << 20);
+    const std::uint64_t buffer = std::clamp<std::uint64_t>(plan.partition_bytes / files,
+                                                           min_partition_buffer_bytes, 4 << 20);
     std::vector<std::unique_ptr<spill_file>> out;
     for (std::uint64_t i = 0; i < files; ++i) out.push_back(directory->create("part", buffer));
     return out;
   }
 
   /// Partition files for an expected number of keys: enough that one file's keys fit a
-  /// shard-range pass in the budget twice over.
+  /// shard-range pass in the budget twice over, no more than have buffers of the smallest
+  /// size (a file with too many keys is read once more per pass).
   std::uint32_t partition_bits_for(std::uint64_t expected) const {
     const std::uint64_t per_pass =
-        std::max<std::uint64_t>(budget / in_memory_bytes_per_key(params), 1);
+        std::max<std::uint64_t>(plan.budget / in_memory_bytes_per_key(params), 1);
     const std::uint64_t files =
         detail::divide_round_up(expected, std::max<std::uint64_t>(per_pass / 2, 1));
+    const std::uint64_t most_files = plan.partition_bytes / min_partition_buffer_bytes;
     std::uint32_t bits = 1;
-    while (bits < max_partition_bits && (std::uint64_t{1} << bits) < files) ++bits;
+    while (bits < max_partition_bits && (std::uint64_t{1} << bits) < files &&
+           (std::uint64_t{2} << bits) <= most_files) {
+      ++bits;
+    }
     return bits;
   }
 
@@ -577,7 +675,7 @@ struct bulk_builder::impl {
         done += take;
         count += take;
       }
-      if (count * in_memory_bytes_per_key(params) > budget) spill();
+      if (count * in_memory_bytes_per_key(params) > plan.spill_budget) spill();
       if (options.progress) options.progress->keys.store(count, std::memory_order_relaxed);
       return;
     }
@@ -601,8 +699,9 @@ struct bulk_builder::impl {
       set_stage(build_progress::solving);
       f = options.in_memory(count, visit_hashes, params.keys, options.build);
     } else {
-      f = detail::build_in_memory(params, options.build, count, source, &result.stats,
-                                  options.progress);
+      build_options build = options.build;
+      build.threads = plan.solver_threads;  // the threads whose workspaces fit the limit
+      f = detail::build_in_memory(params, build, count, source, &result.stats, options.progress);
     }
     result.key_count = f.key_count();
     chunks.clear();
@@ -629,14 +728,10 @@ struct bulk_builder::impl {
       }
     } remove_spill{*this};
     if (out_of_core && !uses_bumping(params.variant)) {
-      throw error(
-          "the standard and homogeneous variants build in memory only (their layer 0 is "
-          "retried whole), and " +
-          std::to_string(count) +
-          " keys exceed the memory limit: raise it, or use the bumped variant");
+      throw error(too_many_for_in_memory_variant(count));
     }
     const auto start = detail::clock_type::now();
-    bulk_result result = detail::run_with_threads(options.build.threads, [&] {
+    bulk_result result = detail::run_with_threads(plan.solver_threads, [&] {
       if (!out_of_core) return finish_in_memory(path);
       return detail::dispatch_layout(params, [&](auto width_tag, auto result_tag) {
         return finish_out_of_core<decltype(width_tag)::value, decltype(result_tag)>(path);
@@ -669,7 +764,8 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
                                                  options.progress);
   std::vector<format::layer_image> layers;
   std::vector<aligned_bytes> buffers;
-  std::vector<std::unique_ptr<spill_file>> solution_files;  // by layer; null when in memory
+  // Out-of-core layers' sections, by layer and section (layers built in memory have none).
+  std::vector<std::array<std::unique_ptr<spill_file>, 2>> section_files;
 
   std::vector<std::unique_ptr<spill_file>> parts = std::move(partitions);
   std::uint32_t bits = partition_bits;
@@ -681,7 +777,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     // Layer 0 is first built for the input count; at a repeated key it stops, writes the
     // distinct keys to new partition files and is built from those for their count.
     auto layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
-        *directory, budget, builder, options.range_solver.get(), params, l, remaining, l == 0);
+        *directory, plan, builder, options.range_solver.get(), params, l, remaining, l == 0);
     format::layer_image image = layer_builder->run(parts, bits);
     if (layer_builder->counting_only()) {
       remaining = layer_builder->distinct_keys();
@@ -689,7 +785,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
       parts = layer_builder->take_distinct_parts();
       for (auto& part : parts) spilled_bytes += part->size();
       layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
-          *directory, budget, builder, options.range_solver.get(), params, l, remaining, false);
+          *directory, plan, builder, options.range_solver.get(), params, l, remaining, false);
       image = layer_builder->run(parts, bits);
     }
     if (l == 0) distinct = remaining;
@@ -697,15 +793,15 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     spilled_bytes += layer_builder->spilled_bytes();
     shard_ranges += layer_builder->ranges();
     parts.clear();
-    buffers.push_back(layer_builder->take_thresholds());
-    solution_files.push_back(layer_builder->take_solution_file());
+    section_files.push_back(
+        {layer_builder->take_threshold_file(), layer_builder->take_solution_file()});
     std::unique_ptr<spill_file> bumped = layer_builder->take_bumped_file();
     remaining = layers.back().bumped_keys;
     if (l == 0) result.stats.solve_seconds = detail::seconds_since(layer_start);
     if (l > 0) result.stats.later_layers_seconds += detail::seconds_since(layer_start);
     if (remaining == 0) break;
 
-    const bool fits = remaining * in_memory_bytes_per_key(params) <= budget;
+    const bool fits = remaining * in_memory_bytes_per_key(params) <= plan.budget;
     if (fits || is_plain_layer(l + 1, remaining, params, builder.sizing())) {
       auto previous = allocate_array<std::uint64_t>(remaining);
       bumped->read(previous.get(), remaining * 8, 0);
@@ -719,7 +815,7 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     const std::uint64_t salt = bumped_layer_salt(params.seed, l + 1);
     bits = partition_bits_for(remaining);
     parts = open_partitions(bits);
-    std::vector<std::uint64_t> buffer(1 << 17);
+    std::vector<std::uint64_t> buffer(plan.io_buffer_bytes / 8);
     bumped->for_each_piece(buffer, [&](const std::uint64_t* hashes, std::uint64_t n) {
       std::uint64_t* next = buffer.data();  // remixed in place: the piece is read
       for (std::uint64_t i = 0; i < n; ++i) next[i] = remix(hashes[i], salt);
@@ -732,10 +828,10 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
   const format::filter_image image{params, distinct, layers};
   const std::uint64_t file_bytes = format::image_bytes(image);
   set_stage(build_progress::writing, file_bytes);
-  std::vector<unsigned char> buffer(4 << 20);
+  std::vector<unsigned char> buffer(plan.io_buffer_bytes);
   detail::write_file_atomically(
-      path, image, [&](std::size_t l, format::section, const format::byte_sink& sink) {
-        const spill_file& file = *solution_files.at(l);  // only solutions are ever external
+      path, image, [&](std::size_t l, format::section which, const format::byte_sink& sink) {
+        const spill_file& file = *section_files.at(l).at(static_cast<std::size_t>(which));
         for (std::uint64_t done = 0; done < file.size();) {
           const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), file.size() - done);
           file.read(buffer.data(), n, done);
@@ -756,9 +852,21 @@ bulk_builder::bulk_builder(key_kind keys, const bulk_options& options)
   impl_->params = detail::params_from(options.build, keys);
   detail::prepare_temp_parent(options.tmp_dir);
   const std::uint64_t limit = options.memory_limit ? options.memory_limit : default_memory_limit();
-  // An eighth stays in reserve for what the budget does not count: the caller's read
-  // buffers, the threads' solver workspaces, allocator slack.
-  impl_->budget = limit - limit / 8;
+  impl_->plan = plan_memory(impl_->params, limit, options.build.threads);
+  if (!uses_bumping(impl_->params.variant) &&
+      options.expected_keys * in_memory_bytes_per_key(impl_->params) > impl_->plan.spill_budget) {
+    throw error(too_many_for_in_memory_variant(options.expected_keys));
+  }
+#if defined(__GLIBC__)
+  // Freed buffers must go back to the system for the limit to bound the resident size. By
+  // default glibc raises its mmap threshold to the largest buffer freed so far (up to 32 MiB),
+  // and buffers below it come from heaps that keep their freed memory: fix it.
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 10);
+#endif
+}
+
+std::uint64_t bulk_builder::memory_floor() const {
+  return impl_->plan.floor;
 }
 
 bulk_builder::~bulk_builder() = default;
@@ -777,11 +885,11 @@ void bulk_builder::add_hashes(const std::uint64_t* hashes, std::uint64_t count) 
 
 namespace {
 
-/// Hashes keys in parallel pieces and passes the hashes on.
+/// Hashes keys in parallel pieces and passes the hashes on, `batch` hashes at a time.
 template <class Hash>
-void add_hashed(bulk_builder& builder, std::uint64_t count, const Hash& hash) {
-  constexpr std::uint64_t piece = 1 << 16;
-  std::vector<std::uint64_t> hashes(std::min(count, piece * 16));
+void add_hashed(bulk_builder& builder, std::uint64_t count, std::uint64_t batch, const Hash& hash) {
+  constexpr std::uint64_t piece = 1 << 13;
+  std::vector<std::uint64_t> hashes(std::min(count, batch));
   for (std::uint64_t done = 0; done < count;) {
     const std::uint64_t n = std::min<std::uint64_t>(hashes.size(), count - done);
     tbb::parallel_for(std::uint64_t{0}, detail::divide_round_up(n, piece), [&](std::uint64_t b) {
@@ -799,14 +907,15 @@ void bulk_builder::add(const std::uint64_t* keys, std::uint64_t count) {
   if (impl_->params.keys != key_kind::u64)
     throw error("bulk_builder: integer keys added to a byte-string build");
   const std::uint64_t mixed = seed_mix(impl_->params.seed);
-  add_hashed(*this, count, [keys, mixed](std::uint64_t i) { return hash_u64(keys[i], mixed); });
+  add_hashed(*this, count, impl_->plan.io_buffer_bytes / 8,
+             [keys, mixed](std::uint64_t i) { return hash_u64(keys[i], mixed); });
 }
 
 void bulk_builder::add(const std::string_view* keys, std::uint64_t count) {
   if (impl_->params.keys != key_kind::bytes)
     throw error("bulk_builder: byte-string keys added to an integer build");
   const std::uint64_t seed = impl_->params.seed;
-  add_hashed(*this, count, [keys, seed](std::uint64_t i) {
+  add_hashed(*this, count, impl_->plan.io_buffer_bytes / 8, [keys, seed](std::uint64_t i) {
     return hash_bytes(keys[i].data(), keys[i].size(), seed);
   });
 }

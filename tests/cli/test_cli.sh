@@ -4,7 +4,7 @@
 # a message naming the file and place, no output file, no temporary file left).
 #
 # Usage: test_cli.sh RIBBON_BINARY SCRATCH_DIR [GROUP...]
-#   GROUP: lines integers query errors files outofcore variants reliability (default: all). Each case prints
+#   GROUP: lines integers query errors files outofcore variants reliability memory (default: all). Each case prints
 #   PASS, FAIL or SKIP; the script exits 1 if any case failed.
 # RIBBON_TEST_SCALE (default 1) scales the number of keys (CI uses 0.1 under sanitizers).
 
@@ -20,7 +20,7 @@ RIBBON=$(realpath "$1")
 SCRATCH=$2
 shift 2
 SELECTED=("$@")
-[[ ${#SELECTED[@]} -eq 0 ]] && SELECTED=(lines integers query errors files outofcore variants reliability)
+[[ ${#SELECTED[@]} -eq 0 ]] && SELECTED=(lines integers query errors files outofcore variants reliability memory)
 
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
@@ -1449,11 +1449,68 @@ group_reliability() {
 }
 
 # ------------------------------------------------------------------------------------------
+# memory: --memory-limit bounds the peak resident memory of the process, less the documented
+# constant (bulk_memory_reserve, 16 MiB), measured by GNU time (getrusage's ru_maxrss).
+# 2*10^7 random u64 keys at scale 1. RIBBON_TEST_NO_RSS (sanitizer builds) skips it.
+
+readonly RESERVE_KIB=$((16 * 1024))
+
+# build_within LIMIT_MIB ARGS...: builds with --memory-limit LIMIT_MIB M, fails if the peak
+# RSS passes the limit plus the reserve.
+build_within() {
+  local limit_mib=$1 peak_kib
+  shift
+  /usr/bin/time -f %M -o "$D/rss" "$RIBBON" build --memory-limit "${limit_mib}M" "$@" \
+    </dev/null >"$OUT" 2>"$ERR"
+  RC=$?
+  rc_is 0 "build --memory-limit ${limit_mib}M $*" || return 1
+  peak_kib=$(tail -n 1 "$D/rss")
+  echo "  --memory-limit ${limit_mib}M $*: peak RSS $((peak_kib / 1024)) MiB"
+  [[ $peak_kib -le $((limit_mib * 1024 + RESERVE_KIB)) ]] ||
+    fail "peak RSS ${peak_kib} KiB passes ${limit_mib} MiB + 16 MiB (build $*)"
+}
+
+case_memory_limit_bounds_peak_rss() {
+  [[ -z "${RIBBON_TEST_NO_RSS:-}" ]] || skip "sanitizer build: RSS is not the program's" || return
+  [[ -x /usr/bin/time ]] || skip "no /usr/bin/time (Debian package 'time')" || return
+  local keys
+  keys=$(awk -v s="${RIBBON_TEST_SCALE:-1}" 'BEGIN { print int(20000000 * s) }')
+  mkdir -p "$D/tmp"
+  head -c $((8 * keys)) /dev/urandom >"$D/many.u64"
+  build_ok -i "$D/many.u64" --format u64 -o "$D/many.rbn" -q || return 1
+  build_within 32 -i "$D/many.u64" --format u64 -o "$D/many-32.rbn" --tmp-dir "$D/tmp" || return 1
+  err_has "out of core" || return 1
+  same_file "$D/many-32.rbn" "$D/many.rbn" || return 1
+  build_within 64 -i "$D/many.u64" --format u64 -o "$D/many-64.rbn" --tmp-dir "$D/tmp" || return 1
+  same_file "$D/many-64.rbn" "$D/many.rbn" || return 1
+  # More threads than cores: fewer solve when their workspaces would not fit.
+  build_within 32 -i "$D/many.u64" --format u64 -o "$D/many-t8.rbn" --tmp-dir "$D/tmp" -t 8 ||
+    return 1
+  same_file "$D/many-t8.rbn" "$D/many.rbn" || return 1
+  dir_holds "$D/tmp"
+}
+
+case_memory_limit_below_the_floor() {
+  mkdir -p "$D/tmp"
+  build_ok -i "$D/keys.txt" -o "$D/floor.rbn" --memory-limit 64K --tmp-dir "$D/tmp" || return 1
+  err_has "note: --memory-limit is below" || return 1
+  run build -i "$D/keys.txt" --values -o "$D/floor.rbn" --memory-limit 64M
+  rc_is 2 "build --values --memory-limit 64M" || return 1
+  err_has "run in memory" || return 1
+}
+
+group_memory() {
+  make_line_keys
+  t memory.limit_bounds_peak_rss case_memory_limit_bounds_peak_rss
+  t memory.limit_below_the_floor case_memory_limit_below_the_floor
+}
+
+# ------------------------------------------------------------------------------------------
 
 echo "ribbon: $RIBBON, $N keys per set"
 for group in "${SELECTED[@]}"; do
   case "$group" in
-    lines | integers | query | errors | files | outofcore | variants | reliability)
+    lines | integers | query | errors | files | outofcore | variants | reliability | memory)
       echo "== $group"
       "group_$group"
       ;;

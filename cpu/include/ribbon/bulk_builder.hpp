@@ -72,8 +72,12 @@ class shard_range_solver {
 
 /// Options of a bulk build.
 struct bulk_options {
-  build_options build;                 ///< width, r or target FPR, seed, threads, shard size
-  std::uint64_t memory_limit = 0;      ///< bytes the build may use; 0: default_memory_limit()
+  build_options build;  ///< width, r or target FPR, seed, threads, shard size
+  /// Bytes the build may use; 0: default_memory_limit(). It bounds the peak resident memory
+  /// of the process less bulk_memory_reserve: the buffers, solver workspaces (fewer solving
+  /// threads when they would not fit) and sections are sized from it. A limit below
+  /// memory_floor() spills as it says but works at the floor. See README "Memory".
+  std::uint64_t memory_limit = 0;
   std::string tmp_dir;                 ///< where partition files go; empty: $TMPDIR or /tmp
   std::uint64_t expected_keys = 0;     ///< a hint (e.g. from file sizes) to size the partitions
   build_progress* progress = nullptr;  ///< optional; must outlive the builder
@@ -102,6 +106,10 @@ struct bulk_result {
     return key_count ? 8.0 * static_cast<double>(file_bytes) / static_cast<double>(key_count) : 0.0;
   }
 };
+
+/// What the memory limit does not count: code, libraries, thread stacks, small allocations.
+/// Peak resident memory stays below max(limit, floor) plus this.
+inline constexpr std::uint64_t bulk_memory_reserve = std::uint64_t{16} << 20;
 
 /// A safe share of this machine's memory: half of the physical memory, or of the cgroup's
 /// memory limit where that is lower.
@@ -132,6 +140,10 @@ class bulk_builder {
   void add(const std::string_view* keys, std::uint64_t count);
 
   std::uint64_t key_count() const;
+
+  /// The smallest memory limit this build can honour (one solving thread, the smallest
+  /// pass and buffers); it depends on the width, r and the shard size.
+  std::uint64_t memory_floor() const;
 
   /// Builds and writes the file atomically (temporary file in the same directory, renamed
   /// over `path`; an existing file stays intact if anything fails). Call once.
