@@ -264,7 +264,7 @@ TEST(DedupBulk, ARepeatInTheLastPartitionFileResizesLayerZero) {
   keys.push_back(last);
   const bulk_outcome out = bulk_build(keys, build, 1, 64, dir);
   EXPECT_TRUE(out.result.out_of_core);
-  EXPECT_GT(out.result.partitions, 2u);
+  EXPECT_GE(out.result.partitions, 2u);  // the repeat is in the last file, read after the others
   EXPECT_TRUE(out.file == build_bytes(set, build));
   EXPECT_EQ(out.result.key_count, set.size());
   EXPECT_EQ(out.result.input_keys, set.size() + 1);
