@@ -35,6 +35,25 @@ void expect_same_bytes(const std::vector<std::uint64_t>& keys, const ribbon::bui
   EXPECT_EQ(std::count(found.begin(), found.end(), 0), 0) << "false negatives";
 }
 
+/// An out-of-core bulk build of `keys` that spills from the first key (a limit of 1 byte: the
+/// build works at the memory floor) and solves its shard ranges on the device; the file is
+/// `dir`/`name`.
+ribbon::bulk_result build_with_device_ranges(const std::vector<std::uint64_t>& keys,
+                                             const ribbon::build_options& build,
+                                             std::uint64_t expected_keys,
+                                             const ribbon_test::temp_dir& dir,
+                                             const std::string& name) {
+  ribbon::bulk_options o;
+  o.build = build;
+  o.memory_limit = 1;
+  o.expected_keys = expected_keys;
+  o.tmp_dir = dir.path();
+  o.range_solver = ribbon::cuda::make_range_solver();
+  ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+  builder.add(keys.data(), keys.size());
+  return builder.finish(dir.file(name));
+}
+
 TEST(GpuPipeline, SameBytesAsTheCpuBuilderAcrossSizes) {
   RIBBON_SKIP_WITHOUT_DEVICE();
   ribbon::build_options o;
@@ -205,20 +224,15 @@ TEST(GpuPipeline, MultisetsGiveTheFileOfTheirSet) {
   // Out of core: the device solves the ranges, and layer 0 is sized again for the distinct
   // count once a range has shown repeats.
   ribbon_test::temp_dir dir;
-  ribbon::bulk_options o;
-  o.build.shard_size = 4096;
-  o.memory_limit = 1;
-  o.expected_keys = 1ull << 30;  // many partition files and ranges
-  o.tmp_dir = dir.path();
-  o.range_solver = ribbon::cuda::make_range_solver();
-  ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
-  builder.add(keys.data(), keys.size());
-  const ribbon::bulk_result result = builder.finish(dir.file("ooc.rbn"));
+  ribbon::build_options build;
+  build.shard_size = 4096;
+  const ribbon::bulk_result result =
+      build_with_device_ranges(keys, build, 1ull << 30, dir, "ooc.rbn");  // many ranges
   EXPECT_TRUE(result.out_of_core);
   EXPECT_EQ(result.key_count, set.size());
   EXPECT_EQ(result.input_keys, keys.size());
   EXPECT_TRUE(ribbon::filter::load(dir.file("ooc.rbn")).serialize() ==
-              ribbon::filter::build(set.data(), set.size(), o.build).serialize());
+              ribbon::filter::build(set.data(), set.size(), build).serialize());
 }
 
 TEST(GpuPipeline, AsTheBulkBuildersInMemoryBuilder) {
@@ -260,21 +274,16 @@ TEST(GpuPipeline, SolvesTheShardRangesOfOutOfCoreBuilds) {
                           variant{32, 3, 1024, 0}, variant{128, 16, 16384, 0}}) {
     SCOPED_TRACE("w=" + std::to_string(v.width) + " shard=" + std::to_string(v.shard_size));
     const auto keys = ribbon_test::keys_range(v.width + v.bits, 0, n);
-    ribbon::bulk_options o;
-    o.build.width = v.width;
-    o.build.result_bits = v.bits;
-    o.build.shard_size = v.shard_size;
-    o.memory_limit = 1;  // spill from the first key
-    o.expected_keys = v.expected_keys;
-    o.tmp_dir = dir.path();
-    o.range_solver = ribbon::cuda::make_range_solver();
-    ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
-    builder.add(keys.data(), keys.size());
-    const ribbon::bulk_result result = builder.finish(dir.file("ooc.rbn"));
+    ribbon::build_options build;
+    build.width = v.width;
+    build.result_bits = v.bits;
+    build.shard_size = v.shard_size;
+    const ribbon::bulk_result result =
+        build_with_device_ranges(keys, build, v.expected_keys, dir, "ooc.rbn");
     EXPECT_TRUE(result.out_of_core);
     EXPECT_GT(result.shard_ranges, 1u);
     EXPECT_TRUE(ribbon::filter::load(dir.file("ooc.rbn")).serialize() ==
-                ribbon::filter::build(keys.data(), keys.size(), o.build).serialize());
+                ribbon::filter::build(keys.data(), keys.size(), build).serialize());
   }
 }
 

@@ -198,27 +198,29 @@ void time_batched_queries(filter& f, const bench_data& d, std::uint64_t scalar_c
   r.batch_one_thread_seconds = seconds_since(t);
 }
 
-/// The space figures: filters against -log2 of the expected FPR (r, or r + f with
-/// fractional bits), the information-theoretic space; retrieval against r.
-struct space_figures {
+/// What both reports print: the space figures (filters against -log2 of the expected FPR, r
+/// or r + f with fractional bits, the information-theoretic space; retrieval against r, per
+/// distinct key) and the factors that turn seconds into ns per input key and per non-member.
+struct report_figures {
   double fpr_expected, ideal_bits, overhead_pct;
+  double per_key, per_negative;
 };
 
-space_figures space_of(const filter& f) {
-  space_figures x;
+report_figures figures_of(const filter& f, const bench_data& d, const bench_result& r) {
+  report_figures x;
   x.fpr_expected = f.is_retrieval() ? 0 : expected_fpr(f.params());
   x.ideal_bits = f.is_retrieval() ? f.params().result_bits : -std::log2(x.fpr_expected);
   x.overhead_pct = 100.0 * (f.bits_per_key() / x.ideal_bits - 1.0);
+  x.per_key = r.stats.input_keys > 0 ? 1e9 / static_cast<double>(r.stats.input_keys) : 0;
+  x.per_negative = 1e9 / static_cast<double>(d.negatives.size());
   return x;
 }
 
 void print_json(const bench_settings& s, const filter& f, const bench_data& d,
                 const bench_result& r) {
   const std::uint64_t n = d.keys.size(), m = d.negatives.size();
-  // Times per input key; space per distinct key (f.bits_per_key()).
-  const double per_key = n > 0 ? 1e9 / static_cast<double>(r.stats.input_keys) : 0;
-  const double per_negative = 1e9 / static_cast<double>(m);
-  const space_figures x = space_of(f);
+  const report_figures x = figures_of(f, d, r);
+  const double per_key = x.per_key, per_negative = x.per_negative;
   const build_stats& st = r.stats;
   std::printf(
       "{\"variant\": \"%s\", \"keys\": %llu, \"input_keys\": %llu, "
@@ -260,10 +262,8 @@ void print_json(const bench_settings& s, const filter& f, const bench_data& d,
 void print_text(const bench_settings& s, const filter& f, const bench_data& d,
                 const bench_result& r) {
   const std::uint64_t n = d.keys.size(), m = d.negatives.size();
-  // Times per input key; space per distinct key (f.bits_per_key()).
-  const double per_key = n > 0 ? 1e9 / static_cast<double>(r.stats.input_keys) : 0;
-  const double per_negative = 1e9 / static_cast<double>(m);
-  const space_figures x = space_of(f);
+  const report_figures x = figures_of(f, d, r);
+  const double per_key = x.per_key, per_negative = x.per_negative;
   const build_stats& st = r.stats;
   std::printf(
       "ribbon bench: %s, %llu input keys, %llu distinct, w=%u, r=%u%s, %u threads, "
