@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -56,36 +57,50 @@ TEST(CudaQuery, VariantsMatchTheCpuKeyForKey) {
   RIBBON_CUDA_CHECK(cudaMalloc(&device_values, probes.size() * sizeof(std::uint32_t)));
   RIBBON_CUDA_CHECK(cudaMemcpy(device_keys, probes.data(), probes.size() * sizeof(std::uint64_t),
                                cudaMemcpyHostToDevice));
+  const ribbon::cuda::key_mapping mappings[] = {ribbon::cuda::key_mapping::tile_per_key,
+                                                ribbon::cuda::key_mapping::thread_per_key};
   for (ribbon::filter_variant v :
        {ribbon::filter_variant::standard, ribbon::filter_variant::homogeneous,
         ribbon::filter_variant::bumped, ribbon::filter_variant::bumped_retrieval,
         ribbon::filter_variant::standard_retrieval}) {
     for (std::uint32_t width : {32u, 64u, 128u}) {
-      ribbon::build_options o;
-      o.variant = v;
-      o.width = width;
-      o.result_bits = 13;
-      if (!ribbon::is_retrieval(v)) o.target_fpr = 0.003;  // fractional bits
-      const ribbon::filter f = ribbon::is_retrieval(v)
-                                   ? ribbon::cuda::build(keys.data(), values.data(), keys.size(), o)
-                                   : ribbon::cuda::build(keys.data(), keys.size(), o);
-      const ribbon::cuda::device_filter d(f);
-      if (f.is_retrieval()) {
-        std::vector<std::uint32_t> expected(probes.size()), got(probes.size());
-        f.lookup(probes.data(), probes.size(), expected.data());
-        d.lookup(device_keys, probes.size(), device_values);
-        RIBBON_CUDA_CHECK(cudaMemcpy(got.data(), device_values,
-                                     probes.size() * sizeof(std::uint32_t),
-                                     cudaMemcpyDeviceToHost));
-        ASSERT_EQ(got, expected);
-      } else {
-        std::unique_ptr<bool[]> expected(new bool[probes.size()]);
-        std::unique_ptr<bool[]> got(new bool[probes.size()]);
-        f.contains(probes.data(), probes.size(), expected.get());
-        d.contains(device_keys, probes.size(), device_found);
-        RIBBON_CUDA_CHECK(
-            cudaMemcpy(got.get(), device_found, probes.size(), cudaMemcpyDeviceToHost));
-        ASSERT_EQ(std::memcmp(got.get(), expected.get(), probes.size()), 0);
+      // r = 8 and 16 take the kernels with r at compile time (16-byte loads, a thread or a
+      // tile per key); 13 with fractional bits, the general one.
+      for (std::uint32_t bits : {8u, 16u, 13u}) {
+        ribbon::build_options o;
+        o.variant = v;
+        o.width = width;
+        o.result_bits = bits;
+        if (bits == 13 && !ribbon::is_retrieval(v)) o.target_fpr = 0.003;  // fractional bits
+        std::vector<std::uint32_t> stored(values);
+        for (std::uint32_t& value : stored) value >>= 13 - std::min(bits, 13u);
+        const ribbon::filter f =
+            ribbon::is_retrieval(v)
+                ? ribbon::cuda::build(keys.data(), stored.data(), keys.size(), o)
+                : ribbon::cuda::build(keys.data(), keys.size(), o);
+        const ribbon::cuda::device_filter d(f);
+        for (ribbon::cuda::key_mapping mapping : mappings) {
+          SCOPED_TRACE(testing::Message()
+                       << "variant " << static_cast<int>(v) << " w " << width << " r " << bits
+                       << " mapping " << static_cast<int>(mapping));
+          if (f.is_retrieval()) {
+            std::vector<std::uint32_t> expected(probes.size()), got(probes.size());
+            f.lookup(probes.data(), probes.size(), expected.data());
+            d.lookup(device_keys, probes.size(), device_values, 0, mapping);
+            RIBBON_CUDA_CHECK(cudaMemcpy(got.data(), device_values,
+                                         probes.size() * sizeof(std::uint32_t),
+                                         cudaMemcpyDeviceToHost));
+            ASSERT_EQ(got, expected);
+          } else {
+            std::unique_ptr<bool[]> expected(new bool[probes.size()]);
+            std::unique_ptr<bool[]> got(new bool[probes.size()]);
+            f.contains(probes.data(), probes.size(), expected.get());
+            d.contains(device_keys, probes.size(), device_found, 0, mapping);
+            RIBBON_CUDA_CHECK(
+                cudaMemcpy(got.get(), device_found, probes.size(), cudaMemcpyDeviceToHost));
+            ASSERT_EQ(std::memcmp(got.get(), expected.get(), probes.size()), 0);
+          }
+        }
       }
     }
   }
@@ -166,7 +181,10 @@ TEST(CudaQuery, GpuBuiltFileOnGpuAndCpuDeviceAndHostResidentKeys) {
   const ribbon::cuda::device_filter gpu(cpu);
   // Host-resident keys, in chunks smaller than the batch (several rounds on both streams).
   std::unique_ptr<bool[]> from_host(new bool[probes.size()]);
+  std::unique_ptr<bool[]> from_host_threads(new bool[probes.size()]);
   gpu.contains_host(probes.data(), probes.size(), from_host.get(), 300'000);
+  gpu.contains_host(probes.data(), probes.size(), from_host_threads.get(), 300'000,
+                    ribbon::cuda::key_mapping::thread_per_key);
   // Device-resident keys.
   std::uint64_t* device_keys = nullptr;
   bool* device_out = nullptr;
@@ -183,6 +201,7 @@ TEST(CudaQuery, GpuBuiltFileOnGpuAndCpuDeviceAndHostResidentKeys) {
   cudaFree(device_out);
   for (std::uint64_t i = 0; i < probes.size(); ++i) {
     ASSERT_EQ(from_host[i], expected[i]) << "host-resident probe " << i;
+    ASSERT_EQ(from_host_threads[i], expected[i]) << "host-resident probe, thread per key " << i;
     ASSERT_EQ(from_device[i], expected[i]) << "device-resident probe " << i;
     if (i & 1) {
       ASSERT_TRUE(from_device[i]) << "false negative, probe " << i;

@@ -1,3 +1,6 @@
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -64,11 +67,27 @@ void device_filter::release() noexcept {
 }
 
 void device_filter::contains(const std::uint64_t* device_keys, std::uint64_t count,
-                             bool* device_out, cudaStream_t stream) const {
-  check(cuda::contains(ref_, device_keys, count, device_out, stream), "contains kernel launch");
+                             bool* device_out, cudaStream_t stream, key_mapping mapping) const {
+  check(cuda::contains(ref_, device_keys, count, device_out, stream, mapping),
+        "contains kernel launch");
 }
 
 namespace {
+
+/// memcpy on several host threads: one thread copies pageable memory into pinned memory at
+/// about 10 GB/s, a fifth of what PCIe Gen5 x16 moves (bench/RESULTS.md, the model).
+void parallel_copy(void* to, const void* from, std::uint64_t bytes) {
+  constexpr std::uint64_t grain = std::uint64_t{1} << 20;
+  if (bytes <= grain) {
+    std::memcpy(to, from, bytes);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, bytes, grain),
+                    [&](const tbb::blocked_range<std::uint64_t>& r) {
+                      std::memcpy(static_cast<unsigned char*>(to) + r.begin(),
+                                  static_cast<const unsigned char*>(from) + r.begin(), r.size());
+                    });
+}
 
 /// Pinned host and device buffers of one stream's chunk.
 struct staging {
@@ -110,7 +129,7 @@ struct staging {
   void finish(bool* host_out) {
     if (count == 0) return;
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    std::memcpy(host_out + first, pinned_out, count);
+    parallel_copy(host_out + first, pinned_out, count);
     count = 0;
   }
 };
@@ -118,31 +137,36 @@ struct staging {
 }  // namespace
 
 void device_filter::lookup(const std::uint64_t* device_keys, std::uint64_t count,
-                           std::uint32_t* device_out, cudaStream_t stream) const {
-  check(cuda::lookup(ref_, device_keys, count, device_out, stream), "lookup kernel launch");
+                           std::uint32_t* device_out, cudaStream_t stream,
+                           key_mapping mapping) const {
+  check(cuda::lookup(ref_, device_keys, count, device_out, stream, mapping),
+        "lookup kernel launch");
 }
 
 void device_filter::contains_host(const std::uint64_t* host_keys, std::uint64_t count,
-                                  bool* host_out, std::uint64_t chunk_keys) const {
+                                  bool* host_out, std::uint64_t chunk_keys,
+                                  key_mapping mapping) const {
   if (count == 0) return;
   const std::uint64_t chunk = std::max<std::uint64_t>(1, std::min(chunk_keys, count));
-  staging lanes[2] = {staging(chunk), staging(chunk)};
+  // Three chunks in flight: while the GPU copies in one and copies out another, the host
+  // threads stage the third (PCIe moves both directions at once).
+  staging lanes[3] = {staging(chunk), staging(chunk), staging(chunk)};
+  constexpr std::uint64_t num_lanes = sizeof(lanes) / sizeof(lanes[0]);
   for (std::uint64_t first = 0, i = 0; first < count; first += chunk, ++i) {
-    staging& s = lanes[i % 2];
-    s.finish(host_out);  // the chunk this lane had two rounds ago
+    staging& s = lanes[i % num_lanes];
+    s.finish(host_out);  // the chunk this lane had num_lanes rounds ago
     const std::uint64_t n = std::min(chunk, count - first);
-    std::memcpy(s.pinned_keys, host_keys + first, n * sizeof(std::uint64_t));
+    parallel_copy(s.pinned_keys, host_keys + first, n * sizeof(std::uint64_t));
     check(cudaMemcpyAsync(s.device_keys, s.pinned_keys, n * sizeof(std::uint64_t),
                           cudaMemcpyHostToDevice, s.stream),
           "cudaMemcpyAsync (keys)");
-    contains(s.device_keys, n, s.device_out, s.stream);
+    contains(s.device_keys, n, s.device_out, s.stream, mapping);
     check(cudaMemcpyAsync(s.pinned_out, s.device_out, n, cudaMemcpyDeviceToHost, s.stream),
           "cudaMemcpyAsync (answers)");
     s.first = first;
     s.count = n;
   }
-  lanes[0].finish(host_out);
-  lanes[1].finish(host_out);
+  for (staging& s : lanes) s.finish(host_out);
 }
 
 }  // namespace ribbon::cuda

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "ribbon/cuda/query.cuh"
 #include "ribbon/filter.hpp"
 #include "ribbon/filter_ref.hpp"
 
@@ -33,20 +34,23 @@ class device_filter {
   std::uint64_t size_bytes() const { return bytes_; }
 
   /// out[i] = contains(keys[i]) for integer keys and answers in device memory; asynchronous
-  /// on `stream`. Throws ribbon::error if the launch fails.
+  /// on `stream`. `mapping`: a tile or a thread per key (see ribbon::cuda::key_mapping).
+  /// Throws ribbon::error if the launch fails.
   void contains(const std::uint64_t* device_keys, std::uint64_t count, bool* device_out,
-                cudaStream_t stream = 0) const;
+                cudaStream_t stream = 0, key_mapping mapping = default_key_mapping) const;
 
   /// Retrieval: out[i] = the value stored for integer keys[i], keys and values in device
   /// memory; asynchronous on `stream`.
   void lookup(const std::uint64_t* device_keys, std::uint64_t count, std::uint32_t* device_out,
-              cudaStream_t stream = 0) const;
+              cudaStream_t stream = 0, key_mapping mapping = default_key_mapping) const;
 
-  /// The same for keys and answers in host memory: chunks of `chunk_keys` go through pinned
-  /// staging buffers on two streams, so the copies of one chunk overlap the kernel of the
-  /// other. Returns when every answer is in `host_out`.
+  /// The same for keys and answers in host memory: chunks of `chunk_keys` are staged into
+  /// pinned buffers by several host threads and go through three streams, so the host's
+  /// staging of one chunk overlaps the copy in, kernel and copy out of the others. Returns
+  /// when every answer is in `host_out`.
   void contains_host(const std::uint64_t* host_keys, std::uint64_t count, bool* host_out,
-                     std::uint64_t chunk_keys = std::uint64_t{1} << 22) const;
+                     std::uint64_t chunk_keys = std::uint64_t{1} << 22,
+                     key_mapping mapping = default_key_mapping) const;
 
  private:
   void release() noexcept;
