@@ -363,8 +363,9 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("--shard-size", settings->shard_size, "slots per shard (power of two)")
       ->transform(shard_size_option());
   cmd->add_option("--backend", settings->backend,
-                  "cpu (default), gpu (builds from device-resident keys, GPU batched queries) or "
-                  "auto (the GPU where present)")
+                  "cpu (default, until a GPU run is recorded in bench/RESULTS.md), gpu (builds "
+                  "from device-resident keys; GPU batched queries, a tile and a thread per key) "
+                  "or auto (the GPU where present)")
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}));
   cmd->add_flag("--json", settings->json, "print one JSON object");
   return [settings] { return run_bench(*settings); };

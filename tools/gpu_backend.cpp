@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "ribbon/error.hpp"
@@ -98,6 +99,30 @@ double timed(F&& f) {
   return seconds_since(start);
 }
 
+/// Query throughput of one key mapping, keys/s.
+struct query_rates {
+  double device = 0, host = 0;
+};
+
+/// Bytes/s of a large pinned host-to-device copy: the ceiling of host-resident queries
+/// (8 bytes a key in; the 1-byte answers go the other way at the same time).
+double pinned_upload_rate() {
+  constexpr std::uint64_t bytes = std::uint64_t{256} << 20;
+  void* pinned = nullptr;
+  check(cudaMallocHost(&pinned, bytes), "cudaMallocHost");
+  std::unique_ptr<void, decltype(&cudaFreeHost)> release(pinned, &cudaFreeHost);
+  std::memset(pinned, 1, bytes);
+  device_array<unsigned char> target(bytes);
+  double seconds = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    seconds = std::min(seconds, timed([&] {
+                         check(cudaMemcpy(target.data, pinned, bytes, cudaMemcpyHostToDevice),
+                               "cudaMemcpy");
+                       }));
+  }
+  return static_cast<double>(bytes) / seconds;
+}
+
 }  // namespace
 
 int run_gpu_bench(const std::vector<std::uint64_t>& keys,
@@ -133,21 +158,40 @@ int run_gpu_bench(const std::vector<std::uint64_t>& keys,
   check(cudaMemcpy(answers.get(), device_out.data, n, cudaMemcpyDeviceToHost), "cudaMemcpy");
   const auto false_negatives =
       static_cast<std::uint64_t>(std::count(answers.get(), answers.get() + n, false));
-  // Best of three: the first launch includes one-time costs.
-  double device_seconds = 1e30;
-  for (int i = 0; i < 3; ++i) {
-    device_seconds = std::min(
-        device_seconds, timed([&] { gpu.contains(device_negatives.data, m, device_out.data); }));
+  // Non-members with each key mapping, device- and host-resident; best of three, as the
+  // first launch includes one-time costs. Every variant must give the same answers.
+  std::unique_ptr<bool[]> host_answers(new bool[m]);
+  query_rates rates[2];
+  const cuda::key_mapping mappings[2] = {cuda::key_mapping::tile_per_key,
+                                         cuda::key_mapping::thread_per_key};
+  for (int k = 0; k < 2; ++k) {
+    double device_seconds = 1e30, host_seconds = 1e30;
+    for (int i = 0; i < 3; ++i) {
+      device_seconds = std::min(
+          device_seconds,
+          timed([&] { gpu.contains(device_negatives.data, m, device_out.data, 0, mappings[k]); }));
+      host_seconds = std::min(host_seconds, timed([&] {
+                                gpu.contains_host(negatives.data(), m, host_answers.get(),
+                                                  std::uint64_t{1} << 22, mappings[k]);
+                              }));
+    }
+    if (k == 0) {
+      check(cudaMemcpy(answers.get(), device_out.data, m, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    } else {
+      std::unique_ptr<bool[]> other(new bool[m]);
+      check(cudaMemcpy(other.get(), device_out.data, m, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      if (!std::equal(answers.get(), answers.get() + m, other.get())) {
+        throw error("GPU answers with a tile and a thread per key differ");
+      }
+    }
+    if (!std::equal(answers.get(), answers.get() + m, host_answers.get())) {
+      throw error("GPU answers for host- and device-resident keys differ");
+    }
+    rates[k] = {static_cast<double>(m) / device_seconds, static_cast<double>(m) / host_seconds};
   }
-  check(cudaMemcpy(answers.get(), device_out.data, m, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  const double copy_bytes_per_second = pinned_upload_rate();
   const auto positives =
       static_cast<std::uint64_t>(std::count(answers.get(), answers.get() + m, true));
-  std::unique_ptr<bool[]> host_answers(new bool[m]);
-  const double host_seconds =
-      timed([&] { gpu.contains_host(negatives.data(), m, host_answers.get()); });
-  if (!std::equal(answers.get(), answers.get() + m, host_answers.get())) {
-    throw error("GPU answers for host- and device-resident keys differ");
-  }
   // The CPU's answers on a sample of the non-members.
   const std::uint64_t sample = std::min<std::uint64_t>(m, 1'000'000);
   std::unique_ptr<bool[]> cpu_answers(new bool[sample]);
@@ -169,7 +213,9 @@ int run_gpu_bench(const std::vector<std::uint64_t>& keys,
         "\"solve\": %.6f, \"compact\": %.6f, \"download\": %.6f}, \"identical_to_cpu\": %s, "
         "\"bits_per_key\": %.5f, \"fpr_expected\": %.8f, \"fpr_measured\": %.8f, "
         "\"false_negatives\": %llu, \"query_keys_per_second\": {\"device_members\": %.4e, "
-        "\"device_negatives\": %.4e, \"host_negatives\": %.4e}}\n",
+        "\"device_negatives\": %.4e, \"host_negatives\": %.4e, \"device_negatives_tile\": %.4e, "
+        "\"device_negatives_thread\": %.4e, \"host_negatives_tile\": %.4e, "
+        "\"host_negatives_thread\": %.4e}, \"pinned_upload_bytes_per_second\": %.4e}\n",
         json_string(prop.name).c_str(), static_cast<unsigned long long>(n),
         static_cast<unsigned long long>(m), f.params().width, r,
         static_cast<unsigned long long>(f.params().shard_size), f.num_layers(), build_seconds,
@@ -177,7 +223,8 @@ int run_gpu_bench(const std::vector<std::uint64_t>& keys,
         stats.solve_seconds, stats.compact_seconds, stats.download_seconds,
         json_string(identical).c_str(), f.bits_per_key(), expected_fpr(f.params()), fpr,
         static_cast<unsigned long long>(false_negatives), static_cast<double>(n) / member_seconds,
-        static_cast<double>(m) / device_seconds, static_cast<double>(m) / host_seconds);
+        rates[0].device, rates[0].host, rates[0].device, rates[1].device, rates[0].host,
+        rates[1].host, copy_bytes_per_second);
   } else {
     std::printf("ribbon bench: %llu keys, w=%u, r=%u, backend gpu (%s)\n",
                 static_cast<unsigned long long>(n), f.params().width, r, prop.name);
@@ -190,11 +237,16 @@ int run_gpu_bench(const std::vector<std::uint64_t>& keys,
     std::printf("  space        %8.4f bits/key, %u layers\n", f.bits_per_key(), f.num_layers());
     std::printf("  accuracy     FPR %.6f (expected %.6f), %llu false negatives\n", fpr,
                 expected_fpr(f.params()), static_cast<unsigned long long>(false_negatives));
-    std::printf(
-        "  queries      %.3e keys/s device-resident members, %.3e device-resident "
-        "non-members, %.3e host-resident non-members\n",
-        static_cast<double>(n) / member_seconds, static_cast<double>(m) / device_seconds,
-        static_cast<double>(m) / host_seconds);
+    std::printf("  queries      %.3e keys/s device-resident members (a tile per key)\n",
+                static_cast<double>(n) / member_seconds);
+    for (int k = 0; k < 2; ++k) {
+      std::printf(
+          "               %.3e keys/s device-resident, %.3e host-resident non-members (a %s "
+          "per key)\n",
+          rates[k].device, rates[k].host, k == 0 ? "tile" : "thread");
+    }
+    std::printf("  copy rate    %.3e keys/s: pinned host-to-device copies at %.2f GB/s\n",
+                copy_bytes_per_second / 8, copy_bytes_per_second / 1e9);
   }
   return false_negatives == 0 && std::string(identical) != "NO" ? 0 : 1;
 }

@@ -421,6 +421,9 @@ case_help() {
   done
   run build --help
   out_has "--memory-limit" || return 1
+  out_has "{cpu,gpu,auto}=cpu" || return 1  # the default backend
+  run bench --help
+  out_has "cpu (default" || return 1
   run --help
   rc_is 0 --help || return 1
   run frobnicate
@@ -577,6 +580,9 @@ case_summary_line() {
     "/s input" "in memory"; do
     err_has "$part" || return 1
   done
+  # The CPU builds by default, GPU or not, until a GPU run is recorded (bench/RESULTS.md).
+  ! grep -qF "on the GPU" "$ERR" || fail "the default backend is not the CPU: $(stderr_text)" ||
+    return 1
   # --fpr: fractional bits per key (r = 9 and r = 10 blocks), the overhead over log2(1/P).
   run build -i "$D/keys.txt" -o "$D/out/summary.rbn" --fpr 0.001
   rc_is 0 "build --fpr 0.001" || return 1
