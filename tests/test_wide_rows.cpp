@@ -36,6 +36,8 @@ void check_rows(const ribbon::filter& f, const std::vector<std::uint64_t>& probe
       }
       continue;
     }
+    // The device loads 16 bytes at a time (LDG.128): every piece must be 16-byte aligned.
+    ASSERT_EQ(reinterpret_cast<std::uintptr_t>(row.block) % 16, 0u);
     // The thread per key: the whole result, against the reference row in layer 0.
     const std::uint32_t whole = row.result();
     const std::uint32_t expected = ribbon::detail::row_result<Width>(
