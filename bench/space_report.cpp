@@ -30,6 +30,10 @@ unsigned long long ull(std::uint64_t x) {
   return static_cast<unsigned long long>(x);
 }
 
+double dbl(std::uint64_t x) {
+  return static_cast<double>(x);
+}
+
 struct layer_count {
   std::uint64_t keys_in = 0, rule_bumped = 0, threshold_bumped = 0;
   std::uint64_t codes[4] = {0, 0, 0, 0};
@@ -155,9 +159,10 @@ int main(int argc, char** argv) {
         "\"last_shard_empty\": %llu, \"last_bucket_stored\": %.2f, \"mid_bucket_stored\": %.2f}",
         l == 0 ? "" : ",\n", l, g.kind == ribbon::layer_kind::bumped ? "bumped" : "plain",
         ull(g.num_starts), ull(shards), ull(x.keys_in), ull(x.rule_bumped), ull(x.threshold_bumped),
-        ull(stored), ull(columns), ull(empty), 100.0 * empty / n, ull(tbytes * 8),
-        100.0 * tbytes * 8 / nr, ull(x.codes[0]), ull(x.codes[1]), ull(x.codes[2]), ull(x.codes[3]),
-        full_empty_mean, ull(last_columns), ull(last_empty), last_bucket_stored, mid_bucket_stored);
+        ull(stored), ull(columns), ull(empty), 100.0 * dbl(empty) / dbl(n), ull(tbytes * 8),
+        100.0 * dbl(tbytes * 8) / nr, ull(x.codes[0]), ull(x.codes[1]), ull(x.codes[2]),
+        ull(x.codes[3]), full_empty_mean, ull(last_columns), ull(last_empty), last_bucket_stored,
+        mid_bucket_stored);
     layers_json += buf;
   }
   const std::uint64_t other_bytes = f.size_bytes() - section_bytes;
@@ -168,8 +173,8 @@ int main(int argc, char** argv) {
       "\"threshold_pct\": %.5f, \"header_pct\": %.5f, \"build_s\": %.3f, \"layers\": [\n%s\n]}\n",
       ull(n), ull(seed), p.width, p.result_bits, ull(p.shard_size), p.threshold_light,
       p.threshold_heavy, ull(f.size_bytes()), f.bits_per_key(),
-      100.0 * (f.bits_per_key() / p.result_bits - 1), 100.0 * empty_total / n,
-      100.0 * threshold_bits_total / nr, 100.0 * other_bytes * 8 / nr, build_s,
+      100.0 * (f.bits_per_key() / p.result_bits - 1), 100.0 * dbl(empty_total) / dbl(n),
+      100.0 * dbl(threshold_bits_total) / nr, 100.0 * dbl(other_bytes * 8) / nr, build_s,
       layers_json.c_str());
   return 0;
 }
