@@ -319,9 +319,12 @@ TEST(SixtyFourBit, LayerGeometryPastTwoToThe32) {
   for (std::uint64_t keys : {(1ull << 32) - 1, 1ull << 32, 5'000'000'000ull, 1ull << 40}) {
     SCOPED_TRACE(keys);
     const std::uint64_t starts = ribbon::bumped_layer_starts(keys, p, sizing);
-    // (1 - 4/64) keys, rounded up to whole buckets: exact in 64-bit arithmetic.
-    const std::uint64_t expected = (keys - keys / 16 + (keys % 16 ? 0 : 0) + p.bucket_size - 1) /
-                                   p.bucket_size * p.bucket_size;
+    // (1 - 5/64) keys (eps = -5/64 at w=64), rounded up to whole buckets: exact in 128-bit
+    // arithmetic.
+    ASSERT_EQ(sizing.overload, -5.0 / 64);
+    const auto scaled =
+        static_cast<std::uint64_t>((static_cast<ribbon::detail::uint128_t>(keys) * 59 + 63) / 64);
+    const std::uint64_t expected = (scaled + p.bucket_size - 1) / p.bucket_size * p.bucket_size;
     EXPECT_NEAR(static_cast<double>(starts), static_cast<double>(expected), 2.0 * p.bucket_size);
     const ribbon::layer_geometry g = ribbon::bumped_geometry(starts, p);
     EXPECT_EQ(g.num_shards(), (starts + p.shard_size - 1) / p.shard_size);

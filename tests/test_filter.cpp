@@ -472,13 +472,14 @@ TEST(Params, DefaultsAreValid) {
       EXPECT_LE(p.threshold(1), p.threshold(2));
     }
   }
-  // BuRR's bucket sizes and 2-bit thresholds (w=64, B=128: cut points 89 and 110).
+  // BuRR's bucket sizes and 2-bit thresholds, from eps = -5/64 at w=64 (B=128: cut points
+  // (0.78 + 1.30 eps) B = 86 and (0.91 + 0.75 eps) B = 108).
   EXPECT_EQ(ribbon::make_params(32, 8).bucket_size, 32u);
   EXPECT_EQ(ribbon::make_params(64, 8).bucket_size, 128u);
   EXPECT_EQ(ribbon::make_params(128, 8).bucket_size, 512u);
   const ribbon::filter_params p64 = ribbon::make_params(64, 8);
-  EXPECT_EQ(p64.threshold_light, 127u - 110u);
-  EXPECT_EQ(p64.threshold_heavy, 127u - 89u);
+  EXPECT_EQ(p64.threshold_light, 127u - 108u);
+  EXPECT_EQ(p64.threshold_heavy, 127u - 86u);
   // make_params records what it is given, and check_params rejects what is wrong with it.
   EXPECT_NE(ribbon::check_params(ribbon::make_params(48, 8)), nullptr);
   EXPECT_NE(ribbon::check_params(ribbon::make_params(64, 0)), nullptr);

@@ -661,7 +661,11 @@ TEST_P(BumpedSolver, KeptKeysSolvedAndBumpedKeysMatchTheQuerySide) {
   const load_case cases[] = {{"underloaded", 0.5, 0.0},
                              {"default overload", 1.0 / (1.0 + eps), 0.0},
                              {"default overload with duplicates", 1.0 / (1.0 + eps), 0.2},
-                             {"heavily overloaded", 1.4, 0.05}};
+                             {"heavily overloaded", 1.4, 0.05},
+                             // Bucket code 3 (bump all) needs a failure at an offset of
+                             // threshold_heavy or more; at w=64 (heavy 41) the loads above
+                             // need not give one.
+                             {"overloaded twice over", 2.0, 0.0}};
   bumped_counts total;
   for (const load_case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -11,7 +11,7 @@ and vectorized membership (``contains``) and retrieval (``lookup``) column funct
 * one task per range (``partitionBy`` with the range as the partition) sorts, drops repeats,
   solves and writes the range's part file under the output's directory (a temporary name,
   then a rename: a retried or speculative task leaves one complete part) and returns the
-  range's bumped hashes (about 6 %), kept by Spark (memory, then disk) for the next layer;
+  range's bumped hashes (about 8 %), kept by Spark (memory, then disk) for the next layer;
 * layers of at most ``one_place_keys`` keys are finished on the driver, which then writes the
   file from the parts (temporary file + rename) and removes them.
 

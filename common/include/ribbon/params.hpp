@@ -83,9 +83,12 @@ RIBBON_HD constexpr std::uint32_t default_bucket_size(std::uint32_t width) {
   return std::uint32_t{1} << floor_log2(std::uint64_t{width} * width / (4 * log_w));
 }
 
-/// eps of a bumped layer: -4/w for w >= 64, -3/w for w = 32 (BuRR's published values).
+/// eps of a bumped layer: -5/64 for w = 64, -4/w for w = 128, -3/w for w = 32 (BuRR's
+/// published values, but for w = 64, where -5/64 (with the cut points make_params derives
+/// from it) leaves fewer empty slots than -4/64: 0.261 % against 0.277 % total overhead at
+/// r = 8, 10^7 keys, for 1.8 % more instructions; bench/RESULTS.md, "Space overhead").
 constexpr double default_overload(std::uint32_t width) {
-  return width >= 64 ? -4.0 / width : -3.0 / width;
+  return width == 64 ? -5.0 / 64 : width >= 64 ? -4.0 / width : -3.0 / width;
 }
 
 }  // namespace detail

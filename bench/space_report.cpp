@@ -1,0 +1,180 @@
+// Where the space of a bumped filter goes (bench/RESULTS.md, "Space overhead at w=64, r=8").
+//   ribbon_space_report N SEED [WIDTH [BITS [SHARD_SIZE [THREADS]]]]
+// Builds a filter of N random 64-bit keys (splitmix64 from SEED, also the hash seed) and
+// splits its overhead over r bits per key exactly into its parts:
+//   overhead = empty slots / n + threshold bits / (n r) + (file - sections) bits / (n r),
+// since every key stored holds one pivot column (random keys: no redundant rows), so a layer's
+// columns are its stored keys plus its empty slots. Per layer it also counts the keys bumped
+// by rule (the first w starts of shards k > 0) and by thresholds, the 2-bit bucket codes, and
+// the empty slots of full shards against those of the layer's last shard (each shard owns its
+// columns, so its empty slots are exact). Prints one JSON object.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ribbon/filter.hpp"
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+unsigned long long ull(std::uint64_t x) {
+  return static_cast<unsigned long long>(x);
+}
+
+double dbl(std::uint64_t x) {
+  return static_cast<double>(x);
+}
+
+struct layer_count {
+  std::uint64_t keys_in = 0, rule_bumped = 0, threshold_bumped = 0;
+  std::uint64_t codes[4] = {0, 0, 0, 0};
+  std::vector<std::uint64_t> stored_per_shard;
+  std::vector<std::uint64_t> stored_per_bucket;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s N SEED [WIDTH [BITS [SHARD_SIZE [THREADS]]]]\n", argv[0]);
+    return 2;
+  }
+  const std::uint64_t n = std::strtoull(argv[1], nullptr, 0);
+  const std::uint64_t seed = std::strtoull(argv[2], nullptr, 0);
+  ribbon::build_options o;
+  o.seed = seed;
+  if (argc > 3) o.width = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 0));
+  if (argc > 4) o.result_bits = static_cast<std::uint32_t>(std::strtoul(argv[4], nullptr, 0));
+  if (argc > 5) o.shard_size = std::strtoull(argv[5], nullptr, 0);
+  if (argc > 6) o.threads = static_cast<std::uint32_t>(std::strtoul(argv[6], nullptr, 0));
+
+  std::vector<std::uint64_t> keys(n);
+  std::uint64_t state = seed * 0x2545F4914F6CDD1DULL + 1;
+  for (auto& k : keys) k = splitmix64(state);
+  const auto t0 = std::chrono::steady_clock::now();
+  const ribbon::filter f = ribbon::filter::build(keys.data(), n, o);
+  const double build_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const ribbon::filter_ref& ref = f.ref();
+  const ribbon::filter_params& p = ref.params;
+  const std::uint32_t L = ref.num_layers;
+  std::vector<layer_count> c(L);
+  for (std::uint32_t l = 0; l < L; ++l) {
+    const ribbon::layer_geometry& g = ref.layers[l].geometry;
+    c[l].stored_per_shard.assign(g.num_shards(), 0);
+    if (g.bumping()) c[l].stored_per_bucket.assign(g.num_buckets(p.bucket_size), 0);
+  }
+  // Walk every key through the layers as a query does, counting why it leaves each layer.
+  for (std::uint64_t k : keys) {
+    std::uint64_t h = ribbon::detail::layer0_hash(ref.layers[0], ref.key_hash(k));
+    for (std::uint32_t l = 0; l < L; ++l) {
+      const ribbon::layer_ref& layer = ref.layers[l];
+      const ribbon::layer_geometry& g = layer.geometry;
+      if (l > 0) h = ribbon::remix(h, layer.salt);
+      const std::uint64_t start = ribbon::fastrange64(h, g.num_starts);
+      ++c[l].keys_in;
+      const std::uint64_t in_shard = start & (g.shard_size() - 1);
+      if (g.sharded() && start >= g.shard_size() && in_shard < p.width) {
+        ++c[l].rule_bumped;
+        continue;
+      }
+      if (ribbon::detail::is_bumped(p, layer, start)) {
+        ++c[l].threshold_bumped;
+        continue;
+      }
+      ++c[l].stored_per_shard[g.sharded() ? start >> g.shard_bits : 0];
+      if (g.bumping()) ++c[l].stored_per_bucket[start / p.bucket_size];
+      break;
+    }
+  }
+
+  const double nr = static_cast<double>(n) * p.result_bits;
+  std::uint64_t section_bytes = 0, empty_total = 0, threshold_bits_total = 0;
+  std::string layers_json;
+  for (std::uint32_t l = 0; l < L; ++l) {
+    const ribbon::layer_geometry& g = ref.layers[l].geometry;
+    const layer_count& x = c[l];
+    const std::uint64_t tbytes = g.threshold_words(p.bucket_size) * 8;
+    const std::uint64_t sbytes = g.solution_bytes(p.width, p.result_bits);
+    section_bytes += tbytes + sbytes;
+    threshold_bits_total += tbytes * 8;
+    if (g.bumping()) {
+      for (std::uint64_t b = 0; b < g.num_buckets(p.bucket_size); ++b) {
+        const auto code =
+            static_cast<unsigned>(ref.layers[l].thresholds[b / 32] >> (2 * (b % 32))) & 3u;
+        ++c[l].codes[code];
+      }
+    }
+    const std::uint64_t columns = g.num_starts + p.width;
+    std::uint64_t stored = 0;
+    for (std::uint64_t s : x.stored_per_shard) stored += s;
+    const std::uint64_t empty = columns - stored;
+    empty_total += empty;
+    // Empty slots of the full shards (S columns each) and of the last one.
+    const std::uint64_t shards = g.num_shards();
+    double full_empty_mean = 0;
+    std::uint64_t last_columns = columns, last_empty = empty;
+    if (g.sharded() && shards > 1) {
+      std::uint64_t sum = 0;
+      for (std::uint64_t s = 0; s + 1 < shards; ++s) sum += g.shard_size() - x.stored_per_shard[s];
+      // Shard 0 owns w more columns than the others; count them with it.
+      sum += p.width;
+      full_empty_mean = static_cast<double>(sum) / static_cast<double>(shards - 1);
+      last_columns = g.num_starts - g.shard_begin(shards - 1);
+      last_empty = last_columns - x.stored_per_shard[shards - 1];
+    }
+    // Empty slots by bucket position in the shard: the keys stored that start in the last
+    // bucket of a shard against an average bucket (a proxy for the sparse shard end).
+    double last_bucket_stored = 0, mid_bucket_stored = 0;
+    if (g.bumping() && shards > 1) {
+      const std::uint64_t per_shard = g.shard_size() / p.bucket_size;
+      std::uint64_t lb = 0, mb = 0, mbn = 0;
+      for (std::uint64_t s = 0; s + 1 < shards; ++s) {
+        lb += x.stored_per_bucket[(s + 1) * per_shard - 1];
+        for (std::uint64_t b = s * per_shard + 1; b + 1 < (s + 1) * per_shard; ++b, ++mbn) {
+          mb += x.stored_per_bucket[b];
+        }
+      }
+      last_bucket_stored = static_cast<double>(lb) / static_cast<double>(shards - 1);
+      mid_bucket_stored = static_cast<double>(mb) / static_cast<double>(mbn);
+    }
+    char buf[1024];
+    std::snprintf(
+        buf, sizeof(buf),
+        "%s    {\"layer\": %u, \"kind\": \"%s\", \"starts\": %llu, \"shards\": %llu, "
+        "\"keys_in\": %llu, \"rule_bumped\": %llu, \"threshold_bumped\": %llu, "
+        "\"stored\": %llu, \"columns\": %llu, \"empty\": %llu, \"empty_pct_of_n\": %.5f, "
+        "\"threshold_bits\": %llu, \"threshold_pct\": %.5f, \"codes\": [%llu, %llu, %llu, %llu], "
+        "\"full_shard_empty_mean\": %.2f, \"last_shard_columns\": %llu, "
+        "\"last_shard_empty\": %llu, \"last_bucket_stored\": %.2f, \"mid_bucket_stored\": %.2f}",
+        l == 0 ? "" : ",\n", l, g.kind == ribbon::layer_kind::bumped ? "bumped" : "plain",
+        ull(g.num_starts), ull(shards), ull(x.keys_in), ull(x.rule_bumped), ull(x.threshold_bumped),
+        ull(stored), ull(columns), ull(empty), 100.0 * dbl(empty) / dbl(n), ull(tbytes * 8),
+        100.0 * dbl(tbytes * 8) / nr, ull(x.codes[0]), ull(x.codes[1]), ull(x.codes[2]),
+        ull(x.codes[3]), full_empty_mean, ull(last_columns), ull(last_empty), last_bucket_stored,
+        mid_bucket_stored);
+    layers_json += buf;
+  }
+  const std::uint64_t other_bytes = f.size_bytes() - section_bytes;
+  std::printf(
+      "{\"n\": %llu, \"seed\": %llu, \"width\": %u, \"r\": %u, \"shard_size\": %llu, "
+      "\"threshold_light\": %u, \"threshold_heavy\": %u, \"file_bytes\": %llu, "
+      "\"bits_per_key\": %.6f, \"overhead_pct\": %.5f, \"empty_pct\": %.5f, "
+      "\"threshold_pct\": %.5f, \"header_pct\": %.5f, \"build_s\": %.3f, \"layers\": [\n%s\n]}\n",
+      ull(n), ull(seed), p.width, p.result_bits, ull(p.shard_size), p.threshold_light,
+      p.threshold_heavy, ull(f.size_bytes()), f.bits_per_key(),
+      100.0 * (f.bits_per_key() / p.result_bits - 1), 100.0 * dbl(empty_total) / dbl(n),
+      100.0 * dbl(threshold_bits_total) / nr, 100.0 * dbl(other_bytes * 8) / nr, build_s,
+      layers_json.c_str());
+  return 0;
+}
