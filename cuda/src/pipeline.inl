@@ -236,10 +236,10 @@ void solve_shards(const Op& op, std::uint64_t first, std::uint64_t end, unsigned
         "cudaDeviceGetAttribute");
   const bool in_shared = band_bytes <= static_cast<std::uint64_t>(shared_limit);
   const unsigned tiles_per_block =
-      in_shared ? static_cast<unsigned>(std::clamp<std::uint64_t>(
-                      static_cast<std::uint64_t>(shared_limit) / 4 / band_bytes, 1,
-                      max_tiles_per_block))
-                : max_tiles_per_block;
+      in_shared
+          ? static_cast<unsigned>(std::clamp<std::uint64_t>(
+                static_cast<std::uint64_t>(shared_limit) / 4 / band_bytes, 1, max_tiles_per_block))
+          : max_tiles_per_block;
   const unsigned threads = tiles_per_block * solve_tile_lanes;
   const std::size_t shared_bytes = in_shared ? tiles_per_block * band_bytes : 0;
   const auto kernel = solve_shards_kernel<Op>;

@@ -38,7 +38,17 @@ class device_tile {
   }
   template <class V>
   __device__ V shuffle(const values<V>& v, unsigned from) const {
-    return tile_.shfl(v.value, from);
+    if constexpr (sizeof(V) <= 16) {
+      return tile_.shfl(v.value, from);
+    } else {  // cooperative groups shuffle values below 32 bytes: larger ones a word at a time
+      static_assert(sizeof(V) % 4 == 0, "shuffled values are whole 32-bit words");
+      std::uint32_t words[sizeof(V) / 4];
+      memcpy(words, &v.value, sizeof(V));
+      for (auto& word : words) word = tile_.shfl(word, from);
+      V out;
+      memcpy(&out, words, sizeof(V));
+      return out;
+    }
   }
   __device__ void sync() const { tile_.sync(); }
 
