@@ -28,11 +28,13 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "ribbon/cuda/detail/check.hpp"
+#include "ribbon/cuda/detail/tile.cuh"
 #endif
 
 #include "ribbon/cuda/builder.hpp"
 #include "ribbon/detail/records.hpp"
 #include "ribbon/detail/shard_solver.hpp"
+#include "ribbon/detail/tile_solver.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/format.hpp"
 #include "ribbon/hash.hpp"
@@ -61,8 +63,10 @@ const T* raw(const device_vector<T>& v) {
 }
 
 #if defined(RIBBON_GPU_ON_TBB)
+constexpr bool on_tbb = true;
 void synchronize() {}
 #else
+constexpr bool on_tbb = false;
 using ribbon::cuda::detail::check;
 // builder.cu is compiled with --default-stream per-thread: each host thread's work (Thrust's
 // kernels and copies included) goes to its own stream, so that ranges solved from two
@@ -135,13 +139,19 @@ struct conflict_op {
   }
 };
 
-/// A thread per shard: eliminate (bumping by thresholds and by the shard-head rule), then
+/// Lanes of the tile that solves a shard (tile_solver.hpp): eight, so that a warp solves four
+/// shards at once; the TBB build runs the same tiles (see bench/RESULTS.md, "GPU model").
+constexpr unsigned solve_tile_lanes = 8;
+
+/// A tile per shard: eliminate (bumping by thresholds and by the shard-head rule), then
 /// back-substitute into the shard's own solution blocks. The op covers the shard range
 /// [range_first, ...): offsets and bumped counts are indexed from range_first, the section
 /// windows start at its first threshold word and block. Shards [batch_first, ...) use the
-/// batch's workspace slots.
+/// batch's column arrays; `band` is the tile's own band memory (tile_band::bytes()).
 template <unsigned Width, class Result, class Record>
 struct solve_shard_op {
+  using band = ribbon::detail::tile_band<Width, Result>;
+
   filter_params p;
   layer_geometry g;
   std::uint64_t range_first;
@@ -150,10 +160,7 @@ struct solve_shard_op {
   const std::uint64_t* offsets;
   ribbon::detail::word_t<Width>* coeffs;
   Result* results;
-  std::uint32_t* undo_columns;
-  std::uint32_t* undo_offsets;
   std::uint64_t columns;
-  std::uint32_t undo;
   std::uint64_t* thresholds;
   std::uint64_t threshold_origin;
   ribbon::detail::word_t<Width>* solution;
@@ -161,26 +168,100 @@ struct solve_shard_op {
   std::uint64_t* bumped_counts;
   int* failed;
 
-  RIBBON_HD void operator()(std::uint64_t shard) const {
+  template <class Tile>
+  RIBBON_HD void operator()(const Tile& tile, std::uint64_t shard, void* band_memory) const {
     const std::uint64_t slot = shard - batch_first;
-    const ribbon::detail::shard_workspace<Width, Result> ws{
-        coeffs + slot * columns, results + slot * columns, undo_columns + slot * undo,
-        undo_offsets + slot * undo};
+    const ribbon::detail::tile_workspace<Width, Result> ws{
+        band::in(band_memory, p.bucket_size), coeffs + slot * columns, results + slot * columns};
     const std::uint64_t local = shard - range_first;
     const std::uint64_t begin = offsets[local];
     const ribbon::detail::shard_outcome outcome =
-        ribbon::detail::eliminate_shard<Width, Result, Record>(p, g, shard, hashes + begin,
-                                                               offsets[local + 1] - begin, ws,
-                                                               thresholds, threshold_origin);
+        ribbon::detail::solve_shard_with_tile<Width, Result, Record>(
+            tile, p, g, shard, hashes + begin, offsets[local + 1] - begin, ws, thresholds,
+            threshold_origin, solution, block_origin);
     if (!outcome.solved) {
       *failed = 1;  // every writer writes 1: no atomic needed
       return;
     }
     bumped_counts[local] = outcome.bumped;
-    ribbon::detail::back_substitute_shard<Width, Result>(p, g, shard, ws.coeffs, ws.results,
-                                                         solution, block_origin);
   }
 };
+
+#if defined(RIBBON_GPU_ON_TBB)
+/// Solves shards [first, end) on TBB threads, each shard by a host tile whose lanes run in
+/// lockstep, with its band in `bands` (a band per shard of the batch).
+template <class Op>
+void solve_shards(const Op& op, std::uint64_t first, std::uint64_t end, unsigned char* bands,
+                  std::uint64_t band_bytes) {
+  thrust::for_each(thrust::device, thrust::counting_iterator<std::uint64_t>(first),
+                   thrust::counting_iterator<std::uint64_t>(end), [=](std::uint64_t shard) {
+                     const ribbon::detail::host_tile<solve_tile_lanes> tile;
+                     op(tile, shard, bands + (shard - first) * band_bytes);
+                   });
+}
+#else
+/// Each tile of a block solves shards, a grid's worth of tiles apart, with its band in
+/// shared memory, or in `global_bands` (a band per tile of the grid) when a band is too large
+/// for shared memory.
+template <class Op>
+__global__ void solve_shards_kernel(Op op, std::uint64_t first, std::uint64_t end,
+                                    std::uint64_t band_bytes, unsigned char* global_bands) {
+  extern __shared__ __align__(16) unsigned char shared_bands[];
+  namespace cg = cooperative_groups;
+  const auto tile = cg::tiled_partition<solve_tile_lanes>(cg::this_thread_block());
+  const unsigned tiles_per_block = blockDim.x / solve_tile_lanes;
+  const unsigned tile_in_block = threadIdx.x / solve_tile_lanes;
+  const std::uint64_t tile_in_grid = std::uint64_t{blockIdx.x} * tiles_per_block + tile_in_block;
+  unsigned char* band = global_bands != nullptr ? global_bands + tile_in_grid * band_bytes
+                                                : shared_bands + tile_in_block * band_bytes;
+  const ribbon::cuda::detail::device_tile<solve_tile_lanes> lanes(tile);
+  const std::uint64_t tiles_in_grid = std::uint64_t{gridDim.x} * tiles_per_block;
+  for (std::uint64_t shard = first + tile_in_grid; shard < end; shard += tiles_in_grid) {
+    op(lanes, shard, band);
+  }
+}
+
+/// Solves shards [first, end) with as many resident tiles as the device holds (or as there
+/// are shards). `bands` is unused: bands live in shared memory (or in a device allocation
+/// when one is larger than a block may have).
+template <class Op>
+void solve_shards(const Op& op, std::uint64_t first, std::uint64_t end, unsigned char*,
+                  std::uint64_t band_bytes) {
+  constexpr unsigned max_tiles_per_block = 8;  // 64 threads of 8-lane tiles
+  int device = 0, shared_limit = 0, multiprocessors = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device),
+        "cudaDeviceGetAttribute");
+  const bool in_shared = band_bytes <= static_cast<std::uint64_t>(shared_limit);
+  const unsigned tiles_per_block =
+      in_shared
+          ? static_cast<unsigned>(std::clamp<std::uint64_t>(
+                static_cast<std::uint64_t>(shared_limit) / 4 / band_bytes, 1, max_tiles_per_block))
+          : max_tiles_per_block;
+  const unsigned threads = tiles_per_block * solve_tile_lanes;
+  const std::size_t shared_bytes = in_shared ? tiles_per_block * band_bytes : 0;
+  const auto kernel = solve_shards_kernel<Op>;
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(shared_bytes)),
+        "cudaFuncSetAttribute");
+  int blocks_per_multiprocessor = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_multiprocessor, kernel,
+                                                      static_cast<int>(threads), shared_bytes),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const std::uint64_t wanted = ribbon::detail::divide_round_up(end - first, tiles_per_block);
+  const std::uint64_t resident =
+      std::uint64_t{static_cast<unsigned>(std::max(blocks_per_multiprocessor, 1))} *
+      static_cast<unsigned>(multiprocessors);
+  const auto blocks = static_cast<unsigned>(std::min(wanted, resident));
+  thrust::device_vector<unsigned char> global_bands(
+      in_shared ? 0 : std::uint64_t{blocks} * tiles_per_block * band_bytes);
+  kernel<<<blocks, threads, shared_bytes, cudaStreamPerThread>>>(
+      op, first, end, band_bytes, in_shared ? nullptr : raw(global_bands));
+  synchronize();
+}
+#endif
 
 /// Is sorted-and-solved key i one of its shard's bumped keys (a prefix of the shard's range)?
 template <class Record>
@@ -344,35 +425,34 @@ class device_builder {
     device_vector<int> failed(1, 0);
 
     const std::uint64_t columns = ribbon::detail::max_shard_columns(g, Width);
-    const std::uint32_t undo = ribbon::detail::undo_capacity(p_.bucket_size, Width);
-    const std::uint64_t per_shard = columns * (sizeof(word) + sizeof(Result)) + undo * 8;
+    using solve_op = solve_shard_op<Width, Result, Record>;
+    const std::uint64_t band_bytes = solve_op::band::bytes(p_.bucket_size);
+    // The TBB build gives each shard of a batch a band; the GPU gives each tile one on chip.
+    const std::uint64_t band_per_shard = on_tbb ? band_bytes : 0;
+    const std::uint64_t per_shard = columns * (sizeof(word) + sizeof(Result)) + band_per_shard;
     const std::uint64_t batch = std::clamp<std::uint64_t>(workspace_bytes_ / per_shard, 1,
                                                           std::max<std::uint64_t>(shards, 1));
     device_vector<word> coeffs(batch * columns);
     device_vector<Result> results(batch * columns);
-    device_vector<std::uint32_t> undo_columns(batch * undo), undo_offsets(batch * undo);
+    device_vector<unsigned char> bands(batch * band_per_shard);
     for (std::uint64_t batch_first = first; batch_first < end; batch_first += batch) {
       const std::uint64_t batch_end = std::min(end, batch_first + batch);
-      const solve_shard_op<Width, Result, Record> solve{p_,
-                                                        g,
-                                                        first,
-                                                        batch_first,
-                                                        raw(hashes),
-                                                        raw(out.offsets),
-                                                        raw(coeffs),
-                                                        raw(results),
-                                                        raw(undo_columns),
-                                                        raw(undo_offsets),
-                                                        columns,
-                                                        undo,
-                                                        raw(out.thresholds),
-                                                        threshold_origin,
-                                                        raw(out.solution),
-                                                        block_origin,
-                                                        raw(out.bumped_counts),
-                                                        raw(failed)};
-      thrust::for_each(thrust::device, thrust::counting_iterator<std::uint64_t>(batch_first),
-                       thrust::counting_iterator<std::uint64_t>(batch_end), solve);
+      const solve_op solve{p_,
+                           g,
+                           first,
+                           batch_first,
+                           raw(hashes),
+                           raw(out.offsets),
+                           raw(coeffs),
+                           raw(results),
+                           columns,
+                           raw(out.thresholds),
+                           threshold_origin,
+                           raw(out.solution),
+                           block_origin,
+                           raw(out.bumped_counts),
+                           raw(failed)};
+      solve_shards(solve, batch_first, batch_end, raw(bands), band_bytes);
     }
     const bool solved = failed[0] == 0;
     stats_.solve_seconds += device_seconds_since(start);

@@ -1,7 +1,8 @@
 /// @file shard_solver.hpp
 /// Solving one shard of one layer: banded Gaussian elimination with bucket thresholds
 /// (bumping), then back-substitution into interleaved solution blocks. Shards touch disjoint
-/// output words, so any number of them can be solved at once (CPU tasks, GPU threads).
+/// output words, so any number of them can be solved at once (CPU tasks; GPU tiles run the same
+/// algorithm cooperatively, see tile_solver.hpp).
 #pragma once
 
 #include <cstdint>
@@ -70,6 +71,12 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t local_start(std::uint64_t hash, cons
 RIBBON_HD inline std::uint64_t upper_first_start(const layer_geometry& g, std::uint32_t width) {
   const std::uint64_t none = ~std::uint64_t{0};
   return g.upper_start_block >= none / width ? none : g.upper_start_block * width;
+}
+
+/// The code of a bucket whose first failure is a row at `offset`: the smallest threshold above
+/// the offset, so that the failing row and every row below it are bumped.
+RIBBON_HD inline unsigned bucket_code_for_failure(const filter_params& p, std::uint32_t offset) {
+  return offset < p.threshold_light ? 1 : offset < p.threshold_heavy ? 2 : 3;
 }
 
 /// Outcome of eliminating one shard.
@@ -216,8 +223,7 @@ class shard_eliminator {
       done_ = true;
       return;
     }
-    const auto offset = static_cast<std::uint32_t>(row_start_ - bucket_begin());
-    code_ = offset < p_.threshold_light ? 1 : offset < p_.threshold_heavy ? 2 : 3;
+    code_ = bucket_code_for_failure(p_, static_cast<std::uint32_t>(row_start_ - bucket_begin()));
     const std::uint32_t threshold = p_.threshold(code_);
     while (undo_size_ > 0 && ws_.undo_offsets[undo_size_ - 1] < threshold) {
       --undo_size_;
