@@ -23,8 +23,8 @@ folder = sys.argv[1]
 # keys: (stage seconds: hash, sort, solve, compact, download, total;
 #        queries/s: device tile, device thread; host-resident share of the copy rate)
 predicted = {
-    100000000: ((0.00039, 0.0047, 0.101, 0.00025, 0.0018, 0.112), (3.8e10, 3.3e10), 0.9),
-    1000000000: ((0.0039, 0.047, 0.426, 0.0025, 0.018, 0.497), (2.2e10, 2.1e10), 0.9),
+    100000000: ((0.00039, 0.0047, 0.110, 0.00025, 0.0018, 0.121), (3.8e10, 3.3e10), 0.9),
+    1000000000: ((0.0039, 0.047, 0.257, 0.0025, 0.018, 0.328), (2.2e10, 2.1e10), 0.9),
 }
 
 def fmt(x):

@@ -1,6 +1,7 @@
 /// @file builder.hpp
 /// The GPU builder: the pipeline of DESIGN.md on the device (hash, radix sort of the layer
-/// hashes, shard boundaries by search, a solve kernel with a thread per shard, compaction of
+/// hashes, shard boundaries by search, a solve kernel with a tile of lanes per shard
+/// (ribbon/detail/tile_solver.hpp), compaction of
 /// the bumped hashes, next layer), returning the same bytes as the CPU builder.
 ///
 /// The pipeline is written against Thrust, so the same code is compiled twice: by nvcc for
