@@ -99,6 +99,20 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t find_layer(const layer_ref* layers,
   return num_layers;
 }
 
+/// Membership in the layer that does not bump the key (find_layer), where its layer hash is
+/// `hash` and its start `start`.
+template <unsigned Width>
+RIBBON_HD RIBBON_FORCE_INLINE bool contains_in_layer(const filter_params& p, const layer_ref& layer,
+                                                     std::uint64_t start, std::uint64_t hash) {
+  if (p.extra_bit_fraction == 0) {  // every block holds r words: the shorter path
+    return row_result<Width>(layer.solution, p.result_bits, start, coefficients<Width>(hash)) ==
+           record_rhs(p, p.result_bits, hash);
+  }
+  std::uint32_t bits = 0;
+  const std::uint32_t result = layer_result<Width>(p, layer, start, hash, bits);
+  return result == record_rhs(p, bits, hash);
+}
+
 /// Membership from layer `first`, where the key's layer hash is `hash`.
 template <unsigned Width>
 RIBBON_HD RIBBON_FORCE_INLINE bool contains_from_layer(const filter_params& p,
@@ -108,13 +122,7 @@ RIBBON_HD RIBBON_FORCE_INLINE bool contains_from_layer(const filter_params& p,
   std::uint64_t start = 0;
   const std::uint32_t l = find_layer(layers, num_layers, first, p, hash, start);
   if (l == num_layers) return false;  // bumped out of every layer: no key of the set goes there
-  if (p.extra_bit_fraction == 0) {    // every block holds r words: the shorter path
-    return row_result<Width>(layers[l].solution, p.result_bits, start, coefficients<Width>(hash)) ==
-           record_rhs(p, p.result_bits, hash);
-  }
-  std::uint32_t bits = 0;
-  const std::uint32_t result = layer_result<Width>(p, layers[l], start, hash, bits);
-  return result == record_rhs(p, bits, hash);
+  return contains_in_layer<Width>(p, layers[l], start, hash);
 }
 
 /// Does the filter (possibly) contain the key whose key hash is `hash`?
