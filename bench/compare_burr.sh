@@ -8,7 +8,8 @@
 #                 git submodule update --init --recursive
 #                 make bench RIBBON_BITS=8          # -> ./bench8 (all configurations: a long compile)
 #   RIBBON      the ribbon CLI (default build/tools/ribbon)
-# Environment: KEYS (default 10000000), PAIRS (default 3), THREADS (default "1 2").
+# Environment: KEYS (default 10000000), PAIRS (default 3), THREADS (default "1 2"), NEGATIVES
+# (ribbon's non-member queries, default KEYS; BuRR always queries KEYS per thread).
 #
 # Both build w = 64, r = 8 filters of KEYS keys with 2-bit thresholds and interleaved storage
 # at eps = -4/w (BuRR: -L 64 -2 -I -e -0.0625 -d 3, the configuration of its paper; ribbon:
@@ -27,37 +28,40 @@ ribbon=${2:-build/tools/ribbon}
 keys=${KEYS:-10000000}
 pairs=${PAIRS:-3}
 threads=${THREADS:-"1 2"}
+negatives=${NEGATIVES:-$keys}
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
 run_ribbon() {  # threads
   local json
-  json=$("$ribbon" bench -n "$keys" -t "$1" --json)
-  python3 -c '
+  json=$("$ribbon" bench -n "$keys" --negatives "$negatives" -t "$1" --json)
+  python3 - "$1" "$json" >>"$results" <<'EOF'
 import json, sys
-r = json.loads(sys.argv[2]); q = r["query_ns_per_key"]
-t = sys.argv[1]
-print(f"ribbon {t} build {r[\"build_ns_per_key\"]}")
-print(f"ribbon {t} overhead {r[\"overhead_pct\"]}")
-print(f"ribbon {t} scalar_pos {q[\"scalar_positive\"]}")
-print(f"ribbon {t} scalar_neg {q[\"scalar_negative\"]}")
-print(f"ribbon {t} batched_neg {q[\"batched_negative_per_thread\"]}")
-' "$1" "$json" >>"$results"
+t, r = sys.argv[1], json.loads(sys.argv[2])
+q = r["query_ns_per_key"]
+print(f"ribbon {t} build {r['build_ns_per_key']}")
+print(f"ribbon {t} overhead {r['overhead_pct']}")
+print(f"ribbon {t} scalar_pos {q['scalar_positive']}")
+print(f"ribbon {t} scalar_neg {q['scalar_negative']}")
+print(f"ribbon {t} batched_neg {q['batched_negative_per_thread']}")
+EOF
 }
 
 run_burr() {  # threads
   local line
   line=$("$burr" -n "$keys" -L 64 -d 3 -2 -I -e -0.0625 -t "$1" 2>/dev/null | grep '^RESULT ')
-  python3 -c '
+  python3 - "$1" "$line" >>"$results" <<'EOF'
 import sys
+t = sys.argv[1]
 f = dict(kv.split("=", 1) for kv in sys.argv[2].split()[1:] if "=" in kv)
-t, n = sys.argv[1], int(f["n"])
-if f["ok"] != "1": sys.exit("BuRR: positive check failed")
-print(f"burr {t} build {(int(f[\"insertionns\"]) + int(f[\"backsubstns\"])) / n}")
-print(f"burr {t} overhead {f[\"overhead\"]}")
-print(f"burr {t} scalar_pos {f[\"tpospq\"]}")
-print(f"burr {t} scalar_neg {f[\"tnegpq\"]}")
-' "$1" "$line" >>"$results"
+if f["ok"] != "1":
+    sys.exit("BuRR: its positive check failed")
+n = int(f["n"])  # its build: insertion (hash, sort, banding) + back-substitution
+print(f"burr {t} build {(int(f['insertionns']) + int(f['backsubstns'])) / n}")
+print(f"burr {t} overhead {f['overhead']}")
+print(f"burr {t} scalar_pos {f['tpospq']}")
+print(f"burr {t} scalar_neg {f['tnegpq']}")
+EOF
 }
 
 echo "ribbon vs BuRR: $keys keys, $pairs pairs, threads: $threads; $(uptime)" >&2
