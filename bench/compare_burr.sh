@@ -7,6 +7,7 @@
 #                 git clone -b parallel https://github.com/lorenzhs/BuRR && cd BuRR
 #                 git submodule update --init --recursive
 #                 make bench RIBBON_BITS=8          # -> ./bench8 (all configurations: a long compile)
+#               (or any build of its ribbon.cpp that takes -L 64 -d 3 -2 -I; RESULTS.md)
 #   RIBBON      the ribbon CLI (default build/tools/ribbon)
 # Environment: KEYS (default 10000000), PAIRS (default 3), THREADS (default "1 2"), NEGATIVES
 # (ribbon's non-member queries, default KEYS; BuRR always queries KEYS per thread).
@@ -20,7 +21,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 || ! -x "$1" ]]; then
-  sed -n '2,13p' "$0" >&2
+  sed -n '2,14p' "$0" >&2
   exit 2
 fi
 burr=$1
