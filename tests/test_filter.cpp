@@ -94,8 +94,9 @@ std::uint64_t fp_bound(std::uint64_t negatives, std::uint32_t r) {
   return static_cast<std::uint64_t>(mean + 6 * std::sqrt(mean * (1 - p)) + 5);
 }
 
-/// Every member is found by the scalar and the batched query (sequential and parallel), and
-/// both agree on every non-member.
+/// Every member is found by the scalar and the batched query (sequential and parallel, with
+/// the fastest row check of this CPU and with the portable one), and both agree on every
+/// non-member.
 template <class Key>
 void check_queries(ribbon::filter& f, const std::vector<Key>& members,
                    const std::vector<Key>& non_members, std::uint32_t r) {
@@ -105,7 +106,12 @@ void check_queries(ribbon::filter& f, const std::vector<Key>& members,
       return;
     }
   }
-  for (std::uint32_t threads : {0u, 1u}) {
+  for (const auto [threads, row_check] : {std::pair{0u, ribbon::detail::row_check::fastest},
+                                          std::pair{1u, ribbon::detail::row_check::fastest},
+                                          std::pair{1u, ribbon::detail::row_check::portable}}) {
+    SCOPED_TRACE("threads " + std::to_string(threads) +
+                 (row_check == ribbon::detail::row_check::portable ? " portable" : " fastest"));
+    ribbon::detail::set_row_check(row_check);
     f.set_query_threads(threads);
     std::unique_ptr<bool[]> out(new bool[members.size() + 1]);
     f.contains(members.data(), members.size(), out.get());
@@ -129,6 +135,7 @@ void check_queries(ribbon::filter& f, const std::vector<Key>& members,
     EXPECT_LE(positives, fp_bound(non_members.size(), r))
         << positives << " false positives among " << non_members.size();
   }
+  ribbon::detail::set_row_check(ribbon::detail::row_check::fastest);
   f.set_query_threads(0);
 }
 
@@ -517,6 +524,51 @@ TEST(Params, ResultBitsForFpr) {
   EXPECT_EQ(ribbon::result_bits_for_fpr(std::nan("")), 0u);
   for (std::uint32_t r = 1; r <= 32; ++r) {
     EXPECT_EQ(ribbon::result_bits_for_fpr(std::ldexp(1.0, -static_cast<int>(r))), r);
+  }
+}
+
+/// The batched query runs a pipeline that hashes keys 2 * 32 ahead of their answer: every
+/// batch length around its fill and drain, members and non-members mixed, at several starting
+/// offsets, with each row check, gives the scalar answers.
+TEST(Batched, EqualsScalarAtEveryBatchLength) {
+  struct shape {
+    unsigned width;
+    std::uint32_t result_bits;
+    double target_fpr;  // > 0: fractional bits (blocks of r and r + 1 words)
+  };
+  for (const shape s : {shape{64, 8, 0}, shape{32, 8, 0}, shape{128, 16, 0}, shape{64, 8, 0.01}}) {
+    ribbon::build_options o;
+    o.width = s.width;
+    o.result_bits = s.result_bits;
+    o.target_fpr = s.target_fpr;
+    o.shard_size = small_shard(s.width);
+    const std::vector<std::uint64_t> members = ribbon_test::keys_range(11, 0, 40000);
+    const ribbon::filter f = ribbon::filter::build(members.data(), members.size(), o);
+    // Members and non-members alternate in runs of 3, so bumped keys of every layer and
+    // layer-0 keys follow each other in the pipeline.
+    std::vector<std::uint64_t> probes;
+    const std::vector<std::uint64_t> others = ribbon_test::keys_range(11, 40000, 400);
+    for (std::size_t i = 0; i < others.size(); ++i) {
+      probes.push_back(i % 6 < 3 ? members[i * 97] : others[i]);
+    }
+    std::vector<char> scalar(probes.size());
+    for (std::size_t i = 0; i < probes.size(); ++i) scalar[i] = f.contains(probes[i]);
+    std::unique_ptr<bool[]> out(new bool[probes.size()]);
+    for (const auto row_check :
+         {ribbon::detail::row_check::fastest, ribbon::detail::row_check::portable}) {
+      ribbon::detail::set_row_check(row_check);
+      for (std::size_t offset : {0, 1, 7}) {
+        for (std::size_t length = 0; offset + length <= 2 * 64 + 70; ++length) {
+          f.contains(probes.data() + offset, length, out.get());
+          for (std::size_t i = 0; i < length; ++i) {
+            ASSERT_EQ(out[i], scalar[offset + i] != 0)
+                << "w=" << s.width << " r=" << s.result_bits << " fpr=" << s.target_fpr
+                << " offset " << offset << " length " << length << " key " << i;
+          }
+        }
+      }
+    }
+    ribbon::detail::set_row_check(ribbon::detail::row_check::fastest);
   }
 }
 

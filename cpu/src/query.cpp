@@ -1,4 +1,4 @@
-// Batched CPU queries: hash a group of keys ahead, prefetch their layer-0 blocks, then check.
+// Batched CPU queries: a software pipeline that hashes keys and prefetches their rows ahead.
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -7,6 +7,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -15,9 +16,11 @@
 namespace ribbon {
 namespace {
 
-/// Keys hashed and prefetched ahead of their check: enough to overlap the memory latency of
-/// a group with the work on the previous one.
-constexpr std::uint64_t prefetch_group = 16;
+/// How many keys ahead of its answer a key's rows are prefetched: enough cache misses in
+/// flight to keep the memory busy (about 100 ns of latency over a few ns of work per key).
+/// Its bucket's threshold word is prefetched twice as far ahead, since deciding the layer
+/// needs it before the rows can be prefetched. A power of two (ring index by mask).
+constexpr std::uint64_t prefetch_distance = 32;
 
 /// The r-bit result of a row, one parity at a time (any CPU).
 template <unsigned Width>
@@ -29,7 +32,7 @@ struct portable_rows {
 };
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define RIBBON_AVX512_QUERIES 1
+#define RIBBON_X86_ROW_CHECKS 1
 /// w=64, r=8, the default: a row reads 16 words, two 512-bit registers, and VPOPCNTQ gives
 /// its 8 parities at once (about 6 instructions instead of about 60). Same result as
 /// portable_rows. Not inlined: the caller is portable code that calls this only where the CPU
@@ -50,78 +53,207 @@ struct avx512_rows_w64_r8 {
   }
 };
 
+/// The same for CPUs with AVX2 but no AVX-512 (AMD Zen 2/3, older Intel): the row's 8 words
+/// in two 256-bit registers, each 64-bit lane folded to its parity by shifts and xors (AVX2
+/// has no vector popcount), the 8 parities gathered by a movemask. About 30 instructions.
+struct avx2_rows_w64_r8 {
+  __attribute__((target("avx2,bmi2"))) std::uint32_t operator()(const void* solution, std::uint32_t,
+                                                                std::uint64_t start,
+                                                                std::uint64_t coeff) const {
+    const auto* block = static_cast<const std::uint64_t*>(solution) + (start / 64) * 8;
+    const unsigned shift = static_cast<unsigned>(start % 64);
+    const __m256i low = _mm256_set1_epi64x(static_cast<long long>(coeff << shift));
+    const __m256i high = _mm256_set1_epi64x(static_cast<long long>((coeff >> 1) >> (63 - shift)));
+    // The row's words 0-3 and 4-7 (a lambda would lose the target attribute).
+    const auto* here = reinterpret_cast<const __m256i*>(block);
+    const auto* next = reinterpret_cast<const __m256i*>(block + 8);
+    const __m256i words0to3 = _mm256_xor_si256(_mm256_and_si256(_mm256_loadu_si256(here), low),
+                                               _mm256_and_si256(_mm256_loadu_si256(next), high));
+    const __m256i words4to7 =
+        _mm256_xor_si256(_mm256_and_si256(_mm256_loadu_si256(here + 1), low),
+                         _mm256_and_si256(_mm256_loadu_si256(next + 1), high));
+    // Fold each 64-bit word to 32 bits (same parity): words 0-3 into the even 32-bit lanes,
+    // words 4-7 into the odd ones, so one register carries all 8.
+    __m256i x =
+        _mm256_blend_epi32(_mm256_xor_si256(words0to3, _mm256_srli_epi64(words0to3, 32)),
+                           _mm256_xor_si256(words4to7, _mm256_slli_epi64(words4to7, 32)), 0xAA);
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 8));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 4));
+    // 0x6996 holds the parity of each 4-bit value at that bit position.
+    const __m256i parities =
+        _mm256_srlv_epi32(_mm256_set1_epi32(0x6996), _mm256_and_si256(x, _mm256_set1_epi32(15)));
+    const auto lanes = static_cast<std::uint32_t>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(parities, 31))));
+    // Lane 2j holds word j, lane 2j + 1 word j + 4.
+    return _pext_u32(lanes, 0x55) | (_pext_u32(lanes, 0xAA) << 4);
+  }
+};
+
 bool cpu_has_avx512_popcount() {
   static const bool yes =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
   return yes;
 }
+
+bool cpu_has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+  return yes;
+}
 #endif
 
-/// Answers keys [begin, end) in groups: hash a group and prefetch the layer-0 blocks its
-/// keys read, then answer each with answer(index, layer-0 hash, layer-0 start). Bits > 0:
-/// the common case, known at compile time: blocks of Bits words and a layer 0 without salt.
+std::atomic<detail::row_check> chosen_row_check{detail::row_check::fastest};
+
+/// A key on its way through the query pipeline: its hash and start, first in layer 0, then
+/// in the layer that holds it (num_layers: none, every layer bumps it).
+struct pending_key {
+  std::uint64_t hash;
+  std::uint64_t start;
+  std::uint32_t layer;
+};
+
+/// detail::is_bumped() for one layer, with the layer's constants worked out once per batch
+/// rather than per key (it is most of a query's instructions otherwise). Same answers.
+class bump_test {
+ public:
+  bump_test(const filter_params& p, const layer_ref& layer) {
+    if (!layer.geometry.sharded()) return;  // a plain layer bumps nothing
+    shard_mask_ = layer.geometry.shard_size() - 1;
+    head_width_ = p.width;
+    if (!layer.geometry.bumping()) return;
+    thresholds_ = layer.thresholds;
+    bucket_bits_ = detail::count_trailing_zeros(p.bucket_size);
+    bucket_mask_ = p.bucket_size - 1;
+    for (unsigned code = 0; code < 4; ++code) cut_[code] = p.threshold(code);
+  }
+
+  /// The word holding the threshold code of `start`'s bucket (to prefetch it).
+  const std::uint64_t* threshold_word(std::uint64_t start) const {
+    return thresholds_ + (start >> bucket_bits_) / 32;
+  }
+  bool has_thresholds() const { return thresholds_ != nullptr; }
+
+  RIBBON_FORCE_INLINE bool operator()(std::uint64_t start) const {
+    const bool shard_head = start > shard_mask_ && (start & shard_mask_) < head_width_;
+    if (thresholds_ == nullptr) return shard_head;
+    const std::uint64_t bucket = start >> bucket_bits_;
+    const unsigned code = static_cast<unsigned>(*threshold_word(start) >> (2 * (bucket % 32))) & 3u;
+    return shard_head || (start & bucket_mask_) < cut_[code];
+  }
+
+ private:
+  const std::uint64_t* thresholds_ = nullptr;
+  std::uint64_t shard_mask_ = ~std::uint64_t{0};
+  std::uint64_t head_width_ = 0;
+  std::uint64_t bucket_mask_ = 0;
+  int bucket_bits_ = 0;
+  std::uint64_t cut_[4] = {};
+};
+
+/// Prefetches every cache line a row starting at `start` reads: its block and the next one,
+/// `2 * bits` words (at most; upper blocks of fractional-bit layers hold r + 1 words).
+template <unsigned Width>
+RIBBON_FORCE_INLINE void prefetch_row(const filter_params& p, const layer_ref& layer,
+                                      std::uint64_t start, std::uint32_t bits) {
+  const std::uint64_t block = start / Width;
+  const auto* first = reinterpret_cast<const char*>(
+      static_cast<const detail::word_t<Width>*>(layer.solution) +
+      (bits != 0 ? block * bits : layer.geometry.block_word(block, p.result_bits)));
+  const std::uint32_t words = 2 * (bits != 0 ? bits : p.result_bits + 1);
+  const std::uint64_t bytes = std::uint64_t{words} * (Width / 8);
+  // The span may straddle one more line than bytes / 64 when it is not line-aligned.
+  const auto misalignment = reinterpret_cast<std::uintptr_t>(first) % 64;
+  for (std::uint64_t offset = 0; offset < misalignment + bytes; offset += 64) {
+    __builtin_prefetch(first - misalignment + offset);
+  }
+}
+
+/// Answers keys [begin, end) through a software pipeline: key i + 2D is hashed and its layer-0
+/// threshold word prefetched; key i + D finds its layer (layer 0 for most keys) and its rows
+/// there are prefetched; key i is answered by answer(index, pending_key) from cache.
+/// Bits > 0: blocks of Bits words, known at compile time (no fractional bits).
 template <unsigned Width, std::uint32_t Bits, class KeyHash, class Answer>
-void prefetched_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
-                      const KeyHash& key_hash, const Answer& answer) {
+void pipelined_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
+                     const KeyHash& key_hash, const Answer& answer) {
+  constexpr std::uint64_t ahead = prefetch_distance;
+  constexpr std::uint64_t ring_size = 2 * ahead;
+  const filter_params& p = f.params;
   const layer_ref& first = f.layers[0];
-  const auto* solution = static_cast<const detail::word_t<Width>*>(first.solution);
-  std::uint64_t hashes[prefetch_group];
-  std::uint64_t starts[prefetch_group];
-  for (std::uint64_t base = begin; base < end; base += prefetch_group) {
-    const std::uint64_t m = std::min(prefetch_group, end - base);
-    for (std::uint64_t i = 0; i < m; ++i) {
-      const std::uint64_t h =
-          Bits != 0 ? key_hash(base + i) : detail::layer0_hash(first, key_hash(base + i));
-      const std::uint64_t s = fastrange64(h, first.geometry.num_starts);
-      hashes[i] = h;
-      starts[i] = s;
-      // A query reads two adjacent blocks; prefetch their first cache lines.
-      const std::uint64_t block = s / Width;
-      if constexpr (Bits != 0) {
-        __builtin_prefetch(solution + block * Bits);
-        __builtin_prefetch(solution + (block + 1) * Bits);
-      } else {
-        const auto* words = solution + first.geometry.block_word(block, f.params.result_bits);
-        __builtin_prefetch(words);
-        __builtin_prefetch(words + first.geometry.block_bits(block, f.params.result_bits));
-      }
+  const bump_test bumped_from_first(p, first);
+  pending_key ring[ring_size];
+
+  auto hash_ahead = [&](std::uint64_t i) {
+    pending_key& k = ring[i % ring_size];
+    k.hash = detail::layer0_hash(first, key_hash(i));
+    k.start = fastrange64(k.hash, first.geometry.num_starts);
+    if (bumped_from_first.has_thresholds()) {
+      __builtin_prefetch(bumped_from_first.threshold_word(k.start));
     }
-    for (std::uint64_t i = 0; i < m; ++i) answer(base + i, hashes[i], starts[i]);
+  };
+  auto locate_ahead = [&](std::uint64_t i) {
+    pending_key& k = ring[i % ring_size];
+    k.layer = 0;
+    if (bumped_from_first(k.start)) {
+      k.hash = remix(k.hash, f.layers[1].salt);  // find_layer takes the first layer's hash
+      k.layer = detail::find_layer(f.layers, f.num_layers, 1, p, k.hash, k.start);
+    }
+    if (k.layer < f.num_layers) prefetch_row<Width>(p, f.layers[k.layer], k.start, Bits);
+  };
+
+  const std::uint64_t hashed_first = std::min(end, begin + ring_size);
+  const std::uint64_t located_first = std::min(end, begin + ahead);
+  for (std::uint64_t i = begin; i < hashed_first; ++i) hash_ahead(i);
+  for (std::uint64_t i = begin; i < located_first; ++i) locate_ahead(i);
+  for (std::uint64_t i = begin; i < end; ++i) {
+    answer(i, ring[i % ring_size]);
+    // Slot i is free now: key i + 2D takes it.
+    if (i + ring_size < end) hash_ahead(i + ring_size);
+    if (i + ahead < end) locate_ahead(i + ahead);
   }
 }
 
 /// Bits > 0: r known at compile time (the common sizes of filters whose blocks all hold r words,
-/// with fingerprints and no layer-0 salt), so the r-word loop unrolls. Bits == 0: any filter
-/// (fractional bits, homogeneous, a retried standard layer).
+/// with fingerprints), so the r-word loop unrolls. Bits == 0: any filter (fractional bits,
+/// homogeneous).
 template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>, class KeyHash>
 void contains_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                     const KeyHash& key_hash, bool* out, const Rows& rows = {}) {
   const filter_params& p = f.params;
-  const layer_ref& first = f.layers[0];
-  prefetched_range<Width, Bits>(
-      f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h, std::uint64_t s) {
-        bool found;
-        if (detail::is_bumped(p, first, s)) {
-          found = f.num_layers > 1 && detail::contains_from_layer<Width>(
-                                          p, f.layers, f.num_layers, 1, remix(h, f.layers[1].salt));
-        } else if constexpr (Bits != 0) {
-          found = rows(first.solution, Bits, s, detail::coefficients<Width>(h)) ==
-                  detail::fingerprint(h, Bits);
-        } else {
-          found = detail::contains_from_layer<Width>(p, f.layers, f.num_layers, 0, h);
-        }
-        out[i] = found;
-      });
+  pipelined_range<Width, Bits>(f, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
+    if (k.layer == f.num_layers) {
+      out[i] = false;  // bumped out of every layer: no key of the set goes there
+    } else if constexpr (Bits != 0) {
+      out[i] = rows(f.layers[k.layer].solution, Bits, k.start,
+                    detail::coefficients<Width>(k.hash)) == detail::fingerprint(k.hash, Bits);
+    } else {
+      out[i] = detail::contains_in_layer<Width>(p, f.layers[k.layer], k.start, k.hash);
+    }
+  });
 }
+
+#ifdef RIBBON_X86_ROW_CHECKS
+/// contains_range() with the AVX2 row check, compiled for AVX2 as a whole so that the row check
+/// inlines into the loop (a call per key costs about 10 instructions).
+template <class KeyHash>
+__attribute__((target("avx2,bmi2"), flatten)) void contains_range_avx2(const filter_ref& f,
+                                                                       std::uint64_t begin,
+                                                                       std::uint64_t end,
+                                                                       const KeyHash& key_hash,
+                                                                       bool* out) {
+  contains_range<64, 8, avx2_rows_w64_r8>(f, begin, end, key_hash, out);
+}
+#endif
 
 /// Batched retrieval over keys [begin, end).
 template <unsigned Width, class KeyHash>
 void lookup_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end,
                   const KeyHash& key_hash, std::uint32_t* out) {
-  prefetched_range<Width, 0>(
-      f, begin, end, key_hash, [&](std::uint64_t i, std::uint64_t h, std::uint64_t) {
-        out[i] = detail::lookup_from_layer<Width>(f.params, f.layers, f.num_layers, 0, h);
-      });
+  pipelined_range<Width, 0>(f, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
+    std::uint32_t bits = 0;
+    out[i] = k.layer == f.num_layers
+                 ? 0
+                 : detail::layer_result<Width>(f.params, f.layers[k.layer], k.start, k.hash, bits);
+  });
 }
 
 /// Runs run(begin, end) over [0, count), in parallel for large batches.
@@ -157,17 +289,23 @@ void contains_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key
     return;
   }
   // Compile-time r only for the common case (see contains_range).
-  const bool common = f.params.extra_bit_fraction == 0 &&
-                      f.params.variant != filter_variant::homogeneous && f.layers[0].salt == 0;
+  const bool common =
+      f.params.extra_bit_fraction == 0 && f.params.variant != filter_variant::homogeneous;
   const std::uint32_t bits = common ? f.params.result_bits : 0;
   run_batch(count, threads, [&](std::uint64_t begin, std::uint64_t end) {
     with_width(f, [&](auto width) {
       constexpr unsigned w = decltype(width)::value;
       switch (bits) {
         case 8:
-#ifdef RIBBON_AVX512_QUERIES
+#ifdef RIBBON_X86_ROW_CHECKS
+          if (chosen_row_check.load(std::memory_order_relaxed) == detail::row_check::portable) {
+            return contains_range<w, 8>(f, begin, end, key_hash, out);
+          }
           if (w == 64 && cpu_has_avx512_popcount()) {
             return contains_range<64, 8, avx512_rows_w64_r8>(f, begin, end, key_hash, out);
+          }
+          if (w == 64 && cpu_has_avx2()) {
+            return contains_range_avx2(f, begin, end, key_hash, out);
           }
 #endif
           return contains_range<w, 8>(f, begin, end, key_hash, out);
@@ -192,6 +330,10 @@ void lookup_batch(const filter_ref& f, std::uint64_t count, const KeyHash& key_h
 }
 
 }  // namespace
+
+void detail::set_row_check(row_check which) {
+  chosen_row_check.store(which);
+}
 
 void filter::contains(const std::uint64_t* keys, std::uint64_t count, bool* out) const {
   check_query(key_kind::u64, false);

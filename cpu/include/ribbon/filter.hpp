@@ -69,6 +69,10 @@ filter_params params_from(const build_options& options, key_kind keys);
 filter_params retrieval_params_from(const build_options& options, key_kind keys);
 /// The layer sizing of a build of `keys` keys (the standard slack from the options).
 layer_sizing sizing_from(const build_options& options, const filter_params& p, std::uint64_t keys);
+/// The row check of batched queries: the fastest this CPU has (AVX-512 or AVX2 where present,
+/// the default) or the portable one. Process-wide; tests compare the two, benchmarks time them.
+enum class row_check { fastest, portable };
+void set_row_check(row_check which);
 /// Throws ribbon::error naming the first value that does not fit in r bits.
 void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits);
 /// The error of check_values(): value `value` of key number `index` needs more than r bits.

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Side by side with BuRR (bumped ribbon retrieval, github.com/lorenzhs/BuRR, branch `parallel`):
+# runs `ribbon bench` and BuRR's benchmark alternately and prints medians and ratios.
+#
+# Usage: bench/compare_burr.sh BURR_BENCH [RIBBON]
+#   BURR_BENCH  BuRR's benchmark binary for r = 8, built outside this repository:
+#                 git clone -b parallel https://github.com/lorenzhs/BuRR && cd BuRR
+#                 git submodule update --init --recursive
+#                 make bench RIBBON_BITS=8          # -> ./bench8 (all configurations: a long compile)
+#               (or any build of its ribbon.cpp that takes -L 64 -d 3 -2 -I; RESULTS.md)
+#   RIBBON      the ribbon CLI (default build/tools/ribbon)
+# Environment: KEYS (default 10000000), PAIRS (default 3), THREADS (default "1 2"), NEGATIVES
+# (ribbon's non-member queries, default KEYS; BuRR always queries KEYS per thread).
+#
+# Both build w = 64, r = 8 filters of KEYS keys with 2-bit thresholds and interleaved storage
+# at eps = -4/w (BuRR: -L 64 -2 -I -e -0.0625 -d 3, the configuration of its paper; ribbon:
+# its defaults) and query KEYS non-members per thread. BuRR's benchmark queries one key at a
+# time (no batched path): its "scalar" figures are the ones to hold ribbon's scalar ones
+# against; ribbon's batched column has no BuRR counterpart. Per-thread query times: with 2
+# threads both run one query loop per thread at once.
+set -euo pipefail
+
+if [[ $# -lt 1 || ! -x "$1" ]]; then
+  sed -n '2,14p' "$0" >&2
+  exit 2
+fi
+burr=$1
+ribbon=${2:-build/tools/ribbon}
+keys=${KEYS:-10000000}
+pairs=${PAIRS:-3}
+threads=${THREADS:-"1 2"}
+negatives=${NEGATIVES:-$keys}
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+
+run_ribbon() {  # threads
+  local json
+  json=$("$ribbon" bench -n "$keys" --negatives "$negatives" -t "$1" --json)
+  python3 - "$1" "$json" >>"$results" <<'EOF'
+import json, sys
+t, r = sys.argv[1], json.loads(sys.argv[2])
+q = r["query_ns_per_key"]
+print(f"ribbon {t} build {r['build_ns_per_key']}")
+print(f"ribbon {t} overhead {r['overhead_pct']}")
+print(f"ribbon {t} scalar_pos {q['scalar_positive']}")
+print(f"ribbon {t} scalar_neg {q['scalar_negative']}")
+print(f"ribbon {t} batched_neg {q['batched_negative_per_thread']}")
+EOF
+}
+
+run_burr() {  # threads
+  local line
+  line=$("$burr" -n "$keys" -L 64 -d 3 -2 -I -e -0.0625 -t "$1" 2>/dev/null | grep '^RESULT ')
+  python3 - "$1" "$line" >>"$results" <<'EOF'
+import sys
+t = sys.argv[1]
+f = dict(kv.split("=", 1) for kv in sys.argv[2].split()[1:] if "=" in kv)
+if f["ok"] != "1":
+    sys.exit("BuRR: its positive check failed")
+n = int(f["n"])  # its build: insertion (hash, sort, banding) + back-substitution
+print(f"burr {t} build {(int(f['insertionns']) + int(f['backsubstns'])) / n}")
+print(f"burr {t} overhead {f['overhead']}")
+print(f"burr {t} scalar_pos {f['tpospq']}")
+print(f"burr {t} scalar_neg {f['tnegpq']}")
+EOF
+}
+
+echo "ribbon vs BuRR: $keys keys, $pairs pairs, threads: $threads; $(uptime)" >&2
+for ((pair = 1; pair <= pairs; ++pair)); do
+  for t in $threads; do
+    if ((pair % 2)); then  # alternate which one runs first
+      run_ribbon "$t"
+      run_burr "$t"
+    else
+      run_burr "$t"
+      run_ribbon "$t"
+    fi
+    echo "pair $pair, $t threads done" >&2
+  done
+done
+echo "after: $(uptime)" >&2
+
+python3 - "$results" "$keys" "$pairs" <<'EOF'
+import statistics, sys
+series = {}
+for line in open(sys.argv[1]):
+    who, threads, metric, value = line.split()
+    series.setdefault((metric, threads, who), []).append(float(value))
+names = {"build": "build ns/key", "overhead": "space overhead %",
+         "scalar_pos": "scalar positive query ns/key per thread",
+         "scalar_neg": "scalar negative query ns/key per thread",
+         "batched_neg": "batched negative query ns/key per thread"}
+print(f"keys = {sys.argv[2]}, w = 64, r = 8, medians of {sys.argv[3]} alternating pairs")
+print("| figure | threads | ribbon | BuRR | ribbon / BuRR |")
+print("|---|---|---|---|---|")
+def med(key):
+    return statistics.median(series[key]) if key in series else None
+for metric in names:
+    for threads in sorted({k[1] for k in series if k[0] == metric}):
+        a, b = med((metric, threads, "ribbon")), med((metric, threads, "burr"))
+        fa = f"{a:.3f}" if a is not None else "-"
+        fb = f"{b:.3f}" if b is not None else "- (no batched path)"
+        ratio = f"{a / b:.2f}" if a is not None and b else "-"
+        print(f"| {names[metric]} | {threads} | {fa} | {fb} | {ratio} |")
+EOF
