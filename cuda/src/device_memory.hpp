@@ -42,7 +42,7 @@ inline auto exec() {
 }
 
 /// Returns the pool's idle memory to the system (nothing to do: the allocator is malloc's).
-inline void release_idle_memory() {}
+inline void release_idle_memory() noexcept {}
 
 /// Host <-> "device" copies: both are host memory.
 class staging {
@@ -108,8 +108,12 @@ inline void pool_free(void* p) noexcept {
 }
 
 /// Returns the pool's idle memory to the device once a build is done (the caller synchronised).
-inline void release_idle_memory() {
-  cudaMemPoolTrimTo(device_pool(), 0);
+/// Called from destructors: a failure leaves the memory in the pool, which is no error.
+inline void release_idle_memory() noexcept {
+  try {
+    cudaMemPoolTrimTo(device_pool(), 0);
+  } catch (...) {
+  }
 }
 
 /// The memory resource behind every device_vector of the pipeline.
