@@ -32,9 +32,8 @@ int main(int argc, char** argv) {
     std::printf(
         "n=%llu build %.3f s (upload %.3f hash %.3f sort %.3f solve %.3f compact %.3f "
         "download %.3f) save %.3f s, build+save %.3f s\n",
-        static_cast<unsigned long long>(n), build, s.upload_seconds, s.hash_seconds,
-        s.sort_seconds, s.solve_seconds, s.compact_seconds, s.download_seconds, save,
-        build + save);
+        static_cast<unsigned long long>(n), build, s.upload_seconds, s.hash_seconds, s.sort_seconds,
+        s.solve_seconds, s.compact_seconds, s.download_seconds, save, build + save);
   }
   return 0;
 }
