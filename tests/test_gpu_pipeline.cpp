@@ -399,6 +399,38 @@ TEST(GpuPipeline, SavesTheCpuBuildersFile) {
   }
 }
 
+TEST(GpuPipeline, LayersTakeTheScheduledSalts) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // Both builders run one layer loop (ribbon/detail/layer_loop.hpp), so their equal bytes
+  // cannot show a wrong retry schedule: each layer's salt is checked against layer.hpp's.
+  const auto keys = ribbon_test::keys_range(73, 0, ribbon_test::scaled(200'000, 50'000));
+  ribbon::build_options bumped, standard, retried;
+  standard.variant = retried.variant = ribbon::filter_variant::standard;
+  retried.width = 32;  // too little slack: the first tries fail
+  retried.slack = 0.002;
+  retried.shard_size = 4096;
+  for (ribbon::build_options o : {bumped, standard, retried}) {
+    o.seed = 99;
+    ribbon::cuda::device_build_stats stats;
+    const ribbon::filter f =
+        ribbon::cuda::build(keys.data(), keys.size(), o, ribbon::cuda::memory::host, &stats);
+    const ribbon::filter_ref& ref = f.ref();
+    ASSERT_GE(ref.num_layers, 2u);
+    const std::uint32_t last = ref.num_layers - 1;
+    for (std::uint32_t l = 0; l < last; ++l) {
+      const std::uint64_t expected =
+          ribbon::uses_bumping(o.variant) ? ribbon::bumped_layer_salt(o.seed, l)
+          : stats.standard_attempts == 1
+              ? 0
+              : ribbon::layer_salt(o.seed, 0, stats.standard_attempts - 1);
+      EXPECT_EQ(ref.layers[l].salt, expected) << "layer " << l;
+    }
+    EXPECT_EQ(ref.layers[last].geometry.kind, ribbon::layer_kind::plain);
+    EXPECT_EQ(ref.layers[last].salt,
+              ribbon::layer_salt(o.seed, last, stats.plain_layer_attempts - 1));
+  }
+}
+
 TEST(GpuPipeline, RejectsBadOptions) {
   RIBBON_SKIP_WITHOUT_DEVICE();
   ribbon::build_options o;
