@@ -4,12 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "ribbon/cuda/builder.hpp"
 #include "ribbon/filter.hpp"
 #include "test_util.hpp"
+
+#if !defined(RIBBON_GPU_ON_TBB)
+#include <cuda_runtime.h>
+
+#include "ribbon/cuda/device_filter.cuh"
+#endif
 
 namespace {
 
@@ -284,6 +292,142 @@ TEST(GpuPipeline, SolvesTheShardRangesOfOutOfCoreBuilds) {
     EXPECT_GT(result.shard_ranges, 1u);
     EXPECT_TRUE(ribbon::filter::load(dir.file("ooc.rbn")).serialize() ==
                 ribbon::filter::build(keys.data(), keys.size(), build).serialize());
+  }
+}
+
+/// device_filter::contains() over keys in host memory (on the TBB backend, host memory is its
+/// device memory).
+std::vector<char> device_contains(const ribbon::cuda::device_filter& f,
+                                  const std::vector<std::uint64_t>& keys) {
+  std::vector<char> out(keys.size());
+#if defined(RIBBON_GPU_ON_TBB)
+  f.contains(keys.data(), keys.size(), reinterpret_cast<bool*>(out.data()));
+#else
+  f.contains_host(keys.data(), keys.size(), reinterpret_cast<bool*>(out.data()));
+#endif
+  return out;
+}
+
+/// device_filter::lookup() over keys in host memory.
+std::vector<std::uint32_t> device_lookup(const ribbon::cuda::device_filter& f,
+                                         const std::vector<std::uint64_t>& keys) {
+  std::vector<std::uint32_t> out(keys.size());
+#if defined(RIBBON_GPU_ON_TBB)
+  f.lookup(keys.data(), keys.size(), out.data());
+#else
+  std::uint64_t* device_keys = nullptr;
+  std::uint32_t* device_out = nullptr;
+  EXPECT_EQ(cudaMalloc(&device_keys, keys.size() * 8), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&device_out, keys.size() * 4), cudaSuccess);
+  cudaMemcpy(device_keys, keys.data(), keys.size() * 8, cudaMemcpyHostToDevice);
+  f.lookup(device_keys, keys.size(), device_out);
+  EXPECT_EQ(cudaMemcpy(out.data(), device_out, keys.size() * 4, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  cudaFree(device_out);
+  cudaFree(device_keys);
+#endif
+  return out;
+}
+
+TEST(GpuPipeline, DeviceFiltersAnswerAsTheHostFilter) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // build_device_filter() keeps the layers on the device: every key and a sample of others
+  // get the host filter's answers (several layers, thresholds, rule-bumped shard heads).
+  const std::uint64_t n = ribbon_test::scaled(120'000, 30'000);
+  const auto keys = ribbon_test::keys_range(70, 0, n);
+  std::vector<std::uint64_t> probes = keys;
+  const auto others = ribbon_test::keys_range(71, 0, 50'000);
+  probes.insert(probes.end(), others.begin(), others.end());
+  for (ribbon::filter_variant v :
+       {ribbon::filter_variant::bumped, ribbon::filter_variant::standard}) {
+    for (std::uint32_t width : {32u, 128u}) {
+      ribbon::build_options o;
+      o.variant = v;
+      o.width = width;
+      o.shard_size = width == 128 ? 16384 : 4096;  // several shards with rule-bumped heads
+      SCOPED_TRACE("variant " + std::to_string(static_cast<int>(v)) +
+                   " w=" + std::to_string(width));
+      ribbon::cuda::device_build_stats stats;
+      const ribbon::cuda::device_filter on_device = ribbon::cuda::build_device_filter(
+          keys.data(), keys.size(), o, ribbon::cuda::memory::host, &stats);
+      const ribbon::filter host = ribbon::filter::build(keys.data(), keys.size(), o);
+      EXPECT_EQ(on_device.size_bytes(), host.size_bytes());
+      EXPECT_EQ(on_device.ref().num_layers, host.num_layers());
+      EXPECT_EQ(stats.layers, host.num_layers());
+      std::vector<char> expected(probes.size());
+      host.contains(probes.data(), probes.size(), reinterpret_cast<bool*>(expected.data()));
+      const std::vector<char> found = device_contains(on_device, probes);
+      EXPECT_EQ(std::count(found.begin(), found.begin() + static_cast<std::int64_t>(n), 0), 0)
+          << "false negatives";
+      EXPECT_TRUE(found == expected) << "device and host answers differ";
+    }
+  }
+  // Retrieval: every key's value.
+  ribbon::build_options o;
+  o.result_bits = 11;
+  std::vector<std::uint32_t> values(n);
+  for (std::uint64_t i = 0; i < n; ++i) values[i] = static_cast<std::uint32_t>(i % 2048);
+  const ribbon::cuda::device_filter on_device =
+      ribbon::cuda::build_device_filter(keys.data(), values.data(), n, o);
+  const ribbon::filter host = ribbon::filter::build(keys.data(), values.data(), n, o);
+  const std::vector<std::uint32_t> looked_up = device_lookup(on_device, probes);
+  for (std::uint64_t i = 0; i < probes.size(); ++i) {
+    ASSERT_EQ(looked_up[i], host.lookup(probes[i])) << "probe " << i;
+  }
+}
+
+TEST(GpuPipeline, SavesTheCpuBuildersFile) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // The device build's sections are adopted by the host filter as they come: save() writes
+  // the file from them in one pass, byte for byte the CPU builder's file.
+  ribbon_test::temp_dir dir;
+  auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+  };
+  const auto keys = ribbon_test::keys_range(72, 0, ribbon_test::scaled(300'000, 60'000));
+  for (std::uint32_t bits : {1u, 8u, 32u}) {
+    ribbon::build_options o;
+    o.result_bits = bits;
+    o.shard_size = 8192;
+    ribbon::cuda::build(keys.data(), keys.size(), o).save(dir.file("gpu.rbn"));
+    ribbon::filter::build(keys.data(), keys.size(), o).save(dir.file("cpu.rbn"));
+    const std::vector<char> gpu = read(dir.file("gpu.rbn"));
+    EXPECT_FALSE(gpu.empty());
+    EXPECT_TRUE(gpu == read(dir.file("cpu.rbn"))) << "r=" << bits;
+    EXPECT_NO_THROW(ribbon::filter::load(dir.file("gpu.rbn")));  // checksums verified
+  }
+}
+
+TEST(GpuPipeline, LayersTakeTheScheduledSalts) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // Both builders run one layer loop (ribbon/detail/layer_loop.hpp), so their equal bytes
+  // cannot show a wrong retry schedule: each layer's salt is checked against layer.hpp's.
+  const auto keys = ribbon_test::keys_range(73, 0, ribbon_test::scaled(200'000, 50'000));
+  ribbon::build_options bumped, standard, retried;
+  standard.variant = retried.variant = ribbon::filter_variant::standard;
+  retried.width = 32;  // too little slack: the first tries fail
+  retried.slack = 0.002;
+  retried.shard_size = 4096;
+  for (ribbon::build_options o : {bumped, standard, retried}) {
+    o.seed = 99;
+    ribbon::cuda::device_build_stats stats;
+    const ribbon::filter f =
+        ribbon::cuda::build(keys.data(), keys.size(), o, ribbon::cuda::memory::host, &stats);
+    const ribbon::filter_ref& ref = f.ref();
+    ASSERT_GE(ref.num_layers, 2u);
+    const std::uint32_t last = ref.num_layers - 1;
+    for (std::uint32_t l = 0; l < last; ++l) {
+      const std::uint64_t expected =
+          ribbon::uses_bumping(o.variant) ? ribbon::bumped_layer_salt(o.seed, l)
+          : stats.standard_attempts == 1
+              ? 0
+              : ribbon::layer_salt(o.seed, 0, stats.standard_attempts - 1);
+      EXPECT_EQ(ref.layers[l].salt, expected) << "layer " << l;
+    }
+    EXPECT_EQ(ref.layers[last].geometry.kind, ribbon::layer_kind::plain);
+    EXPECT_EQ(ref.layers[last].salt,
+              ribbon::layer_salt(o.seed, last, stats.plain_layer_attempts - 1));
   }
 }
 

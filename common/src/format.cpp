@@ -164,6 +164,22 @@ filter_ref make_ref(const filter_image& image) {
   return ref;
 }
 
+filter_ref make_ref_at(const filter_image& image, const unsigned char* base) {
+  std::vector<layer_geometry> geometries;
+  for (const auto& l : image.layers) geometries.push_back(l.geometry);
+  std::vector<section_layout> sections(image.layers.size());
+  layout(image.params, geometries.data(), geometries.size(), sections.data());
+  filter_ref ref = make_ref(image);
+  for (std::size_t l = 0; l < sections.size(); ++l) {
+    ref.layers[l].thresholds =
+        sections[l].threshold_bytes
+            ? reinterpret_cast<const std::uint64_t*>(base + sections[l].threshold_offset)
+            : nullptr;
+    ref.layers[l].solution = base + sections[l].solution_offset;
+  }
+  return ref;
+}
+
 filter_ref relocate(const filter_ref& ref, const unsigned char* from, const unsigned char* to) {
   filter_ref moved = ref;
   auto move = [&](const void* p) -> const void* {

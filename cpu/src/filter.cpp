@@ -35,6 +35,14 @@ filter builder_access::make(const filter_params& params, std::uint64_t key_count
   return f;
 }
 
+filter filter::adopt(const filter_params& params, std::uint64_t key_count,
+                     std::vector<format::layer_image> layers,
+                     std::shared_ptr<const void> sections) {
+  filter f = builder_access::make(params, key_count, std::move(layers), {});
+  f.storage_->adopted = std::move(sections);
+  return f;
+}
+
 format::filter_image filter::image() const {
   return format::filter_image{ref_.params, ref_.key_count, layers_};
 }

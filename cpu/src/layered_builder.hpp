@@ -19,6 +19,7 @@
 
 #include "partition.hpp"
 #include "ribbon/bulk_builder.hpp"
+#include "ribbon/detail/layer_loop.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
@@ -109,21 +110,7 @@ class layered_builder {
     aligned_array<Record> records = allocate_array<Record>(n);
     const std::uint64_t distinct = n > 0 ? distinct_records(n, key_hash, records.get()) : 0;
     size_for(n, distinct);
-    std::uint64_t remaining = distinct;
-    if (distinct > 0) {  // layer 0 is bumped or standard, never plain
-      format::layer_image layer;
-      if (uses_bumping(p_.variant)) {
-        layer.salt = bumped_layer_salt(p_.seed, 0);
-        layer.geometry = bumped_layer_geometry(distinct, p_, sizing_);
-        solve_sorted_layer(0, distinct, records.get(), layer, buffers);
-      } else {
-        standard_layer(distinct, records.get(), layer, buffers);
-      }
-      remaining = layer.bumped_keys;
-      layers.push_back(layer);
-    }
-    build_rest(static_cast<std::uint32_t>(layers.size()), std::move(records), remaining, layers,
-               buffers);
+    build_rest(0, std::move(records), distinct, layers, buffers);
     stats_.total_seconds = seconds_since(build_start);
     return builder_access::make(p_, distinct, std::move(layers), std::move(buffers));
   }
@@ -166,29 +153,13 @@ class layered_builder {
     return distinct;
   }
 
-  /// Layers `first_layer`, ... for the `remaining` keys whose previous-layer hashes are in
-  /// `previous` (for first_layer 0, the key hashes themselves).
+  /// Layers `first_layer`, ... for the `remaining` keys whose previous-layer records are in
+  /// `previous` (for first_layer 0, the distinct key records, sorted).
   void build_rest(std::uint32_t first_layer, aligned_array<Record> previous,
                   std::uint64_t remaining, std::vector<format::layer_image>& layers,
                   std::vector<aligned_bytes>& buffers) {
-    for (std::uint32_t l = first_layer; remaining > 0; ++l) {
-      const auto layer_start = clock_type::now();
-      format::layer_image layer;
-      if (is_plain_layer(l, remaining, p_, sizing_)) {
-        plain_layer(l, previous.get(), remaining, layer, buffers);
-        remaining = 0;
-      } else {
-        const std::uint64_t salt = bumped_layer_salt(p_.seed, l);
-        const Record* prev = previous.get();
-        auto source = [prev, salt](std::uint64_t i) {
-          return with_hash(prev[i], remix(record_hash(prev[i]), salt));
-        };
-        previous = bumped_layer(l, remaining, source, layer, buffers);
-        remaining = layer.bumped_keys;
-      }
-      layers.push_back(layer);
-      stats_.later_layers_seconds += seconds_since(layer_start);
-    }
+    memory_layers solver(*this, std::move(previous), buffers);
+    build_layers(solver, p_, sizing_, first_layer, remaining, layers, stats_);
     finish_stats();
   }
 
@@ -337,14 +308,59 @@ class layered_builder {
   const layer_sizing& sizing() const { return sizing_; }
 
  private:
-  /// Builds bumped layer `l` (l > 0) over source(i), i < n, into `layer` and `buffers`;
-  /// returns the layer-l hashes of the bumped keys (the first layer.bumped_keys entries).
+  /// The layer solver of build_layers() (detail/layer_loop.hpp) over records in memory:
+  /// `records` holds those of the keys that reach the current layer.
+  class memory_layers {
+   public:
+    memory_layers(layered_builder& builder, aligned_array<Record> records,
+                  std::vector<aligned_bytes>& buffers)
+        : b_(builder), records_(std::move(records)), buffers_(buffers) {}
+
+    void bumped(std::uint32_t l, format::layer_image& layer) {
+      const std::uint64_t n = layer.input_keys;
+      if (l == 0) {  // the key records, sorted: already grouped by shard
+        b_.solve_sorted_layer(0, n, records_.get(), layer, buffers_);  // a bumped layer solves
+        return;
+      }
+      const auto start = clock_type::now();
+      const Record* previous = records_.get();
+      const std::uint64_t salt = layer.salt;
+      auto source = [previous, salt](std::uint64_t i) {
+        return with_hash(previous[i], remix(record_hash(previous[i]), salt));
+      };
+      records_ = b_.bumped_layer(l, n, source, layer, buffers_);
+      b_.stats_.later_layers_seconds += seconds_since(start);
+    }
+
+    /// A failed try keeps the records (permuted), so the next one rehashes and sorts them in
+    /// place.
+    bool standard(format::layer_image& layer) {
+      if (layer.salt != salt_) resalt(records_.get(), layer.input_keys, salt_, layer.salt);
+      salt_ = layer.salt;
+      return b_.solve_sorted_layer(0, layer.input_keys, records_.get(), layer, buffers_);
+    }
+
+    bool plain(std::uint32_t l, format::layer_image& layer) {
+      const auto start = clock_type::now();
+      const bool solved = b_.plain_layer_try(l, records_.get(), layer, buffers_);
+      b_.stats_.later_layers_seconds += seconds_since(start);
+      return solved;
+    }
+
+   private:
+    layered_builder& b_;
+    aligned_array<Record> records_;
+    std::vector<aligned_bytes>& buffers_;
+    std::uint64_t salt_ = 0;  // of the layer-0 records of a standard layer's tries
+  };
+
+  /// Builds bumped layer `l` (l > 0; salt and geometry in `layer`) over source(i), i < n, into
+  /// `layer` and `buffers`; returns the layer-l hashes of the bumped keys (the first
+  /// layer.bumped_keys entries).
   template <class Source>
   aligned_array<Record> bumped_layer(std::uint32_t l, std::uint64_t n, const Source& source,
                                      format::layer_image& layer,
                                      std::vector<aligned_bytes>& buffers) {
-    layer.salt = bumped_layer_salt(p_.seed, l);
-    layer.geometry = bumped_layer_geometry(n, p_, sizing_);
     aligned_array<Record> hashes = allocate_array<Record>(n);
     std::vector<std::uint64_t> offsets;
     partition_polled(n, source, layer.geometry, hashes.get(), offsets, nullptr, nullptr);
@@ -364,25 +380,6 @@ class layered_builder {
     partition_polled(n, source, g, out, offsets, &stats_.hash_seconds, &stats_.partition_seconds);
     drop_repeats(g, 0, g.num_shards(), out, offsets, distinct_counts);
     return gather_fronts(out, offsets, distinct_counts);
-  }
-
-  /// Standard (or homogeneous) layer 0 over the n distinct layer-0 records at `records`
-  /// (sorted): tried whole, with a fresh salt per try, until every shard solves (homogeneous
-  /// layers always do). Leaves the layer-0 records of the shard-head keys (which go on to a
-  /// plain layer) in the first layer.bumped_keys entries. A failed try keeps the records
-  /// (permuted), so the next one rehashes and sorts them in place.
-  void standard_layer(std::uint64_t n, Record* records, format::layer_image& layer,
-                      std::vector<aligned_bytes>& buffers) {
-    for (std::uint32_t attempt = 0;; ++attempt) {
-      const standard_layer_try next = standard_layer_attempt(n, p_, sizing_, attempt);
-      if (attempt > 0) resalt(records, n, layer.salt, next.salt);
-      layer.salt = next.salt;
-      layer.geometry = next.geometry;
-      if (solve_sorted_layer(0, n, records, layer, buffers)) {
-        stats_.standard_attempts = attempt + 1;
-        return;
-      }
-    }
   }
 
   /// Rehashes layer-0 records salted with `from` (0: none) to salt `to`, in place, and sorts
@@ -438,36 +435,32 @@ class layered_builder {
     return true;
   }
 
-  /// The final plain layer over the `n` keys with previous-layer records `previous`.
-  void plain_layer(std::uint32_t l, const Record* previous, std::uint64_t n,
-                   format::layer_image& layer, std::vector<aligned_bytes>& buffers) {
-    layer.input_keys = n;
-    layer.bumped_keys = 0;
+  /// One try of the final plain layer (salt and geometry in `layer`) over the previous
+  /// layer's records `previous` of its layer.input_keys keys. Returns false, adding nothing,
+  /// if it failed.
+  bool plain_layer_try(std::uint32_t l, const Record* previous, format::layer_image& layer,
+                       std::vector<aligned_bytes>& buffers) {
+    const std::uint64_t n = layer.input_keys;
     std::vector<Record> hashes(n);
-    const std::vector<std::uint64_t> offsets{0, n};
-    for (std::uint32_t attempt = 0;; ++attempt) {
-      const plain_layer_try next = plain_layer_attempt(l, n, p_, sizing_, attempt);
-      layer.salt = next.salt;
-      layer.geometry = next.geometry;
-      for (std::uint64_t i = 0; i < n; ++i) {
-        hashes[i] = with_hash(previous[i], remix(record_hash(previous[i]), layer.salt));
-      }
-      std::sort(hashes.begin(), hashes.end(), record_less{});
-      const layer_geometry& g = layer.geometry;
-      start_layer(l, 1);
-      aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
-      aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
-      if (solve_range(g, 0, 1, hashes.data(), offsets, true,
-                      {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()},
-                      nullptr)) {
-        stats_.plain_layer_attempts = attempt + 1;
-        layer.thresholds = thresholds.get();
-        layer.solution = solution.get();
-        buffers.push_back(std::move(thresholds));
-        buffers.push_back(std::move(solution));
-        return;
-      }
+    for (std::uint64_t i = 0; i < n; ++i) {
+      hashes[i] = with_hash(previous[i], remix(record_hash(previous[i]), layer.salt));
     }
+    std::sort(hashes.begin(), hashes.end(), record_less{});
+    const layer_geometry& g = layer.geometry;
+    start_layer(l, 1);
+    aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
+    aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
+    const std::vector<std::uint64_t> offsets{0, n};
+    if (!solve_range(g, 0, 1, hashes.data(), offsets, true,
+                     {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()},
+                     nullptr)) {
+      return false;
+    }
+    layer.thresholds = thresholds.get();
+    layer.solution = solution.get();
+    buffers.push_back(std::move(thresholds));
+    buffers.push_back(std::move(solution));
+    return true;
   }
 
   void finish_stats() {
@@ -493,22 +486,6 @@ class layered_builder {
   std::atomic<std::int64_t> sort_ns_{0}, eliminate_ns_{0}, back_substitute_ns_{0};
   tbb::enumerable_thread_specific<workspace<Width, Result, Record>> workspaces_;
 };
-
-/// Calls f(std::integral_constant<unsigned, W>{}, Result{}) for the parameters' width and
-/// the narrowest result type holding the solver's bits.
-template <class F>
-decltype(auto) dispatch_layout(const filter_params& p, F&& f) {
-  auto with_width = [&](auto width_tag) -> decltype(auto) {
-    if (p.solver_bits() <= 8) return f(width_tag, std::uint8_t{});
-    if (p.solver_bits() <= 16) return f(width_tag, std::uint16_t{});
-    return f(width_tag, std::uint32_t{});
-  };
-  switch (p.width) {
-    case 32: return with_width(std::integral_constant<unsigned, 32>{});
-    case 64: return with_width(std::integral_constant<unsigned, 64>{});
-    default: return with_width(std::integral_constant<unsigned, 128>{});
-  }
-}
 
 /// Runs f() in an arena of `threads` threads (0: all). An explicit count above the machine's
 /// is honoured too (tests use it to check that the output does not depend on it).

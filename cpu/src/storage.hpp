@@ -50,6 +50,7 @@ aligned_array<T> allocate_array(std::uint64_t n) {
 
 struct filter::storage {
   std::vector<aligned_bytes> buffers;
+  std::shared_ptr<const void> adopted;  // sections that filter::adopt() keeps alive
   void* mapping = nullptr;
   std::uint64_t mapping_bytes = 0;
   ~storage();

@@ -42,6 +42,34 @@ device_filter::device_filter(const ribbon::filter& host) {
   }
 }
 
+device_filter::device_filter(const format::filter_image& device_layers, cudaStream_t stream)
+    : bytes_(format::image_bytes(device_layers)) {
+  check(cudaMalloc(&image_, std::max<std::uint64_t>(bytes_, 1)), "cudaMalloc (filter image)");
+  try {
+    check(cudaMemsetAsync(image_, 0, bytes_, stream), "cudaMemsetAsync (filter image)");
+    ref_ = format::make_ref_at(device_layers, image_);
+    const filter_params& p = device_layers.params;
+    for (std::size_t l = 0; l < device_layers.layers.size(); ++l) {
+      const format::layer_image& layer = device_layers.layers[l];
+      const layer_ref& placed = ref_.layers[l];
+      if (placed.thresholds != nullptr) {
+        check(cudaMemcpyAsync(const_cast<std::uint64_t*>(placed.thresholds), layer.thresholds,
+                              layer.geometry.threshold_words(p.bucket_size) * 8,
+                              cudaMemcpyDeviceToDevice, stream),
+              "cudaMemcpyAsync (thresholds)");
+      }
+      check(cudaMemcpyAsync(const_cast<void*>(placed.solution), layer.solution,
+                            layer.geometry.solution_bytes(p.width, p.result_bits),
+                            cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpyAsync (solution)");
+    }
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (filter image)");
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
 device_filter::~device_filter() {
   release();
 }

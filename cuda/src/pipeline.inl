@@ -4,8 +4,7 @@
 // through common/'s format code.
 #include <thrust/binary_search.h>
 #include <thrust/copy.h>
-#include <thrust/device_vector.h>
-#include <thrust/execution_policy.h>
+#include <thrust/device_ptr.h>
 #include <thrust/find.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -18,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -29,9 +29,12 @@
 
 #include "ribbon/cuda/detail/check.hpp"
 #include "ribbon/cuda/detail/tile.cuh"
+#include "ribbon/cuda/device_filter.cuh"
 #endif
 
+#include "device_memory.hpp"
 #include "ribbon/cuda/builder.hpp"
+#include "ribbon/detail/layer_loop.hpp"
 #include "ribbon/detail/records.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/detail/tile_solver.hpp"
@@ -50,17 +53,10 @@ using ribbon::detail::with_hash;
 
 using clock_type = std::chrono::steady_clock;
 
-template <class T>
-using device_vector = thrust::device_vector<T>;
-
-template <class T>
-T* raw(device_vector<T>& v) {
-  return thrust::raw_pointer_cast(v.data());
-}
-template <class T>
-const T* raw(const device_vector<T>& v) {
-  return thrust::raw_pointer_cast(v.data());
-}
+using pipeline::device_vector;
+using pipeline::exec;
+using pipeline::raw;
+using pipeline::staging;
 
 #if defined(RIBBON_GPU_ON_TBB)
 constexpr bool on_tbb = true;
@@ -73,7 +69,7 @@ using ribbon::cuda::detail::check;
 // threads overlap on the device. Waiting is for this thread's stream only.
 void synchronize() {
   check(cudaGetLastError(), "a kernel launch");
-  check(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
+  check(cudaStreamSynchronize(pipeline::build_stream()), "cudaStreamSynchronize");
 }
 #endif
 
@@ -131,14 +127,6 @@ struct pair_op {
   }
 };
 
-/// Is record i (sorted) the second of an equal-hash pair with different values?
-struct conflict_op {
-  const keyed_value* records;
-  RIBBON_HD bool operator()(std::uint64_t i) const {
-    return ribbon::detail::conflicts_with_previous(records, i);
-  }
-};
-
 /// Lanes of the tile that solves a shard (tile_solver.hpp): eight, so that a warp solves four
 /// shards at once; the TBB build runs the same tiles (see bench/RESULTS.md, "GPU model").
 constexpr unsigned solve_tile_lanes = 8;
@@ -193,7 +181,7 @@ struct solve_shard_op {
 template <class Op>
 void solve_shards(const Op& op, std::uint64_t first, std::uint64_t end, unsigned char* bands,
                   std::uint64_t band_bytes) {
-  thrust::for_each(thrust::device, thrust::counting_iterator<std::uint64_t>(first),
+  thrust::for_each(exec(), thrust::counting_iterator<std::uint64_t>(first),
                    thrust::counting_iterator<std::uint64_t>(end), [=](std::uint64_t shard) {
                      const ribbon::detail::host_tile<solve_tile_lanes> tile;
                      op(tile, shard, bands + (shard - first) * band_bytes);
@@ -255,7 +243,7 @@ void solve_shards(const Op& op, std::uint64_t first, std::uint64_t end, unsigned
       std::uint64_t{static_cast<unsigned>(std::max(blocks_per_multiprocessor, 1))} *
       static_cast<unsigned>(multiprocessors);
   const auto blocks = static_cast<unsigned>(std::min(wanted, resident));
-  thrust::device_vector<unsigned char> global_bands(
+  device_vector<unsigned char> global_bands(
       in_shared ? 0 : std::uint64_t{blocks} * tiles_per_block * band_bytes);
   kernel<<<blocks, threads, shared_bytes, cudaStreamPerThread>>>(
       op, first, end, band_bytes, in_shared ? nullptr : raw(global_bands));
@@ -280,29 +268,40 @@ struct is_bumped_op {
 /// Sorts records by hash (the order every builder solves a shard in). Records with values
 /// are sorted by a comparison sort (thrust::sort); plain hashes by a radix sort.
 void sort_hashes(device_vector<keyed_value>& records) {
-  thrust::sort(thrust::device, records.begin(), records.end(), ribbon::detail::record_less{});
+  thrust::sort(exec(), records.begin(), records.end(), ribbon::detail::record_less{});
 }
 
 void sort_hashes(device_vector<std::uint64_t>& hashes) {
 #if defined(RIBBON_GPU_ON_TBB)
-  thrust::sort(thrust::device, hashes.begin(), hashes.end());
+  thrust::sort(exec(), hashes.begin(), hashes.end());
 #else
-  // cub::DeviceRadixSort, two-phase: ask for the temporary storage, then sort.
+  // cub::DeviceRadixSort, two-phase: ask for the temporary storage, then sort; the storage
+  // and the second buffer come from the pool.
   const std::uint64_t n = hashes.size();
   if (n < 2) return;
   device_vector<std::uint64_t> alternate(n);
   cub::DoubleBuffer<std::uint64_t> buffers(raw(hashes), raw(alternate));
+  const auto items = static_cast<std::int64_t>(n);
+  const int all_bits = 64;
   std::size_t temp_bytes = 0;
-  check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, buffers, static_cast<std::int64_t>(n)),
+  check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, buffers, items, 0, all_bits,
+                                       pipeline::build_stream()),
         "cub::DeviceRadixSort::SortKeys (size query)");
   device_vector<unsigned char> temp(temp_bytes);
-  check(
-      cub::DeviceRadixSort::SortKeys(raw(temp), temp_bytes, buffers, static_cast<std::int64_t>(n)),
-      "cub::DeviceRadixSort::SortKeys");
+  check(cub::DeviceRadixSort::SortKeys(raw(temp), temp_bytes, buffers, items, 0, all_bits,
+                                       pipeline::build_stream()),
+        "cub::DeviceRadixSort::SortKeys");
   if (buffers.Current() != raw(hashes)) hashes.swap(alternate);
-  synchronize();
 #endif
 }
+
+/// Is record i (sorted) the second of an equal-hash pair with different values?
+struct conflict_op {
+  const keyed_value* records;
+  RIBBON_HD bool operator()(std::uint64_t i) const {
+    return ribbon::detail::conflicts_with_previous(records, i);
+  }
+};
 
 /// Throws for a key given twice with different values (records sorted): the smallest such
 /// hash, as the CPU builder reports.
@@ -311,7 +310,7 @@ void check_conflicts(const filter_params& p, const device_vector<keyed_value>& r
   if (n < 2) return;
   const auto first = thrust::counting_iterator<std::uint64_t>(1);
   const auto last = thrust::counting_iterator<std::uint64_t>(n);
-  const auto at = thrust::find_if(thrust::device, first, last, conflict_op{raw(records)});
+  const auto at = thrust::find_if(exec(), first, last, conflict_op{raw(records)});
   if (at != last) {
     const keyed_value conflict = records[*at];
     ribbon::detail::throw_conflicting_values(p, conflict.hash);
@@ -326,8 +325,8 @@ void drop_repeats(const filter_params& p, device_vector<Record>& records,
   const auto start = clock_type::now();
   sort_hashes(records);
   if constexpr (std::is_same_v<Record, keyed_value>) check_conflicts(p, records);
-  const auto end = thrust::unique(thrust::device, records.begin(), records.end(),
-                                  ribbon::detail::record_equal{});
+  const auto end =
+      thrust::unique(exec(), records.begin(), records.end(), ribbon::detail::record_equal{});
   records.resize(static_cast<std::uint64_t>(end - records.begin()));
   stats.sort_seconds += device_seconds_since(start);
 }
@@ -342,51 +341,66 @@ std::uint64_t default_workspace_bytes() {
 #endif
 }
 
-/// Builds every layer from the layer-0 records (hashes, or hashes with values) on the device.
+/// Builds every layer from the layer-0 records (hashes, or hashes with values) on the device:
+/// the layer solver of ribbon::detail::build_layers(). The layers' sections stay on the
+/// device until the build hands them over (hand_over()).
 template <unsigned Width, class Result, class Record = std::uint64_t>
 class device_builder {
  public:
   using word = ribbon::detail::word_t<Width>;
 
   device_builder(const filter_params& p, const layer_sizing& sizing, device_build_stats& stats,
-                 const device_options& device)
+                 const device_options& device, staging& stage)
       : p_(p),
         sizing_(sizing),
         stats_(stats),
         workspace_bytes_(device.workspace_bytes ? device.workspace_bytes
-                                                : default_workspace_bytes()) {}
+                                                : default_workspace_bytes()),
+        stage_(stage) {}
 
-  /// Builds every layer from the distinct layer-0 records `hashes`, sorted (drop_repeats).
-  filter build(device_vector<Record>& hashes) {
+  /// Builds every layer from the distinct layer-0 records `hashes`, sorted (drop_repeats),
+  /// and returns the filter as `Out`: a ribbon::filter (host memory) or a device_filter.
+  template <class Out>
+  Out build(device_vector<Record>& hashes) {
     const std::uint64_t n = hashes.size();
-    std::uint64_t remaining = n;
-    for (std::uint32_t l = 0; remaining > 0; ++l) {
-      format::layer_image layer;
-      layer.input_keys = remaining;
-      if (is_plain_layer(l, remaining, p_, sizing_)) {
-        plain_layer(l, hashes, layer);
-        remaining = 0;
-      } else if (l == 0 && !uses_bumping(p_.variant)) {
-        standard_layer(hashes, layer);
-        remaining = layer.bumped_keys;
-      } else {
-        layer.salt = bumped_layer_salt(p_.seed, l);
-        if (l > 0) remix_all(hashes, layer.salt);
-        layer.geometry = bumped_layer_geometry(remaining, p_, sizing_);
-        range_sections sections;
-        solve_layer(layer, hashes, sections, l == 0);
-        compact_bumped(layer.geometry, 0, hashes, sections);  // the next layer's keys
-        layer.bumped_keys = hashes.size();
-        remaining = layer.bumped_keys;
-      }
-      layers_.push_back(layer);
-    }
+    records_ = &hashes;
+    ribbon::detail::build_layers(*this, p_, sizing_, 0, n, layers_, stats_);
+    records_ = nullptr;
     stats_.layers = static_cast<std::uint32_t>(layers_.size());
-    return download(n);
+    const auto start = clock_type::now();
+    Out result = hand_over(n, static_cast<Out*>(nullptr));
+    sections_.clear();
+    stats_.download_seconds += device_seconds_since(start);
+    return result;
+  }
+
+  // The layer solver (ribbon::detail::build_layers()) over *records_.
+
+  void bumped(std::uint32_t l, format::layer_image& layer) {
+    if (l > 0) remix_all(*records_, layer.salt);
+    solve_layer(layer, *records_, l == 0, true);  // a bumped layer solves
+  }
+
+  /// Solving permutes the records but keeps them, so a failed try is undone by unmixing
+  /// them in place.
+  bool standard(format::layer_image& layer) {
+    if (layer.salt != 0) remix_all(*records_, layer.salt);
+    if (solve_layer(layer, *records_, layer.salt == 0, true)) return true;
+    if (layer.salt != 0) {
+      thrust::transform(exec(), records_->begin(), records_->end(), records_->begin(),
+                        unmix_op{layer.salt});
+    }
+    return false;
+  }
+
+  bool plain(std::uint32_t, format::layer_image& layer) {
+    device_vector<Record> hashes(*records_);
+    remix_all(hashes, layer.salt);
+    return solve_layer(layer, hashes, false, false);
   }
 
   void remix_all(device_vector<Record>& hashes, std::uint64_t salt) {
-    thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(), remix_op{salt});
+    thrust::transform(exec(), hashes.begin(), hashes.end(), hashes.begin(), remix_op{salt});
   }
 
   /// The sections of shards [first, end) of a layer, in device memory.
@@ -397,9 +411,6 @@ class device_builder {
     device_vector<std::uint64_t> bumped_counts;
   };
 
-  /// Sorts `hashes` (all in shards [first, end) of `g`) unless `sorted`, finds the shard
-  /// boundaries and solves the shards, in batches that fit the workspace. Returns false if a
-  /// plain layer failed.
   bool solve_range(const layer_geometry& g, std::uint64_t first, std::uint64_t end,
                    device_vector<Record>& hashes, range_sections& out, bool sorted) {
     const std::uint64_t n = hashes.size();
@@ -413,7 +424,7 @@ class device_builder {
     const std::uint64_t shards = end - first;
     out.offsets.resize(shards + 1);
     const auto shard_of = thrust::make_transform_iterator(hashes.begin(), shard_of_op{g});
-    thrust::lower_bound(thrust::device, shard_of, shard_of + static_cast<std::int64_t>(n),
+    thrust::lower_bound(exec(), shard_of, shard_of + static_cast<std::int64_t>(n),
                         thrust::counting_iterator<std::uint64_t>(first),
                         thrust::counting_iterator<std::uint64_t>(end + 1), out.offsets.begin());
     out.bumped_counts.assign(shards, 0);
@@ -467,7 +478,7 @@ class device_builder {
     const is_bumped_op<Record> bumped{g, first, raw(hashes), raw(sections.offsets),
                                       raw(sections.bumped_counts)};
     const auto end =
-        thrust::copy_if(thrust::device, hashes.begin(), hashes.end(),
+        thrust::copy_if(exec(), hashes.begin(), hashes.end(),
                         thrust::counting_iterator<std::uint64_t>(0), next.begin(), bumped);
     next.resize(static_cast<std::uint64_t>(end - next.begin()));
     next.shrink_to_fit();
@@ -476,115 +487,86 @@ class device_builder {
   }
 
  private:
-  /// Solves a whole layer and keeps its sections in host memory. Returns false if a plain
-  /// layer failed.
-  bool solve_layer(format::layer_image& layer, device_vector<Record>& hashes,
-                   range_sections& sections, bool sorted) {
+  /// A solved layer's sections, kept on the device until the build hands them over.
+  struct layer_sections {
+    device_vector<std::uint64_t> thresholds;
+    device_vector<word> solution;
+  };
+
+  /// Solves a whole layer (salt and geometry in `layer`) over `hashes` and keeps its
+  /// sections; with `pass_on`, replaces `hashes` by the bumped keys, the next layer's.
+  /// Returns false, keeping nothing, if a shard failed (standard and plain layers).
+  bool solve_layer(format::layer_image& layer, device_vector<Record>& hashes, bool sorted,
+                   bool pass_on) {
     const layer_geometry& g = layer.geometry;
+    range_sections sections;
     if (!solve_range(g, 0, g.num_shards(), hashes, sections, sorted)) return false;
-    const auto start = clock_type::now();
-    host_sections_.emplace_back(sections.thresholds.size());
-    thrust::copy(sections.thresholds.begin(), sections.thresholds.end(),
-                 host_sections_.back().begin());
-    layer.thresholds = sections.thresholds.empty() ? nullptr : host_sections_.back().data();
-    const std::uint64_t solution_bytes = g.solution_bytes(p_.width, p_.result_bits);
-    host_sections_.emplace_back((solution_bytes + 7) / 8);
-    thrust::copy(sections.solution.begin(), sections.solution.end(),
-                 reinterpret_cast<word*>(host_sections_.back().data()));
-    layer.solution = host_sections_.back().data();
-    stats_.download_seconds += device_seconds_since(start);
+    if (pass_on) {
+      compact_bumped(g, 0, hashes, sections);
+      layer.bumped_keys = hashes.size();
+    }
+    sections_.push_back({std::move(sections.thresholds), std::move(sections.solution)});
     return true;
   }
 
-  /// The final plain layer: a fresh salt per try, more slots from the fifth try on.
-  /// Standard (or homogeneous) layer 0, tried whole with a fresh salt per try until every
-  /// shard solves; `hashes` becomes the shard-head keys' layer-0 records. Solving permutes
-  /// the records but keeps them, so a failed try is undone by unmixing them in place.
-  void standard_layer(device_vector<Record>& hashes, format::layer_image& layer) {
-    const std::uint64_t n = hashes.size();
-    for (std::uint32_t attempt = 0;; ++attempt) {
-      const standard_layer_try next = standard_layer_attempt(n, p_, sizing_, attempt);
-      layer.salt = next.salt;
-      layer.geometry = next.geometry;
-      if (next.salt != 0) remix_all(hashes, next.salt);
-      range_sections sections;
-      if (solve_layer(layer, hashes, sections, next.salt == 0)) {
-        stats_.standard_attempts = attempt + 1;
-        compact_bumped(layer.geometry, 0, hashes, sections);
-        layer.bumped_keys = hashes.size();
-        return;
-      }
-      if (next.salt != 0) {
-        thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(),
-                          unmix_op{next.salt});
-      }
+  /// The filter in host memory: each section copied once through the pinned staging and
+  /// adopted as it is (no file image is assembled and no checksum computed: filter::save()
+  /// computes them as it writes the sections).
+  filter hand_over(std::uint64_t key_count, filter*) {
+    auto host = std::make_shared<std::vector<std::vector<std::uint64_t>>>();
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      format::layer_image& layer = layers_[l];
+      const layer_sections& device = sections_[l];
+      host->emplace_back(device.thresholds.size());
+      stage_.to_host(host->back().data(), raw(device.thresholds), host->back().size() * 8);
+      layer.thresholds = device.thresholds.empty() ? nullptr : host->back().data();
+      const std::uint64_t solution_bytes = device.solution.size() * sizeof(word);
+      host->emplace_back((solution_bytes + 7) / 8);
+      stage_.to_host(host->back().data(), raw(device.solution), solution_bytes);
+      layer.solution = host->back().data();
     }
+    return filter::adopt(p_, key_count, layers_, std::move(host));
   }
 
-  void plain_layer(std::uint32_t l, const device_vector<Record>& previous,
-                   format::layer_image& layer) {
-    layer.bumped_keys = 0;
-    for (std::uint32_t attempt = 0;; ++attempt) {
-      const plain_layer_try next = plain_layer_attempt(l, previous.size(), p_, sizing_, attempt);
-      layer.salt = next.salt;
-      layer.geometry = next.geometry;
-      device_vector<Record> hashes(previous);
-      remix_all(hashes, layer.salt);
-      range_sections sections;
-      if (solve_layer(layer, hashes, sections, false)) {
-        stats_.plain_layer_attempts = attempt + 1;
-        return;
-      }
+  /// The filter on the device: the sections copied, device to device, into its image.
+  device_filter hand_over(std::uint64_t key_count, device_filter*) {
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      const layer_sections& device = sections_[l];
+      layers_[l].thresholds = device.thresholds.empty() ? nullptr : raw(device.thresholds);
+      layers_[l].solution = raw(device.solution);
     }
-  }
-
-  /// The file image through the format code, adopted by a host filter.
-  filter download(std::uint64_t key_count) {
-    const auto start = clock_type::now();
     const format::filter_image image{p_, key_count, layers_};
-    const std::vector<unsigned char> bytes = format::serialize(image);
-    filter f = filter::from_bytes(bytes.data(), bytes.size());
-    stats_.download_seconds += device_seconds_since(start);
-    return f;
+#if defined(RIBBON_GPU_ON_TBB)
+    return device_filter(image);
+#else
+    return device_filter(image, pipeline::build_stream());
+#endif
   }
 
   filter_params p_;
   layer_sizing sizing_;
   device_build_stats& stats_;
   std::uint64_t workspace_bytes_;
+  staging& stage_;
+  device_vector<Record>* records_ = nullptr;  // of the keys that reach the layer being built
   std::vector<format::layer_image> layers_;
-  std::vector<std::vector<std::uint64_t>> host_sections_;
+  std::vector<layer_sections> sections_;  // by layer
 };
 
-/// Calls f(std::integral_constant<unsigned, W>{}, Result{}) for the parameters' width and
-/// the narrowest result type holding the solver's bits.
-template <class F>
-decltype(auto) with_layout(const filter_params& p, F&& f) {
-  auto with_width = [&](auto width_tag) -> decltype(auto) {
-    if (p.solver_bits() <= 8) return f(width_tag, std::uint8_t{});
-    if (p.solver_bits() <= 16) return f(width_tag, std::uint16_t{});
-    return f(width_tag, std::uint32_t{});
-  };
-  switch (p.width) {
-    case 32: return with_width(std::integral_constant<unsigned, 32>{});
-    case 64: return with_width(std::integral_constant<unsigned, 64>{});
-    default: return with_width(std::integral_constant<unsigned, 128>{});
-  }
-}
-
-/// Runs the pipeline for the parameters' width and result type.
-template <class Record>
-filter build_layers(const filter_params& p, const build_options& options,
-                    device_vector<Record>& hashes, device_build_stats& stats,
-                    const device_options& device) {
+/// Runs the pipeline for the parameters' width and result type; returns the filter as `Out`
+/// (ribbon::filter or device_filter).
+template <class Out, class Record>
+Out run_pipeline(const filter_params& p, const build_options& options,
+                 device_vector<Record>& hashes, device_build_stats& stats,
+                 const device_options& device, staging& stage) {
   stats.input_keys = hashes.size();
   drop_repeats(p, hashes, stats);
   stats.distinct_keys = hashes.size();
   const layer_sizing sizing = ribbon::detail::sizing_from(options, p, hashes.size());
-  return with_layout(p, [&](auto width_tag, auto result_tag) {
-    return device_builder<decltype(width_tag)::value, decltype(result_tag), Record>(p, sizing,
-                                                                                    stats, device)
-        .build(hashes);
+  return ribbon::detail::dispatch_layout(p, [&](auto width_tag, auto result_tag) {
+    return device_builder<decltype(width_tag)::value, decltype(result_tag), Record>(
+               p, sizing, stats, device, stage)
+        .template build<Out>(hashes);
   });
 }
 
@@ -592,30 +574,33 @@ filter build_layers(const filter_params& p, const build_options& options,
 class device_range_solver final : public shard_range_solver {
  public:
   explicit device_range_solver(const device_options& device) : device_(device) {}
+  ~device_range_solver() override { pipeline::release_idle_memory(); }
 
   std::uint64_t solve(const filter_params& p, const layer_geometry& g, std::uint64_t first,
                       std::uint64_t end, std::vector<std::uint64_t>& keys,
                       std::uint64_t* threshold_window, void* solution_window) override {
+    std::unique_ptr<staging> stage = take_staging();
     std::uint64_t distinct = 0;
-    with_layout(p, [&](auto width_tag, auto result_tag) {
+    ribbon::detail::dispatch_layout(p, [&](auto width_tag, auto result_tag) {
       using builder = device_builder<decltype(width_tag)::value, decltype(result_tag)>;
       using word = typename builder::word;
       device_build_stats stats;  // per call: calls come from several threads
-      builder b(p, default_sizing(p.width), stats, device_);
-      device_vector<std::uint64_t> hashes(keys.begin(), keys.end());
+      builder b(p, default_sizing(p.width), stats, device_, *stage);
+      device_vector<std::uint64_t> hashes = pipeline::upload(*stage, keys.data(), keys.size());
       drop_repeats(p, hashes, stats);
       distinct = hashes.size();
       typename builder::range_sections sections;
       if (!b.solve_range(g, first, end, hashes, sections, true)) {
         throw error("internal error: a bumped layer failed to solve");
       }
-      thrust::copy(sections.thresholds.begin(), sections.thresholds.end(), threshold_window);
-      thrust::copy(sections.solution.begin(), sections.solution.end(),
-                   static_cast<word*>(solution_window));
+      stage->to_host(threshold_window, raw(sections.thresholds), sections.thresholds.size() * 8);
+      stage->to_host(solution_window, raw(sections.solution),
+                     sections.solution.size() * sizeof(word));
       b.compact_bumped(g, first, hashes, sections);
       keys.resize(hashes.size());
-      thrust::copy(hashes.begin(), hashes.end(), keys.begin());
+      stage->to_host(keys.data(), raw(hashes), hashes.size() * 8);
     });
+    give_back(std::move(stage));
     return distinct;
   }
 
@@ -623,23 +608,30 @@ class device_range_solver final : public shard_range_solver {
   unsigned ranges_in_flight() const override { return 2; }
 
  private:
+  /// Staging buffers are kept across ranges, one set per range in flight.
+  std::unique_ptr<staging> take_staging() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (idle_.empty()) return std::make_unique<staging>();
+    std::unique_ptr<staging> stage = std::move(idle_.back());
+    idle_.pop_back();
+    return stage;
+  }
+  void give_back(std::unique_ptr<staging> stage) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    idle_.push_back(std::move(stage));
+  }
+
   device_options device_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<staging>> idle_;
 };
 
-/// A device copy of `count` elements in host or device memory (`what` names them in errors).
+/// A device copy of `count` elements in host memory (through the staging) or device memory.
 template <class T>
-device_vector<T> to_device(const T* data, std::uint64_t count, memory where, const char* what) {
-  device_vector<T> copy(count);
-  if (count == 0) return copy;
-#if defined(RIBBON_GPU_ON_TBB)
-  (void)where, (void)what;
-  thrust::copy(data, data + count, copy.begin());
-#else
-  check(cudaMemcpy(raw(copy), data, count * sizeof(T),
-                   where == memory::host ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice),
-        (std::string("cudaMemcpy (") + what + ")").c_str());
-#endif
-  return copy;
+device_vector<T> to_device(staging& stage, const T* data, std::uint64_t count, memory where) {
+  if (where == memory::host) return pipeline::upload(stage, data, count);
+  const auto device = thrust::device_pointer_cast(data);
+  return device_vector<T>(device, device + static_cast<std::int64_t>(count));
 }
 
 /// Is a value too wide for r bits?
@@ -652,46 +644,96 @@ struct too_wide_op {
 
 /// Throws, as ribbon::detail::check_values, for the first value that does not fit in r bits.
 void check_device_values(const device_vector<std::uint32_t>& values, std::uint32_t result_bits) {
-  const auto at =
-      thrust::find_if(thrust::device, values.begin(), values.end(), too_wide_op{result_bits});
+  const auto at = thrust::find_if(exec(), values.begin(), values.end(), too_wide_op{result_bits});
   if (at == values.end()) return;
   ribbon::detail::throw_value_too_wide(*at, static_cast<std::uint64_t>(at - values.begin()),
                                        result_bits);
 }
 
-/// Times the whole build into stats (if given).
+/// Times the whole build into stats (if given); f(stats, stage) builds, with the staging
+/// buffers of this build. The pool's idle memory goes back to the device afterwards.
 template <class F>
-filter timed(device_build_stats* stats, F&& f) {
+auto timed(device_build_stats* stats, F&& f) {
   device_build_stats local;
   device_build_stats& s = stats ? *stats : local;
   s = device_build_stats{};
   const auto start = clock_type::now();
-  filter result = f(s);
+  staging stage;
+  auto result = f(s, stage);
   s.total_seconds = device_seconds_since(start);
+  pipeline::release_idle_memory();
   return result;
+}
+
+/// build() and build_device_filter() from integer keys.
+template <class Out>
+Out build_integer_keys(const std::uint64_t* keys, std::uint64_t count, const build_options& options,
+                       memory where, device_build_stats* stats, const device_options& device) {
+  const filter_params p = ribbon::detail::params_from(options, key_kind::u64);
+  return timed(stats, [&](device_build_stats& s, staging& stage) {
+    auto start = clock_type::now();
+    device_vector<std::uint64_t> hashes = to_device(stage, keys, count, where);
+    s.upload_seconds = device_seconds_since(start);
+    start = clock_type::now();
+    thrust::transform(exec(), hashes.begin(), hashes.end(), hashes.begin(),
+                      hash_u64_op{seed_mix(p.seed)});
+    s.hash_seconds = device_seconds_since(start);
+    return run_pipeline<Out>(p, options, hashes, s, device, stage);
+  });
+}
+
+/// build() and build_device_filter() from integer keys with values.
+template <class Out>
+Out build_integer_keys(const std::uint64_t* keys, const std::uint32_t* values, std::uint64_t count,
+                       const build_options& options, memory where, device_build_stats* stats,
+                       const device_options& device) {
+  const filter_params p = ribbon::detail::retrieval_params_from(options, key_kind::u64);
+  return timed(stats, [&](device_build_stats& s, staging& stage) {
+    auto start = clock_type::now();
+    device_vector<std::uint64_t> hashes = to_device(stage, keys, count, where);
+    const device_vector<std::uint32_t> device_values = to_device(stage, values, count, where);
+    s.upload_seconds = device_seconds_since(start);
+    start = clock_type::now();
+    check_device_values(device_values, p.result_bits);
+    thrust::transform(exec(), hashes.begin(), hashes.end(), hashes.begin(),
+                      hash_u64_op{seed_mix(p.seed)});
+    device_vector<keyed_value> records(count);
+    thrust::transform(exec(), hashes.begin(), hashes.end(), device_values.begin(), records.begin(),
+                      pair_op{});
+    s.hash_seconds = device_seconds_since(start);
+    return run_pipeline<Out>(p, options, records, s, device, stage);
+  });
 }
 
 }  // namespace
 
 filter build(const std::uint64_t* keys, std::uint64_t count, const build_options& options,
              memory where, device_build_stats* stats, const device_options& device) {
-  const filter_params p = ribbon::detail::params_from(options, key_kind::u64);
-  return timed(stats, [&](device_build_stats& s) {
-    auto start = clock_type::now();
-    device_vector<std::uint64_t> hashes = to_device(keys, count, where, "keys");
-    s.upload_seconds = device_seconds_since(start);
-    start = clock_type::now();
-    thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(),
-                      hash_u64_op{seed_mix(p.seed)});
-    s.hash_seconds = device_seconds_since(start);
-    return build_layers(p, options, hashes, s, device);
-  });
+  return build_integer_keys<filter>(keys, count, options, where, stats, device);
+}
+
+device_filter build_device_filter(const std::uint64_t* keys, std::uint64_t count,
+                                  const build_options& options, memory where,
+                                  device_build_stats* stats, const device_options& device) {
+  return build_integer_keys<device_filter>(keys, count, options, where, stats, device);
+}
+
+filter build(const std::uint64_t* keys, const std::uint32_t* values, std::uint64_t count,
+             const build_options& options, memory where, device_build_stats* stats,
+             const device_options& device) {
+  return build_integer_keys<filter>(keys, values, count, options, where, stats, device);
+}
+
+device_filter build_device_filter(const std::uint64_t* keys, const std::uint32_t* values,
+                                  std::uint64_t count, const build_options& options, memory where,
+                                  device_build_stats* stats, const device_options& device) {
+  return build_integer_keys<device_filter>(keys, values, count, options, where, stats, device);
 }
 
 filter build(const std::string_view* keys, std::uint64_t count, const build_options& options,
              device_build_stats* stats, const device_options& device) {
   const filter_params p = ribbon::detail::params_from(options, key_kind::bytes);
-  return timed(stats, [&](device_build_stats& s) {
+  return timed(stats, [&](device_build_stats& s, staging& stage) {
     auto start = clock_type::now();
     std::vector<std::uint64_t> offsets(count + 1, 0);
     for (std::uint64_t i = 0; i < count; ++i) offsets[i + 1] = offsets[i] + keys[i].size();
@@ -700,16 +742,18 @@ filter build(const std::string_view* keys, std::uint64_t count, const build_opti
       std::copy(keys[i].begin(), keys[i].end(),
                 bytes.begin() + static_cast<std::int64_t>(offsets[i]));
     }
-    const device_vector<std::uint64_t> device_offsets(offsets.begin(), offsets.end());
-    const device_vector<unsigned char> device_bytes(bytes.begin(), bytes.end());
+    const device_vector<std::uint64_t> device_offsets =
+        pipeline::upload(stage, offsets.data(), offsets.size());
+    const device_vector<unsigned char> device_bytes =
+        pipeline::upload(stage, bytes.data(), bytes.size());
     s.upload_seconds = device_seconds_since(start);
     start = clock_type::now();
     device_vector<std::uint64_t> hashes(count);
-    thrust::transform(thrust::device, thrust::counting_iterator<std::uint64_t>(0),
+    thrust::transform(exec(), thrust::counting_iterator<std::uint64_t>(0),
                       thrust::counting_iterator<std::uint64_t>(count), hashes.begin(),
                       hash_bytes_op{raw(device_bytes), raw(device_offsets), p.seed});
     s.hash_seconds = device_seconds_since(start);
-    return build_layers(p, options, hashes, s, device);
+    return run_pipeline<filter>(p, options, hashes, s, device, stage);
   });
 }
 
@@ -717,11 +761,11 @@ filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_k
                          const build_options& options, device_build_stats* stats,
                          const device_options& device) {
   const filter_params p = ribbon::detail::params_from(options, keys);
-  return timed(stats, [&](device_build_stats& s) {
+  return timed(stats, [&](device_build_stats& s, staging& stage) {
     const auto start = clock_type::now();
-    device_vector<std::uint64_t> device_hashes(hashes, hashes + count);
+    device_vector<std::uint64_t> device_hashes = pipeline::upload(stage, hashes, count);
     s.upload_seconds = device_seconds_since(start);
-    return build_layers(p, options, device_hashes, s, device);
+    return run_pipeline<filter>(p, options, device_hashes, s, device, stage);
   });
 }
 
@@ -730,39 +774,18 @@ filter build_from_hashes(std::uint64_t count,
                          const build_options& options, device_build_stats* stats,
                          const device_options& device) {
   const filter_params p = ribbon::detail::params_from(options, keys);
-  return timed(stats, [&](device_build_stats& s) {
+  return timed(stats, [&](device_build_stats& s, staging& stage) {
     const auto start = clock_type::now();
     device_vector<std::uint64_t> device_hashes(count);
     std::uint64_t filled = 0;
     hashes([&](const std::uint64_t* chunk, std::uint64_t n) {
       if (n > count - filled) throw error("build_from_hashes: more hashes than announced");
-      thrust::copy(chunk, chunk + n, device_hashes.begin() + static_cast<std::int64_t>(filled));
+      stage.to_device(raw(device_hashes) + filled, chunk, n * sizeof(std::uint64_t));
       filled += n;
     });
     if (filled != count) throw error("build_from_hashes: fewer hashes than announced");
     s.upload_seconds = device_seconds_since(start);
-    return build_layers(p, options, device_hashes, s, device);
-  });
-}
-
-filter build(const std::uint64_t* keys, const std::uint32_t* values, std::uint64_t count,
-             const build_options& options, memory where, device_build_stats* stats,
-             const device_options& device) {
-  const filter_params p = ribbon::detail::retrieval_params_from(options, key_kind::u64);
-  return timed(stats, [&](device_build_stats& s) {
-    auto start = clock_type::now();
-    device_vector<std::uint64_t> hashes = to_device(keys, count, where, "keys");
-    const device_vector<std::uint32_t> device_values = to_device(values, count, where, "values");
-    s.upload_seconds = device_seconds_since(start);
-    start = clock_type::now();
-    check_device_values(device_values, p.result_bits);
-    thrust::transform(thrust::device, hashes.begin(), hashes.end(), hashes.begin(),
-                      hash_u64_op{seed_mix(p.seed)});
-    device_vector<keyed_value> records(count);
-    thrust::transform(thrust::device, hashes.begin(), hashes.end(), device_values.begin(),
-                      records.begin(), pair_op{});
-    s.hash_seconds = device_seconds_since(start);
-    return build_layers(p, options, records, s, device);
+    return run_pipeline<filter>(p, options, device_hashes, s, device, stage);
   });
 }
 
@@ -771,15 +794,15 @@ filter build_from_hashes(const std::uint64_t* hashes, const std::uint32_t* value
                          device_build_stats* stats, const device_options& device) {
   const filter_params p = ribbon::detail::retrieval_params_from(options, keys);
   ribbon::detail::check_values(values, count, p.result_bits);
-  return timed(stats, [&](device_build_stats& s) {
+  return timed(stats, [&](device_build_stats& s, staging& stage) {
     const auto start = clock_type::now();
-    const device_vector<std::uint64_t> device_hashes(hashes, hashes + count);
-    const device_vector<std::uint32_t> device_values(values, values + count);
+    const device_vector<std::uint64_t> device_hashes = pipeline::upload(stage, hashes, count);
+    const device_vector<std::uint32_t> device_values = pipeline::upload(stage, values, count);
     device_vector<keyed_value> records(count);
-    thrust::transform(thrust::device, device_hashes.begin(), device_hashes.end(),
-                      device_values.begin(), records.begin(), pair_op{});
+    thrust::transform(exec(), device_hashes.begin(), device_hashes.end(), device_values.begin(),
+                      records.begin(), pair_op{});
     s.upload_seconds = device_seconds_since(start);
-    return build_layers(p, options, records, s, device);
+    return run_pipeline<filter>(p, options, records, s, device, stage);
   });
 }
 

@@ -133,6 +133,11 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
 /// Builds the query view of a filter held in memory (used by builders, no file involved).
 filter_ref make_ref(const filter_image& image);
 
+/// The query view of the file image of `image` at `base` (in any memory, e.g. on a device):
+/// every section pointer points to where write_image() puts that section. Lets a builder
+/// place the sections it holds elsewhere into one image without writing a file.
+filter_ref make_ref_at(const filter_image& image, const unsigned char* base);
+
 /// The same view for a copy of the image at another address (e.g. in device memory):
 /// every section pointer moves from `from` to `to`.
 filter_ref relocate(const filter_ref& ref, const unsigned char* from, const unsigned char* to);

@@ -145,6 +145,13 @@ class filter {
   /// Adopts a file image held in memory (validated like a file).
   static filter from_bytes(const unsigned char* data, std::uint64_t size,
                            const load_options& options = {});
+  /// Adopts the layers a builder made, in place: their sections stay in the host memory that
+  /// `sections` keeps alive. Nothing is copied or checksummed (save() and serialize() compute
+  /// the checksums as they write); the layers are trusted. For builders (the GPU builder's
+  /// downloaded sections).
+  static filter adopt(const filter_params& params, std::uint64_t key_count,
+                      std::vector<format::layer_image> layers,
+                      std::shared_ptr<const void> sections);
 
   /// Writes the filter atomically (temporary file, then rename), as check_output_path()
   /// describes.

@@ -22,8 +22,12 @@
 
 #if defined(RIBBON_GPU_ON_TBB)
 #define RIBBON_GPU_BACKEND tbb_backend
+#include "ribbon/cuda/device_filter_tbb.hpp"
 #else
 #define RIBBON_GPU_BACKEND cuda_backend
+namespace ribbon::cuda {
+class device_filter;  // ribbon/cuda/device_filter.cuh: include it to use build_device_filter()
+}
 #endif
 
 namespace ribbon::cuda {
@@ -56,11 +60,29 @@ struct device_options {
 };
 
 /// Builds from `count` integer keys in host or device memory. The file bytes equal
-/// ribbon::filter::build's for the same keys and options. Throws ribbon::error on bad
+/// ribbon::filter::build's for the same keys and options. The sections come to the host
+/// once, through pinned buffers, and the filter adopts them as they are: filter::save()
+/// writes the file in one pass, computing each checksum once. Throws ribbon::error on bad
 /// options or a CUDA error (naming the call).
 filter build(const std::uint64_t* keys, std::uint64_t count, const build_options& options = {},
              memory where = memory::host, device_build_stats* stats = nullptr,
              const device_options& device = {});
+
+/// Builds from `count` integer keys in host or device memory, as build(), and keeps the
+/// filter on the device: each layer's sections are copied once, device to device, into the
+/// filter's image; nothing goes through the host. Query it with device_filter::contains()
+/// or pass its ref() to your kernels. (CUDA: include ribbon/cuda/device_filter.cuh.)
+device_filter build_device_filter(const std::uint64_t* keys, std::uint64_t count,
+                                  const build_options& options = {}, memory where = memory::host,
+                                  device_build_stats* stats = nullptr,
+                                  const device_options& device = {});
+
+/// The retrieval structure of build(keys, values, ...) kept on the device, as
+/// build_device_filter() keeps a filter: query it with device_filter::lookup().
+device_filter build_device_filter(const std::uint64_t* keys, const std::uint32_t* values,
+                                  std::uint64_t count, const build_options& options = {},
+                                  memory where = memory::host, device_build_stats* stats = nullptr,
+                                  const device_options& device = {});
 
 /// Builds from byte-string keys in host memory (packed into one buffer and uploaded).
 filter build(const std::string_view* keys, std::uint64_t count, const build_options& options = {},

@@ -22,6 +22,12 @@ class device_filter {
   /// Copies `host`'s file image to the device (synchronously). Throws ribbon::error on a
   /// CUDA error.
   explicit device_filter(const ribbon::filter& host);
+  /// Assembles a filter from layers whose sections are in device memory (what a device
+  /// build holds at its end; see build_device_filter()): each section is copied, device to
+  /// device on `stream`, to its place in one image laid out as the file. The header and
+  /// descriptors of that image are left zero: the filter is queried through ref(), never
+  /// read as a file. Returns when the copies are done; throws ribbon::error on a CUDA error.
+  explicit device_filter(const format::filter_image& device_layers, cudaStream_t stream = 0);
   ~device_filter();
   device_filter(device_filter&& other) noexcept;
   device_filter& operator=(device_filter&& other) noexcept;

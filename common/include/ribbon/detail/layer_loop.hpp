@@ -1,0 +1,90 @@
+/// @file layer_loop.hpp
+/// What every in-memory builder (the oneTBB one and the device pipeline) shares: the layer
+/// sequence with its retries, and the dispatch from run-time parameters to the solver's
+/// compile-time layout. Host code only.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ribbon/format.hpp"
+#include "ribbon/layer.hpp"
+#include "ribbon/params.hpp"
+
+namespace ribbon::detail {
+
+/// Calls f(std::integral_constant<unsigned, W>{}, Result{}) for the parameters' width and
+/// the narrowest result type holding the solver's bits.
+template <class F>
+decltype(auto) dispatch_layout(const filter_params& p, F&& f) {
+  auto with_width = [&](auto width_tag) -> decltype(auto) {
+    if (p.solver_bits() <= 8) return f(width_tag, std::uint8_t{});
+    if (p.solver_bits() <= 16) return f(width_tag, std::uint16_t{});
+    return f(width_tag, std::uint32_t{});
+  };
+  switch (p.width) {
+    case 32: return with_width(std::integral_constant<unsigned, 32>{});
+    case 64: return with_width(std::integral_constant<unsigned, 64>{});
+    default: return with_width(std::integral_constant<unsigned, 128>{});
+  }
+}
+
+/// Builds layers first_layer, first_layer + 1, ... for `keys` keys and appends them to
+/// `layers`: bumped layers until few keys are left, then the final plain layer, retried with
+/// a fresh salt (and, later, more slots) until it solves; a standard or homogeneous layer 0
+/// is retried whole the same way. Counts the tries in stats.standard_attempts and
+/// stats.plain_layer_attempts.
+///
+/// The solver holds the records of the keys that reach the current layer and solves one
+/// layer at a time. Each call finds the layer's input_keys, salt and geometry set:
+///  - bumped(l, layer): solves bumped layer l (its records: the previous layer's bumped
+///    records remixed with layer.salt; layer 0's are the key records, sorted) and sets
+///    layer.bumped_keys; the bumped records are the next layer's input.
+///  - standard(layer): one try of a standard layer 0 (layer.salt 0 on the first try: the key
+///    records as they are). Returns false if a shard failed; the solver then still holds
+///    every key record for the next try. On success sets layer.bumped_keys (the shard-head
+///    keys, which go on to the plain layer).
+///  - plain(l, layer): one try of the final plain layer over the previous layer's bumped
+///    records remixed with layer.salt; returns false if it failed.
+template <class LayerSolver, class Stats>
+void build_layers(LayerSolver& solver, const filter_params& p, const layer_sizing& sizing,
+                  std::uint32_t first_layer, std::uint64_t keys,
+                  std::vector<format::layer_image>& layers, Stats& stats) {
+  std::uint64_t remaining = keys;
+  for (std::uint32_t l = first_layer; remaining > 0; ++l) {
+    format::layer_image layer;
+    layer.input_keys = remaining;
+    if (is_plain_layer(l, remaining, p, sizing)) {
+      for (std::uint32_t attempt = 0;; ++attempt) {
+        const plain_layer_try next = plain_layer_attempt(l, remaining, p, sizing, attempt);
+        layer.salt = next.salt;
+        layer.geometry = next.geometry;
+        if (solver.plain(l, layer)) {
+          stats.plain_layer_attempts = attempt + 1;
+          break;
+        }
+      }
+      layer.bumped_keys = 0;
+    } else if (l == 0 && !uses_bumping(p.variant)) {
+      for (std::uint32_t attempt = 0;; ++attempt) {
+        const standard_layer_try next = standard_layer_attempt(remaining, p, sizing, attempt);
+        layer.salt = next.salt;
+        layer.geometry = next.geometry;
+        if (solver.standard(layer)) {
+          stats.standard_attempts = attempt + 1;
+          break;
+        }
+      }
+    } else {
+      layer.salt = bumped_layer_salt(p.seed, l);
+      layer.geometry = bumped_layer_geometry(remaining, p, sizing);
+      solver.bumped(l, layer);
+    }
+    remaining = layer.bumped_keys;
+    layers.push_back(layer);
+  }
+}
+
+}  // namespace ribbon::detail
