@@ -106,9 +106,9 @@ void check_queries(ribbon::filter& f, const std::vector<Key>& members,
       return;
     }
   }
-  for (const auto [threads, row_check] : {std::pair{0u, ribbon::detail::row_check::fastest},
-                                          std::pair{1u, ribbon::detail::row_check::fastest},
-                                          std::pair{1u, ribbon::detail::row_check::portable}}) {
+  for (const auto& [threads, row_check] : {std::pair{0u, ribbon::detail::row_check::fastest},
+                                           std::pair{1u, ribbon::detail::row_check::fastest},
+                                           std::pair{1u, ribbon::detail::row_check::portable}}) {
     SCOPED_TRACE("threads " + std::to_string(threads) +
                  (row_check == ribbon::detail::row_check::portable ? " portable" : " fastest"));
     ribbon::detail::set_row_check(row_check);
