@@ -43,15 +43,10 @@ RIBBON_HD constexpr std::uint32_t band_slots(std::uint32_t bucket_size, std::uin
   return slots;
 }
 
-/// A tile's band: the pivot rows of the band's columns (column c in slot c mod band_slots()),
-/// and the undo stack of the current bucket.
+/// A tile's band: the pivot rows of the band's columns (column c in slot c mod band_slots():
+/// coeffs and results hold band_slots() entries), and the undo stack of the current bucket.
 template <unsigned Width, class Result>
-struct tile_band {
-  word_t<Width>* coeffs;        ///< band_slots() entries
-  Result* results;              ///< band_slots() entries
-  std::uint32_t* undo_columns;  ///< undo_capacity() entries
-  std::uint32_t* undo_offsets;  ///< undo_capacity() entries
-
+struct tile_band : shard_workspace<Width, Result> {
   /// Bytes of one band (arrays 16-byte aligned) for buckets of `bucket_size`.
   RIBBON_HD static constexpr std::uint64_t bytes(std::uint32_t bucket_size) {
     const std::uint64_t slots = band_slots(bucket_size, Width);
@@ -65,9 +60,9 @@ struct tile_band {
     auto* bytes = static_cast<unsigned char*>(memory);
     auto* results = bytes + slots * sizeof(word_t<Width>);
     auto* undo_columns = results + round_up(slots * sizeof(Result), 16);
-    return {reinterpret_cast<word_t<Width>*>(bytes), reinterpret_cast<Result*>(results),
-            reinterpret_cast<std::uint32_t*>(undo_columns),
-            reinterpret_cast<std::uint32_t*>(undo_columns) + undo};
+    return {{reinterpret_cast<word_t<Width>*>(bytes), reinterpret_cast<Result*>(results),
+             reinterpret_cast<std::uint32_t*>(undo_columns),
+             reinterpret_cast<std::uint32_t*>(undo_columns) + undo}};
   }
 };
 
