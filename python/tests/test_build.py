@@ -162,14 +162,15 @@ def test_info_matches_cli(cli, tmp_path, random_u64):
     ribbon.build(keys, fpr=0.02).save(path)
     expected = json.loads(cli("info", path, "--json").stdout)
     got = ribbon.load(path).info()
+    # The CLI prints figures to 4 decimals: abs=1e-4 covers its rounding.
     for name, value in got.items():
         if name == "layers":
             assert len(value) == len(expected["layers"])
             for mine, theirs in zip(value, expected["layers"]):
                 for k, v in mine.items():
-                    assert v == (theirs[k] if isinstance(v, str) else pytest.approx(theirs[k], rel=1e-5, abs=1e-6)), k
+                    assert v == (theirs[k] if isinstance(v, str) else pytest.approx(theirs[k], rel=1e-5, abs=1e-4)), k
         else:
-            assert value == (expected[name] if isinstance(value, str) else pytest.approx(expected[name], rel=1e-5, abs=1e-6)), name
+            assert value == (expected[name] if isinstance(value, str) else pytest.approx(expected[name], rel=1e-5, abs=1e-4)), name
 
 
 # ---- files, buffers, pickling --------------------------------------------------------------
