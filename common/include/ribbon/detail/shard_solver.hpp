@@ -79,6 +79,18 @@ RIBBON_HD inline unsigned bucket_code_for_failure(const filter_params& p, std::u
   return offset < p.threshold_light ? 1 : offset < p.threshold_heavy ? 2 : 3;
 }
 
+/// Adds bucket `bucket`'s (layer index) 2-bit code to the word being filled, and stores the
+/// word once it is full or `last` (the shard's last bucket; shards own whole words).
+RIBBON_HD inline void record_bucket_code(std::uint64_t bucket, unsigned code, bool last,
+                                         std::uint64_t& code_word, std::uint64_t* threshold_words,
+                                         std::uint64_t threshold_origin) {
+  code_word |= std::uint64_t{code} << (2 * (bucket % 32));
+  if (bucket % 32 == 31 || last) {
+    threshold_words[bucket / 32 - threshold_origin] = code_word;
+    code_word = 0;
+  }
+}
+
 /// Outcome of eliminating one shard.
 struct shard_outcome {
   std::uint64_t bumped = 0;  ///< keys passed on to the next layer
@@ -264,12 +276,8 @@ class shard_eliminator {
       hashes_[kept_++] = hashes_[i];
     }
     if (!g_.bumping()) return;
-    const std::uint64_t bucket = first_bucket_ + bucket_;
-    code_word_ |= std::uint64_t{code_} << (2 * (bucket % 32));
-    if (bucket % 32 == 31 || bucket_ + 1 == num_buckets_) {
-      threshold_words_[bucket / 32 - threshold_origin_] = code_word_;
-      code_word_ = 0;
-    }
+    record_bucket_code(first_bucket_ + bucket_, code_, bucket_ + 1 == num_buckets_, code_word_,
+                       threshold_words_, threshold_origin_);
   }
 
   static constexpr std::uint64_t no_bucket = ~std::uint64_t{0};

@@ -227,12 +227,8 @@ class tile_eliminator {
     if (bump_below < rule_limit_) bump_below = rule_limit_;
     move_to_front(bucket_first_, end_of_starts_below(bucket_first_, bump_below));
     if (!g_.bumping()) return;
-    const std::uint64_t layer_bucket = first_bucket_ + bucket;
-    code_word_ |= std::uint64_t{code_} << (2 * (layer_bucket % 32));
-    if (layer_bucket % 32 == 31 || bucket + 1 == buckets) {
-      threshold_words_[layer_bucket / 32 - threshold_origin_] = code_word_;
-      code_word_ = 0;
-    }
+    record_bucket_code(first_bucket_ + bucket, code_, bucket + 1 == buckets, code_word_,
+                       threshold_words_, threshold_origin_);
   }
 
   /// Moves keys [first, end) to the front (after the keys moved before), a chunk a lane a key:
