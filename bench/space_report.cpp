@@ -110,9 +110,7 @@ int main(int argc, char** argv) {
     threshold_bits_total += tbytes * 8;
     if (g.bumping()) {
       for (std::uint64_t b = 0; b < g.num_buckets(p.bucket_size); ++b) {
-        const auto code =
-            static_cast<unsigned>(ref.layers[l].thresholds[b / 32] >> (2 * (b % 32))) & 3u;
-        ++c[l].codes[code];
+        ++c[l].codes[g.bucket_code(ref.layers[l].thresholds, b, p.bucket_size)];
       }
     }
     const std::uint64_t columns = g.num_starts + p.width;

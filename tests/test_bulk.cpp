@@ -353,7 +353,8 @@ TEST(SixtyFourBit, FileLayoutOffsetsPastFourGigabytes) {
   ribbon::format::layer_image plain;
   plain.geometry = ribbon::plain_geometry(4096, image.params);
   image.layers = {big, plain};
-  const std::uint64_t threshold_bytes = (1ull << 36) / 128 / 32 * 8;
+  // 2^19 full shards of 1024 buckets, each 16 words of bucket bits and 9 of exception list.
+  const std::uint64_t threshold_bytes = ((1ull << 36) >> 17) * (16 + 9) * 8;
   const std::uint64_t solution_bytes = ((1ull << 36) / 64 + 1) * 16 * 8;
   auto align = [](std::uint64_t x) { return (x + 63) / 64 * 64; };
   std::uint64_t expected = 128 + 2 * 128;

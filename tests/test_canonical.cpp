@@ -72,6 +72,8 @@ void solve_by_retry(const shard_input<W>& in, bool shuffle, std::uint64_t seed,
   std::vector<ribbon::detail::word_t<W>> coeffs(columns, 0);
   std::vector<std::uint8_t> results(columns, 0);
   thresholds.assign(in.g.threshold_words(p.bucket_size), 0);
+  ribbon::detail::shard_code_writer writer(thresholds.data(), in.g.shard_buckets(0, p.bucket_size),
+                                           in.g.code_index_bits(p.bucket_size));
   std::mt19937_64 rng(seed);
   std::uint64_t next = 0;
   for (std::uint64_t bucket = 0; bucket < in.g.num_starts / p.bucket_size; ++bucket) {
@@ -84,9 +86,10 @@ void solve_by_retry(const shard_input<W>& in, bool shuffle, std::uint64_t seed,
     std::vector<std::uint64_t> rows(in.hashes.begin() + next, in.hashes.begin() + end);
     if (shuffle) std::shuffle(rows.begin(), rows.end(), rng);
     unsigned code = 0;
+    std::vector<std::uint64_t> stored;
     for (;; ++code) {
+      stored.clear();
       if (code == 3) break;  // everything bumped: nothing to insert
-      std::vector<std::uint64_t> stored;
       bool failed = false;
       for (std::uint64_t h : rows) {
         const std::uint64_t start = ribbon::fastrange64(h, in.g.num_starts);
@@ -104,7 +107,12 @@ void solve_by_retry(const shard_input<W>& in, bool shuffle, std::uint64_t seed,
       if (!failed) break;
       for (std::uint64_t column : stored) coeffs[column] = 0;
     }
-    thresholds[bucket / 32] |= std::uint64_t{code} << (2 * (bucket % 32));
+    // The encoding may have no room for the code: the bucket then bumps every key.
+    if (code != 0 && writer.code_for_failure(bucket, code) != code) {
+      code = 3;
+      for (std::uint64_t column : stored) coeffs[column] = 0;
+    }
+    writer.record(bucket, code);
     next = end;
   }
   solution.assign(in.g.solution_bytes(W, 8) / sizeof(ribbon::detail::word_t<W>), 0);

@@ -547,7 +547,7 @@ std::function<int()> add_build_command(CLI::App& app) {
       ->transform(seed_option())
       ->capture_default_str();
   cmd->add_option("--shard-size", s->shard_size,
-                  "start positions per shard, a power of two (default 0: 65536); recorded in "
+                  "start positions per shard, a power of two (default 0: 131072); recorded in "
                   "the file. Smaller shards: more parallelism, a little more space")
       ->transform(shard_size_option());
   cmd->add_option("--backend", s->backend,

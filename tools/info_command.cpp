@@ -99,6 +99,7 @@ std::string info_json(const filter& f, const std::string& path) {
   field("bucket_size", u(p.bucket_size));
   field("threshold_light", u(p.threshold_light));
   field("threshold_heavy", u(p.threshold_heavy));
+  field("threshold_encoding", json_string(threshold_encoding_name(f.threshold_codes())));
   field("shard_size", u(p.shard_size));
   field("seed", u(p.seed));
   field("key_count", u(f.key_count()));
@@ -146,7 +147,8 @@ std::string info_text(const filter& f, const std::string& path) {
                                                               " (+1 in the last %.2f%% of blocks)")
                                                      : std::string()));
   line("bucket size", u(p.bucket_size));
-  line("thresholds", "light " + u(p.threshold_light) + ", heavy " + u(p.threshold_heavy));
+  line("thresholds", "light " + u(p.threshold_light) + ", heavy " + u(p.threshold_heavy) + ", " +
+                         threshold_encoding_name(f.threshold_codes()) + " codes");
   line("shard size", u(p.shard_size));
   line("seed", u(p.seed));
   line("distinct keys", u(f.key_count()));

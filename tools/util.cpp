@@ -105,7 +105,7 @@ CLI::Validator shard_size_option() {
       [](std::uint64_t n) {
         return n == 0 || (n <= (std::uint64_t{1} << 31) && (n & (n - 1)) == 0);
       },
-      "0 (the default shard size, 65536) or a power of two up to 2^31");
+      "0 (the default shard size, 131072) or a power of two up to 2^31");
 }
 
 namespace {

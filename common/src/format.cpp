@@ -62,6 +62,13 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
   std::vector<section_layout> sections(n);
   const std::uint64_t file_bytes = layout(p, geometries.data(), n, sections.data());
 
+  // Builders write 1+-bit codes; a loaded older file keeps its 2-bit ones when saved again.
+  const threshold_encoding encoding = n ? geometries[0].codes : threshold_encoding::one_plus_bit;
+  for (const layer_geometry& g : geometries) {
+    if (g.codes != encoding)
+      throw error("the layers of a filter must share one threshold encoding");
+  }
+
   std::vector<layer_descriptor> descriptors(n);
   for (std::size_t l = 0; l < n; ++l) {
     const layer_image& li = image.layers[l];
@@ -100,7 +107,7 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
   h.bucket_size = p.bucket_size;
   h.threshold_light = p.threshold_light;
   h.threshold_heavy = p.threshold_heavy;
-  h.threshold_encoding = static_cast<std::uint32_t>(threshold_encoding::two_bit);
+  h.threshold_encoding = static_cast<std::uint32_t>(encoding);
   h.shard_size = p.shard_size;
   h.seed = p.seed;
   h.key_count = image.key_count;
@@ -231,8 +238,13 @@ file_header read_header(const unsigned char* data, std::uint64_t size, const std
   if (h.reserved32 != 0 || (version1 && h.extra_bit_fraction != 0)) {
     fail(source, "reserved header fields are not zero");
   }
-  if (h.threshold_encoding != static_cast<std::uint32_t>(threshold_encoding::two_bit)) {
-    fail(source, "unknown threshold encoding " + std::to_string(h.threshold_encoding));
+  const bool known_encoding =
+      h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::two_bit) ||
+      (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::one_plus_bit) &&
+       h.format_version >= 3);
+  if (!known_encoding) {
+    fail(source, "unknown threshold encoding " + std::to_string(h.threshold_encoding) +
+                     " for format version " + std::to_string(h.format_version));
   }
   for (std::uint64_t r : h.reserved) {
     if (r != 0) fail(source, "reserved header fields are not zero");
@@ -278,8 +290,9 @@ std::vector<layer_descriptor> read_descriptors(const unsigned char* data, std::u
 /// Layer l's geometry from its descriptor, checked against the variant, the shard size, the
 /// file size and the keys the previous layer bumped (`expected_input`, updated).
 layer_geometry geometry_of(const layer_descriptor& d, std::uint64_t l, std::uint64_t num_layers,
-                           const filter_params& p, bool version1, std::uint64_t size,
+                           const filter_params& p, const file_header& h, std::uint64_t size,
                            std::uint64_t& expected_input, const std::string& source) {
+  const bool version1 = h.format_version == 1;
   const std::string which = "layer " + std::to_string(l) + ": ";
   for (std::uint64_t r : d.reserved) {
     if (r != 0) fail(source, which + "reserved fields are not zero");
@@ -314,7 +327,8 @@ layer_geometry geometry_of(const layer_descriptor& d, std::uint64_t l, std::uint
     fail(source, which + "inconsistent key counts");
   }
   expected_input = d.bumped_keys;
-  const layer_geometry g = make_geometry(d.num_starts, d.shard_bits, kind, p);
+  layer_geometry g = make_geometry(d.num_starts, d.shard_bits, kind, p);
+  g.codes = static_cast<threshold_encoding>(h.threshold_encoding);
   if (!version1 && d.upper_start_block != g.upper_start_block) {
     fail(source, which + "inconsistent fractional-bits boundary");
   }
@@ -356,6 +370,50 @@ void check_sections(const unsigned char* data, const std::vector<layer_descripto
   }
 }
 
+/// Checks every shard region of a layer's 1+-bit codes (threshold_codes.hpp), so that queries
+/// can trust the lists' headers: counts within capacity, ascending entries before the tail
+/// and below the bucket count, each listed at most twice and with its bit set, and unused
+/// bits zero (the writer's canonical form).
+void check_code_regions(const std::uint64_t* thresholds, const layer_geometry& g,
+                        const filter_params& p, const std::string& which,
+                        const std::string& source) {
+  const unsigned index_bits = g.code_index_bits(p.bucket_size);
+  for (std::uint64_t shard = 0; shard < g.num_shards(); ++shard) {
+    const std::uint64_t* region = thresholds + g.shard_first_threshold_word(shard, p.bucket_size);
+    const std::uint64_t buckets = g.shard_buckets(shard, p.bucket_size);
+    const std::string where = which + "shard " + std::to_string(shard) + ": ";
+    const std::uint64_t bit_words = detail::code_bit_words(buckets);
+    if (buckets % 64 != 0 && (region[bit_words - 1] >> (buckets % 64)) != 0) {
+      fail(source, where + "bucket bits past the last bucket");
+    }
+    const std::uint64_t* list = region + bit_words;
+    const detail::exception_header header = detail::read_exception_header(list, index_bits);
+    if (header.count > detail::exception_capacity(buckets, index_bits) ||
+        header.all_from > buckets) {
+      fail(source, where + "exception list header out of range");
+    }
+    std::uint64_t previous = ~std::uint64_t{0};
+    unsigned repeats = 0;
+    for (std::uint64_t i = 0; i < header.count; ++i) {
+      const std::uint64_t bucket = detail::exception_entry(list, index_bits, i);
+      repeats = bucket == previous ? repeats + 1 : 0;
+      if (bucket >= header.all_from || (i > 0 && bucket < previous) || repeats > 1 ||
+          !detail::bucket_bit(region, bucket)) {
+        fail(source, where + "bad exception list entry " + std::to_string(i));
+      }
+      previous = bucket;
+    }
+    const std::uint64_t used_bits =
+        detail::exception_header_bits(index_bits) + header.count * index_bits;
+    const std::uint64_t words = detail::exception_words(buckets);
+    for (std::uint64_t w = used_bits / 64; w < words; ++w) {
+      const std::uint64_t unused =
+          w == used_bits / 64 && used_bits % 64 != 0 ? list[w] >> (used_bits % 64) : list[w];
+      if (unused != 0) fail(source, where + "non-zero bits after the exception list");
+    }
+  }
+}
+
 }  // namespace
 
 parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool verify_checksums,
@@ -370,8 +428,7 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
   std::vector<layer_geometry> geometries(n);
   std::uint64_t expected_input = h.key_count;
   for (std::size_t l = 0; l < n; ++l) {
-    geometries[l] =
-        geometry_of(out.layers[l], l, n, p, h.format_version == 1, size, expected_input, source);
+    geometries[l] = geometry_of(out.layers[l], l, n, p, h, size, expected_input, source);
   }
   if (expected_input != 0) fail(source, "keys bumped out of the last layer");
   std::vector<section_layout> sections(n);
@@ -379,6 +436,13 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
     fail(source, "section sizes do not add up to the file size");
   }
   check_sections(data, out.layers, sections, verify_checksums, source);
+  for (std::size_t l = 0; l < n; ++l) {
+    if (geometries[l].bumping() && geometries[l].codes == threshold_encoding::one_plus_bit) {
+      check_code_regions(
+          reinterpret_cast<const std::uint64_t*>(data + sections[l].threshold_offset),
+          geometries[l], p, "layer " + std::to_string(l) + ": ", source);
+    }
+  }
 
   out.ref.params = p;
   for (std::size_t l = 0; l < n; ++l) {

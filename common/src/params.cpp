@@ -12,11 +12,12 @@ namespace ribbon {
 namespace {
 
 /// Default shard size: large enough that the w-slot shard heads cost little space (about
-/// 0.02 points of overhead per halving at w=64, r=8), small enough that the working arrays of
-/// the 8 shards one thread interleaves stay within the build's memory budget (measured in
-/// bench/RESULTS.md: 2^17 costs 1 byte/key more peak RSS at 10^7 keys for 0.02 points).
+/// 0.02 points of overhead per halving at w=64, r=8) and that the 1+-bit codes' exception
+/// lists (threshold_codes.hpp) need little room for their spread; small enough that the
+/// working arrays of the 8 shards one thread interleaves stay within the build's memory
+/// budget (bench/RESULTS.md: 2^17 costs about 1 byte/key more peak RSS than 2^16).
 constexpr std::uint64_t default_shard_size(std::uint32_t) {
-  return std::uint64_t{1} << 16;
+  return std::uint64_t{1} << 17;
 }
 
 }  // namespace

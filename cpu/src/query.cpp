@@ -117,19 +117,28 @@ struct pending_key {
 class bump_test {
  public:
   bump_test(const filter_params& p, const layer_ref& layer) {
-    if (!layer.geometry.sharded()) return;  // a plain layer bumps nothing
-    shard_mask_ = layer.geometry.shard_size() - 1;
+    const layer_geometry& g = layer.geometry;
+    if (!g.sharded()) return;  // a plain layer bumps nothing
+    shard_mask_ = g.shard_size() - 1;
     head_width_ = p.width;
-    if (!layer.geometry.bumping()) return;
+    if (!g.bumping()) return;
     thresholds_ = layer.thresholds;
+    two_bit_ = g.codes == threshold_encoding::two_bit;
     bucket_bits_ = detail::count_trailing_zeros(p.bucket_size);
     bucket_mask_ = p.bucket_size - 1;
     for (unsigned code = 0; code < 4; ++code) cut_[code] = p.threshold(code);
+    index_bits_ = g.code_index_bits(p.bucket_size);
+    region_words_ = detail::code_region_words(g.shard_buckets(p.bucket_size));
+    last_shard_ = g.num_shards() - 1;
+    last_shard_buckets_ = g.shard_buckets(last_shard_, p.bucket_size);
   }
 
-  /// The word holding the threshold code of `start`'s bucket (to prefetch it).
+  /// The word holding the threshold code (2-bit) or bit (1+-bit) of `start`'s bucket (to
+  /// prefetch it).
   const std::uint64_t* threshold_word(std::uint64_t start) const {
-    return thresholds_ + (start >> bucket_bits_) / 32;
+    const std::uint64_t bucket = start >> bucket_bits_;
+    if (two_bit_) return thresholds_ + bucket / 32;
+    return region(bucket >> index_bits_) + local_bucket(bucket) / 64;
   }
   bool has_thresholds() const { return thresholds_ != nullptr; }
 
@@ -137,17 +146,38 @@ class bump_test {
     const bool shard_head = start > shard_mask_ && (start & shard_mask_) < head_width_;
     if (thresholds_ == nullptr) return shard_head;
     const std::uint64_t bucket = start >> bucket_bits_;
-    const unsigned code = static_cast<unsigned>(*threshold_word(start) >> (2 * (bucket % 32))) & 3u;
-    return shard_head || (start & bucket_mask_) < cut_[code];
+    const auto offset = static_cast<std::uint32_t>(start & bucket_mask_);
+    if (two_bit_) {
+      const unsigned code =
+          static_cast<unsigned>(thresholds_[bucket / 32] >> (2 * (bucket % 32))) & 3u;
+      return shard_head || offset < cut_[code];
+    }
+    const std::uint64_t shard = bucket >> index_bits_;
+    const std::uint64_t buckets =
+        shard == last_shard_ ? last_shard_buckets_ : std::uint64_t{1} << index_bits_;
+    return shard_head || detail::region_bumps(region(shard), buckets, index_bits_,
+                                              local_bucket(bucket), offset, cut_[1], cut_[2]);
   }
 
  private:
+  const std::uint64_t* region(std::uint64_t shard) const {
+    return thresholds_ + shard * region_words_;
+  }
+  std::uint64_t local_bucket(std::uint64_t bucket) const {
+    return bucket & ((std::uint64_t{1} << index_bits_) - 1);
+  }
+
   const std::uint64_t* thresholds_ = nullptr;
+  bool two_bit_ = false;
   std::uint64_t shard_mask_ = ~std::uint64_t{0};
   std::uint64_t head_width_ = 0;
   std::uint64_t bucket_mask_ = 0;
   int bucket_bits_ = 0;
-  std::uint64_t cut_[4] = {};
+  std::uint32_t cut_[4] = {};
+  unsigned index_bits_ = 0;
+  std::uint64_t region_words_ = 0;
+  std::uint64_t last_shard_ = 0;
+  std::uint64_t last_shard_buckets_ = 0;
 };
 
 /// Prefetches every cache line a row starting at `start` reads: its block and the next one,

@@ -219,6 +219,7 @@ nb::dict info(const filter& f) {
   d["bucket_size"] = p.bucket_size;
   d["threshold_light"] = p.threshold_light;
   d["threshold_heavy"] = p.threshold_heavy;
+  d["threshold_encoding"] = threshold_encoding_name(f.threshold_codes());
   d["shard_size"] = p.shard_size;
   d["seed"] = p.seed;
   d["key_count"] = f.key_count();

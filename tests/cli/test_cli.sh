@@ -372,7 +372,7 @@ case_info() {
   run info "$D/keys.rbn" --json
   rc_is 0 "info --json" || return 1
   local field
-  for field in '"key_count": '"$N"',' '"format_version": 2,' '"key_kind": "bytes",' \
+  for field in '"key_count": '"$N"',' '"format_version": 3,' '"threshold_encoding": "1+-bit",' '"key_kind": "bytes",' \
     '"result_bits": 16,' '"width": 64,' \
     '"layers": [' '"bumped_fraction": ' '"seed": 0,' '"file_bytes": '"$(stat -c %s "$D/keys.rbn")"','; do
     out_has "$field" || return 1
@@ -740,9 +740,9 @@ case_corrupt_filter() {
 }
 
 case_newer_version() {
-  cp "$D/keys.rbn" "$D/v3.rbn"
-  printf '\003' | dd of="$D/v3.rbn" bs=1 seek=8 conv=notrunc status=none
-  damaged_filter_fails "$D/v3.rbn" "unsupported format version 3"
+  cp "$D/keys.rbn" "$D/v4.rbn"
+  printf '\004' | dd of="$D/v4.rbn" bs=1 seek=8 conv=notrunc status=none
+  damaged_filter_fails "$D/v4.rbn" "unsupported format version 4"
 }
 
 case_truncated_and_foreign() {

@@ -24,12 +24,7 @@ RIBBON_HD RIBBON_FORCE_INLINE bool is_bumped(const filter_params& p, const layer
   const std::uint64_t in_shard = start & (layer.geometry.shard_size() - 1);
   if (start >= layer.geometry.shard_size() && in_shard < p.width) return true;  // shard head
   if (!layer.geometry.bumping()) return false;
-  // B is a power of two: shift and mask rather than divide (a division per query is slow).
-  const int bucket_bits = count_trailing_zeros(p.bucket_size);
-  const std::uint64_t bucket = start >> bucket_bits;
-  const unsigned code =
-      static_cast<unsigned>(layer.thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
-  return (start & (p.bucket_size - 1)) < p.threshold(code);
+  return layer.geometry.bumped_by_threshold(layer.thresholds, start, p);
 }
 
 /// The `bits`-bit result of a row whose band begins `shift` columns into `block` (a block's

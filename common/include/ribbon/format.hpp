@@ -22,13 +22,11 @@ namespace ribbon::format {
 
 inline constexpr char magic[8] = {'R', 'I', 'B', 'B', 'O', 'N', 'F', 'L'};
 /// Version 2 added the variant (standard, homogeneous, retrieval) and fractional bits per key;
-/// version 1 files (bumped filters) are still read.
-inline constexpr std::uint32_t current_version = 2;
+/// version 3 the 1+-bit threshold encoding (threshold_codes.hpp), which builders now write.
+/// Files of versions 1 and 2 (2-bit codes) are still read; re-saved, they keep their codes.
+inline constexpr std::uint32_t current_version = 3;
 inline constexpr std::uint32_t oldest_readable_version = 1;
 inline constexpr std::uint64_t section_alignment = 64;
-
-/// How bucket thresholds are encoded.
-enum class threshold_encoding : std::uint32_t { two_bit = 1 };
 
 struct file_header {
   char magic[8];
@@ -42,7 +40,7 @@ struct file_header {
   std::uint32_t bucket_size;
   std::uint32_t threshold_light;
   std::uint32_t threshold_heavy;
-  std::uint32_t threshold_encoding;
+  std::uint32_t threshold_encoding;  ///< a ribbon::threshold_encoding, the same for all layers
   std::uint64_t shard_size;
   std::uint64_t seed;
   std::uint64_t key_count;

@@ -6,6 +6,7 @@
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
+#include "ribbon/detail/threshold_codes.hpp"
 #include "ribbon/hash.hpp"
 #include "ribbon/params.hpp"
 
@@ -31,6 +32,9 @@ struct layer_geometry {
   /// Blocks from this one on hold r + 1 result words, those before it r (fractional bits
   /// per key); num_blocks() when every block holds r.
   std::uint64_t upper_start_block = ~std::uint64_t{0};
+  /// How the bucket thresholds are stored (threshold_codes.hpp): one_plus_bit in every file
+  /// written now, two_bit in files of format versions 1 and 2.
+  threshold_encoding codes = threshold_encoding::one_plus_bit;
 
   RIBBON_HD bool bumping() const { return kind == layer_kind::bumped; }
   /// Are the heads of shards k > 0 bumped by rule (bumped and standard layers)?
@@ -65,12 +69,27 @@ struct layer_geometry {
     if (shard == 0) return 0;
     return shard >= num_shards() ? num_blocks(width) : shard_begin(shard) / width + 1;
   }
+  /// Buckets of a full shard of a bumped layer (a power of two).
+  RIBBON_HD std::uint64_t shard_buckets(std::uint32_t bucket_size) const {
+    return shard_size() / bucket_size;
+  }
+  /// Buckets of shard `shard` of a bumped layer (the last one may hold fewer).
+  RIBBON_HD std::uint64_t shard_buckets(std::uint64_t shard, std::uint32_t bucket_size) const {
+    const std::uint64_t full = shard_buckets(bucket_size);
+    const std::uint64_t left = num_buckets(bucket_size) - shard * full;
+    return left < full ? left : full;
+  }
+  /// Bits of a bucket index within a shard (the exception lists' entries).
+  RIBBON_HD unsigned code_index_bits(std::uint32_t bucket_size) const {
+    return shard_bits - static_cast<unsigned>(detail::count_trailing_zeros(bucket_size));
+  }
   /// First threshold word of shard `shard` (threshold_words() for shard num_shards()). Shards
-  /// hold at least 32 buckets, so no word is shared between shards.
+  /// own whole words (with 2-bit codes, shards hold at least 32 buckets).
   RIBBON_HD std::uint64_t shard_first_threshold_word(std::uint64_t shard,
                                                      std::uint32_t bucket_size) const {
-    return shard >= num_shards() ? threshold_words(bucket_size)
-                                 : shard_begin(shard) / bucket_size / 32;
+    if (shard >= num_shards()) return threshold_words(bucket_size);
+    if (codes == threshold_encoding::two_bit) return shard_begin(shard) / bucket_size / 32;
+    return shard * detail::code_region_words(shard_buckets(bucket_size));
   }
   /// Bytes of the solution blocks that shards [first, end) own (a contiguous run).
   RIBBON_HD std::uint64_t shard_range_solution_bytes(std::uint64_t first, std::uint64_t end,
@@ -80,9 +99,51 @@ struct layer_geometry {
             block_word(shard_first_block(first, width), result_bits)) *
            (width / 8);
   }
-  /// 64-bit words of 2-bit bucket codes.
+  /// 64-bit words of the threshold section (0 for layers without thresholds).
   RIBBON_HD std::uint64_t threshold_words(std::uint32_t bucket_size) const {
-    return detail::divide_round_up(num_buckets(bucket_size), 32);
+    const std::uint64_t buckets = num_buckets(bucket_size);
+    if (codes == threshold_encoding::two_bit || buckets == 0) {
+      return detail::divide_round_up(buckets, 32);
+    }
+    const std::uint64_t last = num_shards() - 1;
+    return last * detail::code_region_words(shard_buckets(bucket_size)) +
+           detail::code_region_words(shard_buckets(last, bucket_size));
+  }
+  /// The code (0 to 3, filter_params::threshold) of bucket `bucket` (a layer index) of a
+  /// bumped layer whose threshold section is `thresholds`.
+  RIBBON_HD unsigned bucket_code(const std::uint64_t* thresholds, std::uint64_t bucket,
+                                 std::uint32_t bucket_size) const {
+    if (codes == threshold_encoding::two_bit) {
+      return static_cast<unsigned>(thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
+    }
+    const unsigned index_bits = code_index_bits(bucket_size);
+    const std::uint64_t shard = bucket >> index_bits;
+    return detail::bucket_code(thresholds + shard_first_threshold_word(shard, bucket_size),
+                               shard_buckets(shard, bucket_size), index_bits,
+                               bucket & ((std::uint64_t{1} << index_bits) - 1));
+  }
+  /// Is the key starting at `start` bumped by its bucket's threshold? (`thresholds`: the
+  /// layer's threshold section.)
+  RIBBON_HD RIBBON_FORCE_INLINE bool bumped_by_threshold(const std::uint64_t* thresholds,
+                                                         std::uint64_t start,
+                                                         const filter_params& p) const {
+    // B is a power of two: shift and mask rather than divide (a division per query is slow).
+    const int bucket_bits = detail::count_trailing_zeros(p.bucket_size);
+    const std::uint64_t bucket = start >> bucket_bits;
+    const auto offset = static_cast<std::uint32_t>(start & (p.bucket_size - 1));
+    if (codes == threshold_encoding::two_bit) {
+      const unsigned code =
+          static_cast<unsigned>(thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
+      return offset < p.threshold(code);
+    }
+    const unsigned index_bits = shard_bits - static_cast<unsigned>(bucket_bits);
+    const std::uint64_t shard = bucket >> index_bits;
+    const std::uint64_t full = std::uint64_t{1} << index_bits;
+    const std::uint64_t left = (num_starts >> bucket_bits) - (shard << index_bits);
+    const std::uint64_t buckets = left < full ? left : full;
+    return detail::region_bumps(thresholds + shard * detail::code_region_words(full), buckets,
+                                index_bits, bucket & (full - 1), offset, p.threshold_light,
+                                p.threshold_heavy);
   }
   /// Bytes of the interleaved solution: per block of w columns, r (or r + 1) words of w bits.
   RIBBON_HD std::uint64_t solution_bytes(std::uint32_t width, std::uint32_t result_bits) const {
@@ -94,7 +155,7 @@ struct layer_geometry {
 struct layer_ref {
   layer_geometry geometry;
   std::uint64_t salt = 0;                     ///< remix salt (layer 0: 0 = no remix)
-  const std::uint64_t* thresholds = nullptr;  ///< 2 bits per bucket, 32 buckets per word
+  const std::uint64_t* thresholds = nullptr;  ///< geometry.codes-encoded bucket thresholds
   const void* solution = nullptr;             ///< interleaved blocks of coefficient words
 };
 

@@ -191,6 +191,10 @@ class filter {
   filter_variant variant() const { return ref_.params.variant; }
   /// The format version of the file it was loaded from (built filters: the current one).
   std::uint32_t format_version() const { return format_version_; }
+  /// How its bucket thresholds are stored (1+-bit; 2-bit in files of format versions 1, 2).
+  threshold_encoding threshold_codes() const {
+    return ref_.num_layers > 0 ? ref_.layers[0].geometry.codes : threshold_encoding::one_plus_bit;
+  }
   bool is_retrieval() const { return ribbon::is_retrieval(ref_.params.variant); }
 
   /// The view used by queries (and usable in device code after copying the image).

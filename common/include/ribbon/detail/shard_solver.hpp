@@ -11,6 +11,7 @@
 #include "ribbon/detail/bits.hpp"
 #include "ribbon/detail/records.hpp"
 #include "ribbon/detail/rows.hpp"
+#include "ribbon/detail/threshold_codes.hpp"
 #include "ribbon/hash.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
@@ -79,16 +80,16 @@ RIBBON_HD inline unsigned bucket_code_for_failure(const filter_params& p, std::u
   return offset < p.threshold_light ? 1 : offset < p.threshold_heavy ? 2 : 3;
 }
 
-/// Adds bucket `bucket`'s (layer index) 2-bit code to the word being filled, and stores the
-/// word once it is full or `last` (the shard's last bucket; shards own whole words).
-RIBBON_HD inline void record_bucket_code(std::uint64_t bucket, unsigned code, bool last,
-                                         std::uint64_t& code_word, std::uint64_t* threshold_words,
-                                         std::uint64_t threshold_origin) {
-  code_word |= std::uint64_t{code} << (2 * (bucket % 32));
-  if (bucket % 32 == 31 || last) {
-    threshold_words[bucket / 32 - threshold_origin] = code_word;
-    code_word = 0;
-  }
+/// The writer of shard `shard`'s threshold codes, where `threshold_words[0]` is the layer's
+/// threshold word `threshold_origin` (a window of the layer's array); none for layers
+/// without thresholds.
+RIBBON_HD inline shard_code_writer code_writer_for(const filter_params& p, const layer_geometry& g,
+                                                   std::uint64_t shard,
+                                                   std::uint64_t* threshold_words,
+                                                   std::uint64_t threshold_origin) {
+  if (!g.bumping()) return {};
+  return {threshold_words + (g.shard_first_threshold_word(shard, p.bucket_size) - threshold_origin),
+          g.shard_buckets(shard, p.bucket_size), g.code_index_bits(p.bucket_size)};
 }
 
 /// Outcome of eliminating one shard.
@@ -128,10 +129,8 @@ class shard_eliminator {
         ws_(ws),
         hashes_(hashes),
         count_(count),
-        threshold_words_(threshold_words),
-        threshold_origin_(threshold_origin),
+        codes_(code_writer_for(p, g, shard, threshold_words, threshold_origin)),
         begin_(g.shard_begin(shard)),
-        first_bucket_(g.bumping() ? g.shard_begin(shard) / p.bucket_size : 0),
         bucket_size_(g.bumping() ? p.bucket_size : g.shard_end(shard) - g.shard_begin(shard)),
         num_buckets_(g.bumping() ? (g.shard_end(shard) - g.shard_begin(shard)) / p.bucket_size : 1),
         rule_limit_(g.sharded() && shard > 0 ? Width : 0),
@@ -235,7 +234,9 @@ class shard_eliminator {
       done_ = true;
       return;
     }
-    code_ = bucket_code_for_failure(p_, static_cast<std::uint32_t>(row_start_ - bucket_begin()));
+    code_ = codes_.code_for_failure(
+        bucket_,
+        bucket_code_for_failure(p_, static_cast<std::uint32_t>(row_start_ - bucket_begin())));
     const std::uint32_t threshold = p_.threshold(code_);
     while (undo_size_ > 0 && ws_.undo_offsets[undo_size_ - 1] < threshold) {
       --undo_size_;
@@ -276,8 +277,7 @@ class shard_eliminator {
       hashes_[kept_++] = hashes_[i];
     }
     if (!g_.bumping()) return;
-    record_bucket_code(first_bucket_ + bucket_, code_, bucket_ + 1 == num_buckets_, code_word_,
-                       threshold_words_, threshold_origin_);
+    codes_.record(bucket_, code_);
   }
 
   static constexpr std::uint64_t no_bucket = ~std::uint64_t{0};
@@ -287,10 +287,8 @@ class shard_eliminator {
   shard_workspace<Width, Result> ws_;
   Record* hashes_;
   std::uint64_t count_;
-  std::uint64_t* threshold_words_;
-  std::uint64_t threshold_origin_;  // layer index of threshold_words_[0]
-  std::uint64_t begin_;             // first start position of the shard
-  std::uint64_t first_bucket_;      // layer index of the shard's first bucket
+  shard_code_writer codes_;
+  std::uint64_t begin_;  // first start position of the shard
   std::uint64_t bucket_size_;
   std::uint64_t num_buckets_;
   std::uint64_t rule_limit_;   // local starts below this are bumped by rule
@@ -308,7 +306,6 @@ class shard_eliminator {
   std::uint64_t bucket_end_ = 0;    // one past its last key
   std::uint64_t row_ = 0;           // keys [bucket_first_, row_) are still to insert
   std::uint64_t kept_ = 0;          // bumped keys moved to the front so far
-  std::uint64_t code_word_ = 0;
   std::uint32_t undo_size_ = 0;
   unsigned code_ = 0;
   bool done_ = false;

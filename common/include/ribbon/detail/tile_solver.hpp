@@ -92,12 +92,10 @@ class tile_eliminator {
         ws_(ws),
         hashes_(hashes),
         count_(count),
-        threshold_words_(threshold_words),
-        threshold_origin_(threshold_origin),
+        codes_(code_writer_for(p, g, shard, threshold_words, threshold_origin)),
         begin_(g.shard_begin(shard)),
         starts_(g.shard_end(shard) - g.shard_begin(shard)),
         columns_(shard_columns(g, shard, Width)),
-        first_bucket_(g.shard_begin(shard) / p.bucket_size),
         rule_limit_(g.sharded() && shard > 0 ? Width : 0),
         upper_start_(upper_first_start(g, Width)),
         slot_mask_(band_slots(p.bucket_size, Width) - 1),
@@ -110,7 +108,7 @@ class tile_eliminator {
       base_ = bucket * p_.bucket_size;
       eliminate_bucket();
       if (failed_) return {kept_, false};
-      finish_bucket(bucket, buckets);
+      finish_bucket(bucket);
       flush_columns(base_, base_ + p_.bucket_size);
     }
     flush_columns(buckets * p_.bucket_size, columns_);
@@ -211,7 +209,9 @@ class tile_eliminator {
       failed_ = true;
       return false;
     }
-    code_ = bucket_code_for_failure(p_, static_cast<std::uint32_t>(start - base_));
+    code_ = codes_.code_for_failure(
+        base_ / p_.bucket_size,
+        bucket_code_for_failure(p_, static_cast<std::uint32_t>(start - base_)));
     const std::uint32_t threshold = p_.threshold(code_);
     while (undo_size_ > 0 && ws_.band.undo_offsets[undo_size_ - 1] < threshold) {
       --undo_size_;
@@ -221,14 +221,13 @@ class tile_eliminator {
   }
 
   /// Records the bucket's code and moves its bumped keys (a prefix) to the front.
-  RIBBON_HD void finish_bucket(std::uint64_t bucket, std::uint64_t buckets) {
+  RIBBON_HD void finish_bucket(std::uint64_t bucket) {
     if (!g_.sharded()) return;
     std::uint64_t bump_below = base_ + (g_.bumping() ? p_.threshold(code_) : 0);
     if (bump_below < rule_limit_) bump_below = rule_limit_;
     move_to_front(bucket_first_, end_of_starts_below(bucket_first_, bump_below));
     if (!g_.bumping()) return;
-    record_bucket_code(first_bucket_ + bucket, code_, bucket + 1 == buckets, code_word_,
-                       threshold_words_, threshold_origin_);
+    codes_.record(bucket, code_);
   }
 
   /// Moves keys [first, end) to the front (after the keys moved before), a chunk a lane a key:
@@ -271,22 +270,19 @@ class tile_eliminator {
   tile_workspace<Width, Result> ws_;
   Record* hashes_;
   std::uint64_t count_;
-  std::uint64_t* threshold_words_;
-  std::uint64_t threshold_origin_;  // layer index of threshold_words_[0]
-  std::uint64_t begin_;             // first start position of the shard
-  std::uint64_t starts_;            // start positions of the shard
-  std::uint64_t columns_;           // shard_columns()
-  std::uint64_t first_bucket_;      // layer index of the shard's first bucket
-  std::uint64_t rule_limit_;        // local starts below this are bumped by rule
-  std::uint64_t upper_start_;       // starts from this on are in blocks of r + 1 bits
-  std::uint32_t slot_mask_;         // band_slots() - 1
+  shard_code_writer codes_;
+  std::uint64_t begin_;        // first start position of the shard
+  std::uint64_t starts_;       // start positions of the shard
+  std::uint64_t columns_;      // shard_columns()
+  std::uint64_t rule_limit_;   // local starts below this are bumped by rule
+  std::uint64_t upper_start_;  // starts from this on are in blocks of r + 1 bits
+  std::uint32_t slot_mask_;    // band_slots() - 1
   std::uint32_t undo_capacity_;
 
   std::uint64_t base_ = 0;          // first column (and start) of the current bucket
   std::uint64_t bucket_first_ = 0;  // first key of the bucket
   std::uint64_t bucket_end_ = 0;    // one past its last key
   std::uint64_t kept_ = 0;          // bumped keys moved to the front so far
-  std::uint64_t code_word_ = 0;
   std::uint32_t undo_size_ = 0;
   unsigned code_ = 0;
   bool failed_ = false;

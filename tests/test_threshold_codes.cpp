@@ -1,0 +1,168 @@
+// The 1+-bit threshold encoding (threshold_codes.hpp) against a model of its rules written
+// here: every code sequence, including ones that overflow the exception list, decodes to
+// the codes the rules give, and the layer's layout gives every shard its own words.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "ribbon/layer.hpp"
+#include "ribbon/params.hpp"
+
+namespace {
+
+using ribbon::detail::shard_code_writer;
+
+/// The rules, restated: codes 2 and 3 take one and two list entries while the list has
+/// room; from the first bucket that finds no room on, every failing bucket takes code 3.
+std::vector<unsigned> encoded_codes(const std::vector<unsigned>& wanted, std::uint64_t capacity) {
+  std::vector<unsigned> out;
+  std::uint64_t used = 0;
+  bool tail = false;
+  for (unsigned code : wanted) {
+    const std::uint64_t entries = code == 2 ? 1 : code == 3 ? 2 : 0;
+    if (code != 0 && (tail || used + entries > capacity)) {
+      tail = true;
+      code = 3;
+    } else {
+      used += entries;
+    }
+    out.push_back(code);
+  }
+  return out;
+}
+
+/// Random codes: 0, 1, 2, 3 with the given chances of 2 and 3.
+std::vector<unsigned> random_codes(std::uint64_t buckets, double heavy, double all,
+                                   std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<unsigned> codes(buckets);
+  for (auto& c : codes) {
+    const double x = u(rng);
+    c = x < all ? 3 : x < all + heavy ? 2 : x < 0.5 ? 1 : 0;
+  }
+  return codes;
+}
+
+/// Writes `wanted` through the writer as a solver does (code_for_failure, then record) into
+/// a region filled with `fill`; returns the region.
+std::vector<std::uint64_t> write_region(const std::vector<unsigned>& wanted, unsigned index_bits,
+                                        std::uint64_t fill, std::vector<unsigned>* given) {
+  const std::uint64_t buckets = wanted.size();
+  std::vector<std::uint64_t> region(ribbon::detail::code_region_words(buckets), fill);
+  shard_code_writer writer(region.data(), buckets, index_bits);
+  for (std::uint64_t b = 0; b < buckets; ++b) {
+    const unsigned code = wanted[b] == 0 ? 0 : writer.code_for_failure(b, wanted[b]);
+    if (given) given->push_back(code);
+    writer.record(b, code);
+  }
+  return region;
+}
+
+void check_sequence(const std::vector<unsigned>& wanted, unsigned index_bits) {
+  const std::uint64_t buckets = wanted.size();
+  const std::uint64_t capacity = ribbon::detail::exception_capacity(buckets, index_bits);
+  const std::vector<unsigned> expected = encoded_codes(wanted, capacity);
+  std::vector<unsigned> given;
+  const auto region = write_region(wanted, index_bits, 0, &given);
+  ASSERT_EQ(given, expected) << "code_for_failure breaks the rules";
+  // Every word is written: another fill gives the same region.
+  ASSERT_EQ(write_region(wanted, index_bits, ~std::uint64_t{0}, nullptr), region);
+
+  const std::uint32_t light = 19, heavy = 41, bucket_size = 128;
+  for (std::uint64_t b = 0; b < buckets; ++b) {
+    ASSERT_EQ(ribbon::detail::bucket_code(region.data(), buckets, index_bits, b), expected[b])
+        << "bucket " << b << " of " << buckets << ", capacity " << capacity;
+    const std::uint32_t cut[4] = {0, light, heavy, bucket_size};
+    for (std::uint32_t offset : {0u, light - 1, light, heavy - 1, heavy, bucket_size - 1}) {
+      ASSERT_EQ(
+          ribbon::detail::region_bumps(region.data(), buckets, index_bits, b, offset, light, heavy),
+          offset < cut[expected[b]])
+          << "bucket " << b << " offset " << offset;
+    }
+  }
+}
+
+TEST(ThresholdCodes, DecodeToTheCodesTheRulesGive) {
+  std::mt19937_64 rng(7);
+  // Full shards of the default (1024 buckets), smaller and larger ones, partial last shards
+  // (fewer buckets than 2^index_bits), and a one-bucket shard.
+  const struct {
+    std::uint64_t buckets;
+    unsigned index_bits;
+  } shapes[] = {{1024, 10}, {512, 9}, {4096, 12}, {32, 5}, {700, 10}, {18, 10}, {1, 10}, {65, 7}};
+  for (const auto& shape : shapes) {
+    for (const double heavy : {0.0, 0.04, 0.08, 0.3}) {  // from no list to a long tail
+      for (int trial = 0; trial < 20; ++trial) {
+        SCOPED_TRACE(std::to_string(shape.buckets) + " buckets, heavy " + std::to_string(heavy));
+        check_sequence(random_codes(shape.buckets, heavy, heavy / 8, rng), shape.index_bits);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(ThresholdCodes, EdgeSequences) {
+  const std::uint64_t m = 1024;
+  const unsigned bits = 10;
+  const std::uint64_t capacity = ribbon::detail::exception_capacity(m, bits);
+  ASSERT_EQ(capacity, 55u);  // 9 words, 22 header bits, 10-bit entries
+  std::vector<unsigned> codes(m, 0);
+  check_sequence(codes, bits);
+  codes.assign(m, 1);
+  check_sequence(codes, bits);
+  codes.assign(m, 2);  // the list fills at bucket 54; the tail starts at 55
+  check_sequence(codes, bits);
+  codes.assign(m, 3);  // 27 buckets fit twice; the 28th finds one entry free: the tail
+  check_sequence(codes, bits);
+  // A code 3 that needs the last two entries exactly, then a code 1 (not in a tail).
+  codes.assign(m, 0);
+  for (std::uint64_t b = 0; b < capacity - 2; ++b) codes[b] = 2;
+  codes[capacity - 2] = 3;
+  codes[capacity] = 1;
+  codes[m - 1] = 1;
+  check_sequence(codes, bits);
+  const auto region = write_region(codes, bits, 0, nullptr);
+  EXPECT_EQ(ribbon::detail::bucket_code(region.data(), m, bits, capacity - 2), 3u);
+  EXPECT_EQ(ribbon::detail::bucket_code(region.data(), m, bits, capacity), 1u);
+  EXPECT_EQ(ribbon::detail::bucket_code(region.data(), m, bits, m - 1), 1u);
+}
+
+TEST(ThresholdCodes, BreaksWhenTheRulesAreBroken) {
+  // The model must be able to tell: writing a code the writer did not allow (a code 2 past
+  // a full list) decodes differently from what was written.
+  const std::uint64_t m = 64;
+  const unsigned bits = 6;
+  // One word more than the region: GCC's -Warray-bounds cannot see that the list's count
+  // bounds its reads once everything here is constant.
+  std::vector<std::uint64_t> region(ribbon::detail::code_region_words(m) + 1, 0);
+  shard_code_writer writer(region.data(), m, bits);
+  const std::uint64_t capacity = ribbon::detail::exception_capacity(m, bits);
+  for (std::uint64_t b = 0; b < m; ++b) writer.record(b, b <= capacity ? 2 : 0);
+  EXPECT_EQ(ribbon::detail::bucket_code(region.data(), m, bits, capacity), 3u);
+}
+
+TEST(ThresholdCodes, LayerLayoutGivesEachShardItsOwnWords) {
+  for (const std::uint64_t shard_size : {std::uint64_t{1} << 12, std::uint64_t{1} << 17}) {
+    const ribbon::filter_params p = ribbon::make_params(64, 8, shard_size);
+    for (const std::uint64_t starts :
+         {p.bucket_size * std::uint64_t{1}, shard_size - p.bucket_size, shard_size, shard_size * 3,
+          shard_size * 3 + p.bucket_size * 5}) {
+      const ribbon::layer_geometry g = ribbon::bumped_geometry(starts, p);
+      std::uint64_t words = 0;
+      for (std::uint64_t s = 0; s < g.num_shards(); ++s) {
+        EXPECT_EQ(g.shard_first_threshold_word(s, p.bucket_size), words);
+        words += ribbon::detail::code_region_words(g.shard_buckets(s, p.bucket_size));
+      }
+      EXPECT_EQ(g.threshold_words(p.bucket_size), words);
+      EXPECT_EQ(g.shard_first_threshold_word(g.num_shards(), p.bucket_size), words);
+    }
+  }
+  // The default shard: 16 words of bits and 9 of list for 1024 buckets, 1.5625 bits each.
+  const ribbon::filter_params p = ribbon::make_params(64, 8);
+  const ribbon::layer_geometry g = ribbon::bumped_geometry(p.shard_size * 4, p);
+  EXPECT_EQ(g.threshold_words(p.bucket_size) * 64 * 1024 / g.num_buckets(p.bucket_size), 1600u);
+}
+
+}  // namespace
