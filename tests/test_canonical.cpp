@@ -72,8 +72,8 @@ void solve_by_retry(const shard_input<W>& in, bool shuffle, std::uint64_t seed,
   std::vector<ribbon::detail::word_t<W>> coeffs(columns, 0);
   std::vector<std::uint8_t> results(columns, 0);
   thresholds.assign(in.g.threshold_words(p.bucket_size), 0);
-  ribbon::detail::shard_code_writer writer(thresholds.data(), in.g.shard_buckets(0, p.bucket_size),
-                                           in.g.code_index_bits(p.bucket_size));
+  ribbon::detail::shard_code_writer writer =
+      ribbon::detail::code_writer_for(p, in.g, 0, thresholds.data(), 0);
   std::mt19937_64 rng(seed);
   std::uint64_t next = 0;
   for (std::uint64_t bucket = 0; bucket < in.g.num_starts / p.bucket_size; ++bucket) {
@@ -85,11 +85,12 @@ void solve_by_retry(const shard_input<W>& in, bool shuffle, std::uint64_t seed,
     }
     std::vector<std::uint64_t> rows(in.hashes.begin() + next, in.hashes.begin() + end);
     if (shuffle) std::shuffle(rows.begin(), rows.end(), rng);
+    // The smallest code that works, as the encoding gives it (raised in its tails).
     unsigned code = 0;
-    std::vector<std::uint64_t> stored;
-    for (;; ++code) {
-      stored.clear();
+    for (unsigned wanted = 0;; ++wanted) {
+      code = wanted == 0 ? 0 : writer.code_for_failure(bucket, wanted);
       if (code == 3) break;  // everything bumped: nothing to insert
+      std::vector<std::uint64_t> stored;
       bool failed = false;
       for (std::uint64_t h : rows) {
         const std::uint64_t start = ribbon::fastrange64(h, in.g.num_starts);
@@ -105,11 +106,6 @@ void solve_by_retry(const shard_input<W>& in, bool shuffle, std::uint64_t seed,
         }
       }
       if (!failed) break;
-      for (std::uint64_t column : stored) coeffs[column] = 0;
-    }
-    // The encoding may have no room for the code: the bucket then bumps every key.
-    if (code != 0 && writer.code_for_failure(bucket, code) != code) {
-      code = 3;
       for (std::uint64_t column : stored) coeffs[column] = 0;
     }
     writer.record(bucket, code);

@@ -168,7 +168,12 @@ TEST_P(SmallFile, IsValidAndMultiLayer) {
       ribbon::format::parse_image(image.data(), image.size(), true, "image");
   EXPECT_EQ(parsed.header.file_bytes, s.bytes.size());
   EXPECT_EQ(parsed.header.num_layers, s.filter.num_layers());
-  EXPECT_EQ(parsed.header.format_version, ribbon::format::current_version);
+  EXPECT_EQ(parsed.header.format_version, ribbon::format::version_for(s.filter.threshold_codes()));
+  EXPECT_EQ(parsed.header.format_version, s.filter.format_version());
+  // Builders write 1+-bit codes (format version 3), except at w = 32 (2-bit, version 2).
+  EXPECT_EQ(s.filter.threshold_codes(), GetParam().width == 32
+                                            ? ribbon::threshold_encoding::two_bit
+                                            : ribbon::threshold_encoding::one_plus_bit);
   EXPECT_EQ(std::memcmp(parsed.header.magic, ribbon::format::magic, 8), 0);
   // Every section is 64-byte aligned in the file.
   for (const layer_descriptor& d : parsed.layers) {
@@ -230,6 +235,9 @@ TEST_P(SmallFile, CodeRegionChangesWithoutChecksumsAreCheckedNeverCrash) {
   // every change to a threshold section is either rejected by the reader's region check or
   // queried within bounds (the sanitizers watch the reads).
   small_filter s = make_small(GetParam());
+  if (s.filter.threshold_codes() != ribbon::threshold_encoding::one_plus_bit) {
+    GTEST_SKIP() << "2-bit codes: every bit pattern is a valid code";
+  }
   ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
   const ribbon::format::parsed_image parsed =
       ribbon::format::parse_image(image.data(), image.size(), true, "image");
@@ -251,19 +259,30 @@ TEST_P(SmallFile, CodeRegionChangesWithoutChecksumsAreCheckedNeverCrash) {
 
 TEST_P(SmallFile, ExceptionListBeyondItsCapacityIsRejected) {
   small_filter s = make_small(GetParam());
+  if (s.filter.threshold_codes() != ribbon::threshold_encoding::one_plus_bit) {
+    GTEST_SKIP() << "2-bit codes have no exception lists";
+  }
   ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
   const ribbon::format::parsed_image parsed =
       ribbon::format::parse_image(image.data(), image.size(), true, "image");
   const ribbon::layer_geometry& g = parsed.ref.layers[0].geometry;
   const ribbon::filter_params& p = parsed.ref.params;
   ASSERT_TRUE(g.bumping());
-  // Shard 0's list header: its count field set to its largest value.
-  auto* list = reinterpret_cast<std::uint64_t*>(image.data() + parsed.layers[0].threshold_offset) +
-               ribbon::detail::code_bit_words(g.shard_buckets(0, p.bucket_size));
-  *list |= (std::uint64_t{2} << g.code_index_bits(p.bucket_size)) - 1;
+  // Shard 0's list header (the last bits of its region): its count set to its largest value.
+  const std::uint64_t buckets = g.shard_buckets(0, p.bucket_size);
+  const unsigned index_bits = g.code_index_bits(p.bucket_size);
+  auto* region = reinterpret_cast<std::uint64_t*>(image.data() + parsed.layers[0].threshold_offset);
+  const ribbon::detail::exception_list list =
+      ribbon::detail::exception_list::of(region, buckets, index_bits);
+  const std::uint64_t header_bit = list.header_bit;
+  auto* words = region + ribbon::detail::code_bit_words(buckets);
+  const std::uint64_t field_mask = (std::uint64_t{2} << index_bits) - 1;
+  words[header_bit / 64] |= field_mask << (header_bit % 64);
+  if (header_bit % 64 + index_bits + 1 > 64)
+    words[header_bit / 64 + 1] |= field_mask >> (64 - header_bit % 64);
   const std::string message = error_message(
       [&] { (void)ribbon::format::parse_image(image.data(), image.size(), false, "image"); });
-  EXPECT_TRUE(contains_text(message, "exception list header out of range")) << message;
+  EXPECT_TRUE(contains_text(message, "exception list longer than its capacity")) << message;
 }
 
 TEST_P(SmallFile, EveryTruncationIsRejected) {

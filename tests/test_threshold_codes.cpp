@@ -9,27 +9,17 @@
 
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
+#include "threshold_model.hpp"
 
 namespace {
 
 using ribbon::detail::shard_code_writer;
 
-/// The rules, restated: codes 2 and 3 take one and two list entries while the list has
-/// room; from the first bucket that finds no room on, every failing bucket takes code 3.
+/// The codes the rules give a sequence of wanted codes.
 std::vector<unsigned> encoded_codes(const std::vector<unsigned>& wanted, std::uint64_t capacity) {
+  ribbon_test::code_rules rules(capacity);
   std::vector<unsigned> out;
-  std::uint64_t used = 0;
-  bool tail = false;
-  for (unsigned code : wanted) {
-    const std::uint64_t entries = code == 2 ? 1 : code == 3 ? 2 : 0;
-    if (code != 0 && (tail || used + entries > capacity)) {
-      tail = true;
-      code = 3;
-    } else {
-      used += entries;
-    }
-    out.push_back(code);
-  }
+  for (unsigned code : wanted) out.push_back(rules.give(code));
   return out;
 }
 
@@ -50,7 +40,7 @@ std::vector<unsigned> random_codes(std::uint64_t buckets, double heavy, double a
 std::vector<std::uint64_t> write_region(const std::vector<unsigned>& wanted, unsigned index_bits,
                                         std::uint64_t fill, std::vector<unsigned>* given) {
   const std::uint64_t buckets = wanted.size();
-  std::vector<std::uint64_t> region(ribbon::detail::code_region_words(buckets), fill);
+  std::vector<std::uint64_t> region(ribbon::detail::code_region_words(buckets, index_bits), fill);
   shard_code_writer writer(region.data(), buckets, index_bits);
   for (std::uint64_t b = 0; b < buckets; ++b) {
     const unsigned code = wanted[b] == 0 ? 0 : writer.code_for_failure(b, wanted[b]);
@@ -107,40 +97,54 @@ TEST(ThresholdCodes, EdgeSequences) {
   const std::uint64_t m = 1024;
   const unsigned bits = 10;
   const std::uint64_t capacity = ribbon::detail::exception_capacity(m, bits);
-  ASSERT_EQ(capacity, 55u);  // 9 words, 22 header bits, 10-bit entries
+  ASSERT_EQ(capacity, 52u);  // 9 words, 55 header bits, 10-bit entries
   std::vector<unsigned> codes(m, 0);
   check_sequence(codes, bits);
   codes.assign(m, 1);
   check_sequence(codes, bits);
-  codes.assign(m, 2);  // the list fills at bucket 54; the tail starts at 55
+  codes.assign(m, 2);  // the list fills at bucket 51; the heavy tail starts at 52
   check_sequence(codes, bits);
-  codes.assign(m, 3);  // 27 buckets fit twice; the 28th finds one entry free: the tail
+  codes.assign(m, 3);  // two buckets in the header; the all tail starts at bucket 2
   check_sequence(codes, bits);
-  // A code 3 that needs the last two entries exactly, then a code 1 (not in a tail).
+  // A full list, then codes 1 (now 2), 3, 3, 1 (still 2), 3 (the all tail), 1 (now 3).
   codes.assign(m, 0);
-  for (std::uint64_t b = 0; b < capacity - 2; ++b) codes[b] = 2;
-  codes[capacity - 2] = 3;
-  codes[capacity] = 1;
+  for (std::uint64_t b = 0; b <= capacity; ++b) codes[b] = 2;
+  const std::uint64_t t = capacity + 1;
+  codes[t] = 1;
+  codes[t + 1] = 3;
+  codes[t + 2] = 3;
+  codes[t + 3] = 1;
+  codes[t + 4] = 3;
+  codes[t + 5] = 1;
   codes[m - 1] = 1;
   check_sequence(codes, bits);
   const auto region = write_region(codes, bits, 0, nullptr);
-  EXPECT_EQ(ribbon::detail::bucket_code(region.data(), m, bits, capacity - 2), 3u);
-  EXPECT_EQ(ribbon::detail::bucket_code(region.data(), m, bits, capacity), 1u);
-  EXPECT_EQ(ribbon::detail::bucket_code(region.data(), m, bits, m - 1), 1u);
+  auto code = [&](std::uint64_t b) {
+    return ribbon::detail::bucket_code(region.data(), m, bits, b);
+  };
+  EXPECT_EQ(code(capacity - 1), 2u);
+  EXPECT_EQ(code(capacity), 2u);  // the heavy tail's first bucket
+  EXPECT_EQ(code(t), 2u);
+  EXPECT_EQ(code(t + 1), 3u);
+  EXPECT_EQ(code(t + 3), 2u);
+  EXPECT_EQ(code(t + 4), 3u);
+  EXPECT_EQ(code(t + 5), 3u);
+  EXPECT_EQ(code(m - 1), 3u);
+  EXPECT_EQ(code(m - 2), 0u);
 }
 
 TEST(ThresholdCodes, BreaksWhenTheRulesAreBroken) {
-  // The model must be able to tell: writing a code the writer did not allow (a code 2 past
-  // a full list) decodes differently from what was written.
+  // The model must be able to tell: a code 1 recorded in the heavy tail (which the writer's
+  // code_for_failure would have raised to 2) decodes as 2.
   const std::uint64_t m = 64;
   const unsigned bits = 6;
   // One word more than the region: GCC's -Warray-bounds cannot see that the list's count
   // bounds its reads once everything here is constant.
-  std::vector<std::uint64_t> region(ribbon::detail::code_region_words(m) + 1, 0);
+  std::vector<std::uint64_t> region(ribbon::detail::code_region_words(m, bits) + 1, 0);
   shard_code_writer writer(region.data(), m, bits);
   const std::uint64_t capacity = ribbon::detail::exception_capacity(m, bits);
-  for (std::uint64_t b = 0; b < m; ++b) writer.record(b, b <= capacity ? 2 : 0);
-  EXPECT_EQ(ribbon::detail::bucket_code(region.data(), m, bits, capacity), 3u);
+  for (std::uint64_t b = 0; b < m; ++b) writer.record(b, b <= capacity ? 2 : 1);
+  EXPECT_EQ(ribbon::detail::bucket_code(region.data(), m, bits, capacity + 1), 2u);
 }
 
 TEST(ThresholdCodes, LayerLayoutGivesEachShardItsOwnWords) {
@@ -153,7 +157,8 @@ TEST(ThresholdCodes, LayerLayoutGivesEachShardItsOwnWords) {
       std::uint64_t words = 0;
       for (std::uint64_t s = 0; s < g.num_shards(); ++s) {
         EXPECT_EQ(g.shard_first_threshold_word(s, p.bucket_size), words);
-        words += ribbon::detail::code_region_words(g.shard_buckets(s, p.bucket_size));
+        words += ribbon::detail::code_region_words(g.shard_buckets(s, p.bucket_size),
+                                                   g.code_index_bits(p.bucket_size));
       }
       EXPECT_EQ(g.threshold_words(p.bucket_size), words);
       EXPECT_EQ(g.shard_first_threshold_word(g.num_shards(), p.bucket_size), words);

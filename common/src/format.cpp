@@ -96,7 +96,7 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
   file_header h;
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, magic, sizeof(magic));
-  h.format_version = current_version;
+  h.format_version = version_for(encoding);
   h.header_bytes = sizeof(file_header);
   h.file_bytes = file_bytes;
   h.variant = static_cast<std::uint32_t>(p.variant);
@@ -239,7 +239,8 @@ file_header read_header(const unsigned char* data, std::uint64_t size, const std
     fail(source, "reserved header fields are not zero");
   }
   const bool known_encoding =
-      h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::two_bit) ||
+      (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::two_bit) &&
+       h.format_version <= 2) ||
       (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::one_plus_bit) &&
        h.format_version >= 3);
   if (!known_encoding) {
@@ -370,46 +371,54 @@ void check_sections(const unsigned char* data, const std::vector<layer_descripto
   }
 }
 
-/// Checks every shard region of a layer's 1+-bit codes (threshold_codes.hpp), so that queries
-/// can trust the lists' headers: counts within capacity, ascending entries before the tail
-/// and below the bucket count, each listed at most twice and with its bit set, and unused
-/// bits zero (the writer's canonical form).
+/// Checks every shard region of a layer's 1+-bit codes (threshold_codes.hpp) as the writer
+/// makes them, so that queries can trust the lists: counts within capacity (what keeps the
+/// reads in bounds), then the canonical form: ascending entries before the tails, each with
+/// its bit set, code-3 buckets in order, tails only where the list or the slots are full, and
+/// unused bits zero.
 void check_code_regions(const std::uint64_t* thresholds, const layer_geometry& g,
                         const filter_params& p, const std::string& which,
                         const std::string& source) {
+  using detail::exception_field;
   const unsigned index_bits = g.code_index_bits(p.bucket_size);
   for (std::uint64_t shard = 0; shard < g.num_shards(); ++shard) {
     const std::uint64_t* region = thresholds + g.shard_first_threshold_word(shard, p.bucket_size);
-    const std::uint64_t buckets = g.shard_buckets(shard, p.bucket_size);
+    const std::uint64_t m = g.shard_buckets(shard, p.bucket_size);
     const std::string where = which + "shard " + std::to_string(shard) + ": ";
-    const std::uint64_t bit_words = detail::code_bit_words(buckets);
-    if (buckets % 64 != 0 && (region[bit_words - 1] >> (buckets % 64)) != 0) {
-      fail(source, where + "bucket bits past the last bucket");
+    auto bad = [&](const char* what) { fail(source, where + what); };
+    const std::uint64_t bit_words = detail::code_bit_words(m);
+    if (m % 64 != 0 && (region[bit_words - 1] >> (m % 64)) != 0) {
+      bad("bucket bits past the last bucket");
     }
-    const std::uint64_t* list = region + bit_words;
-    const detail::exception_header header = detail::read_exception_header(list, index_bits);
-    if (header.count > detail::exception_capacity(buckets, index_bits) ||
-        header.all_from > buckets) {
-      fail(source, where + "exception list header out of range");
+    const detail::exception_list list = detail::exception_list::of(region, m, index_bits);
+    const std::uint64_t count = list.field(exception_field::count);
+    const std::uint64_t all_a = list.field(exception_field::all_a);
+    const std::uint64_t all_b = list.field(exception_field::all_b);
+    const std::uint64_t heavy_from = list.field(exception_field::heavy_from);
+    const std::uint64_t all_from = list.field(exception_field::all_from);
+    const std::uint64_t capacity = detail::exception_capacity(m, index_bits);
+    if (count > capacity) bad("exception list longer than its capacity");
+    const bool slots_in_order = all_a < all_b || (all_a == m && all_b == m);
+    const bool slots_marked = (all_a == m || detail::bucket_bit(region, all_a)) &&
+                              (all_b == m || detail::bucket_bit(region, all_b));
+    if (all_b > m || !slots_in_order || !slots_marked || (all_b < m && all_b >= all_from) ||
+        all_from > m || (all_from < m && all_b == m) || heavy_from > m ||
+        (heavy_from < m && count != capacity)) {
+      bad("bad exception list header");
     }
-    std::uint64_t previous = ~std::uint64_t{0};
-    unsigned repeats = 0;
-    for (std::uint64_t i = 0; i < header.count; ++i) {
-      const std::uint64_t bucket = detail::exception_entry(list, index_bits, i);
-      repeats = bucket == previous ? repeats + 1 : 0;
-      if (bucket >= header.all_from || (i > 0 && bucket < previous) || repeats > 1 ||
-          !detail::bucket_bit(region, bucket)) {
-        fail(source, where + "bad exception list entry " + std::to_string(i));
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const std::uint64_t bucket = list.entry(i);
+      if ((i > 0 && bucket <= list.entry(i - 1)) || bucket >= heavy_from || bucket >= all_from ||
+          bucket == all_a || bucket == all_b || !detail::bucket_bit(region, bucket)) {
+        bad("bad exception list entry");
       }
-      previous = bucket;
     }
-    const std::uint64_t used_bits =
-        detail::exception_header_bits(index_bits) + header.count * index_bits;
-    const std::uint64_t words = detail::exception_words(buckets);
-    for (std::uint64_t w = used_bits / 64; w < words; ++w) {
-      const std::uint64_t unused =
-          w == used_bits / 64 && used_bits % 64 != 0 ? list[w] >> (used_bits % 64) : list[w];
-      if (unused != 0) fail(source, where + "non-zero bits after the exception list");
+    for (std::uint64_t bit = count * index_bits; bit < list.header_bit;) {
+      const auto bits =
+          static_cast<unsigned>(list.header_bit - bit < 63 ? list.header_bit - bit : 63);
+      if (detail::read_bit_field(list.words, bit, bits) != 0)
+        bad("non-zero bits in the exception list");
+      bit += bits;
     }
   }
 }

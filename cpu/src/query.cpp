@@ -128,7 +128,7 @@ class bump_test {
     bucket_mask_ = p.bucket_size - 1;
     for (unsigned code = 0; code < 4; ++code) cut_[code] = p.threshold(code);
     index_bits_ = g.code_index_bits(p.bucket_size);
-    region_words_ = detail::code_region_words(g.shard_buckets(p.bucket_size));
+    region_words_ = detail::code_region_words(g.shard_buckets(p.bucket_size), index_bits_);
     last_shard_ = g.num_shards() - 1;
     last_shard_buckets_ = g.shard_buckets(last_shard_, p.bucket_size);
   }

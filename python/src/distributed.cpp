@@ -67,7 +67,7 @@ filter_params params_from_state(const params_state& s) {
 }
 
 using plan_state = std::tuple<std::uint32_t, std::uint64_t, std::uint64_t, std::uint64_t,
-                              std::uint32_t, std::uint64_t, std::uint64_t>;
+                              std::uint32_t, std::uint64_t, std::uint64_t, std::uint32_t>;
 
 plan_state plan_to_state(const dist::layer_plan& p) {
   return {p.layer,
@@ -76,14 +76,21 @@ plan_state plan_to_state(const dist::layer_plan& p) {
           p.geometry.num_starts,
           p.geometry.shard_bits,
           p.geometry.upper_start_block,
-          p.shards_per_range};
+          p.shards_per_range,
+          static_cast<std::uint32_t>(p.geometry.codes)};
 }
 
 dist::layer_plan plan_from_state(const plan_state& s) {
   dist::layer_plan p;
   std::tie(p.layer, p.input_keys, p.salt, p.geometry.num_starts, p.geometry.shard_bits,
-           p.geometry.upper_start_block, p.shards_per_range) = s;
+           p.geometry.upper_start_block, p.shards_per_range, std::ignore) = s;
   p.geometry.kind = layer_kind::bumped;
+  const std::uint32_t codes = std::get<7>(s);
+  if (codes != static_cast<std::uint32_t>(threshold_encoding::two_bit) &&
+      codes != static_cast<std::uint32_t>(threshold_encoding::one_plus_bit)) {
+    raise(failure::options, "unknown threshold encoding in a layer plan");
+  }
+  p.geometry.codes = static_cast<threshold_encoding>(codes);
   return p;
 }
 

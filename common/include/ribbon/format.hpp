@@ -22,11 +22,17 @@ namespace ribbon::format {
 
 inline constexpr char magic[8] = {'R', 'I', 'B', 'B', 'O', 'N', 'F', 'L'};
 /// Version 2 added the variant (standard, homogeneous, retrieval) and fractional bits per key;
-/// version 3 the 1+-bit threshold encoding (threshold_codes.hpp), which builders now write.
-/// Files of versions 1 and 2 (2-bit codes) are still read; re-saved, they keep their codes.
+/// version 3 the 1+-bit threshold encoding (threshold_codes.hpp). Files with 2-bit codes (the
+/// builders' choice at w = 32, and every older file) are version 2 (or 1), so a file's
+/// version names its encoding; all are read, and re-saved files keep their codes.
 inline constexpr std::uint32_t current_version = 3;
 inline constexpr std::uint32_t oldest_readable_version = 1;
 inline constexpr std::uint64_t section_alignment = 64;
+
+/// The version of the files whose thresholds are encoded as `codes`.
+constexpr std::uint32_t version_for(threshold_encoding codes) {
+  return codes == threshold_encoding::one_plus_bit ? 3 : 2;
+}
 
 struct file_header {
   char magic[8];

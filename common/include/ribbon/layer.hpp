@@ -89,7 +89,8 @@ struct layer_geometry {
                                                      std::uint32_t bucket_size) const {
     if (shard >= num_shards()) return threshold_words(bucket_size);
     if (codes == threshold_encoding::two_bit) return shard_begin(shard) / bucket_size / 32;
-    return shard * detail::code_region_words(shard_buckets(bucket_size));
+    return shard *
+           detail::code_region_words(shard_buckets(bucket_size), code_index_bits(bucket_size));
   }
   /// Bytes of the solution blocks that shards [first, end) own (a contiguous run).
   RIBBON_HD std::uint64_t shard_range_solution_bytes(std::uint64_t first, std::uint64_t end,
@@ -106,8 +107,9 @@ struct layer_geometry {
       return detail::divide_round_up(buckets, 32);
     }
     const std::uint64_t last = num_shards() - 1;
-    return last * detail::code_region_words(shard_buckets(bucket_size)) +
-           detail::code_region_words(shard_buckets(last, bucket_size));
+    const unsigned index_bits = code_index_bits(bucket_size);
+    return last * detail::code_region_words(shard_buckets(bucket_size), index_bits) +
+           detail::code_region_words(shard_buckets(last, bucket_size), index_bits);
   }
   /// The code (0 to 3, filter_params::threshold) of bucket `bucket` (a layer index) of a
   /// bumped layer whose threshold section is `thresholds`.
@@ -141,8 +143,8 @@ struct layer_geometry {
     const std::uint64_t full = std::uint64_t{1} << index_bits;
     const std::uint64_t left = (num_starts >> bucket_bits) - (shard << index_bits);
     const std::uint64_t buckets = left < full ? left : full;
-    return detail::region_bumps(thresholds + shard * detail::code_region_words(full), buckets,
-                                index_bits, bucket & (full - 1), offset, p.threshold_light,
+    return detail::region_bumps(thresholds + shard * detail::code_region_words(full, index_bits),
+                                buckets, index_bits, bucket & (full - 1), offset, p.threshold_light,
                                 p.threshold_heavy);
   }
   /// Bytes of the interleaved solution: per block of w columns, r (or r + 1) words of w bits.
@@ -217,10 +219,18 @@ RIBBON_HD inline std::uint64_t bumped_layer_salt(std::uint64_t seed, std::uint32
   return layer == 0 ? 0 : layer_salt(seed, layer, 0);
 }
 
+/// The threshold encoding builders write: 1+-bit codes, except at w = 32, where about one
+/// failing bucket in six bumps all its keys (code 3), more than the 1+-bit header holds
+/// (bench/RESULTS.md), so the 2-bit codes are smaller.
+RIBBON_HD inline threshold_encoding threshold_codes_for(const filter_params& p) {
+  return p.width == 32 ? threshold_encoding::two_bit : threshold_encoding::one_plus_bit;
+}
+
 /// A layer's geometry: its last blocks hold r + 1 bits as the parameters' fraction says.
 RIBBON_HD inline layer_geometry make_geometry(std::uint64_t starts, std::uint32_t shard_bits,
                                               layer_kind kind, const filter_params& p) {
   layer_geometry g{starts, shard_bits, kind};
+  g.codes = threshold_codes_for(p);
   const std::uint64_t blocks = g.num_blocks(p.width);
   const auto upper = static_cast<std::uint64_t>(
       (static_cast<detail::uint128_t>(blocks) * p.extra_bit_fraction) >> 16);

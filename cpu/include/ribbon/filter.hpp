@@ -189,8 +189,10 @@ class filter {
 
   /// What the file stores.
   filter_variant variant() const { return ref_.params.variant; }
-  /// The format version of the file it was loaded from (built filters: the current one).
-  std::uint32_t format_version() const { return format_version_; }
+  /// The format version of the file it was loaded from or will be saved as.
+  std::uint32_t format_version() const {
+    return format_version_ != 0 ? format_version_ : format::version_for(threshold_codes());
+  }
   /// How its bucket thresholds are stored (1+-bit; 2-bit in files of format versions 1, 2).
   threshold_encoding threshold_codes() const {
     return ref_.num_layers > 0 ? ref_.layers[0].geometry.codes : threshold_encoding::one_plus_bit;
@@ -228,7 +230,7 @@ class filter {
   std::vector<format::layer_image> layers_;
   filter_ref ref_{};
   std::uint32_t query_threads_ = 0;
-  std::uint32_t format_version_ = format::current_version;
+  std::uint32_t format_version_ = 0;  // 0: built here, the version its codes are written in
 
   friend struct builder_access;
 };

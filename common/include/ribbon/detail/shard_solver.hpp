@@ -88,8 +88,11 @@ RIBBON_HD inline shard_code_writer code_writer_for(const filter_params& p, const
                                                    std::uint64_t* threshold_words,
                                                    std::uint64_t threshold_origin) {
   if (!g.bumping()) return {};
-  return {threshold_words + (g.shard_first_threshold_word(shard, p.bucket_size) - threshold_origin),
-          g.shard_buckets(shard, p.bucket_size), g.code_index_bits(p.bucket_size)};
+  std::uint64_t* words =
+      threshold_words + (g.shard_first_threshold_word(shard, p.bucket_size) - threshold_origin);
+  const std::uint64_t buckets = g.shard_buckets(shard, p.bucket_size);
+  if (g.codes == threshold_encoding::two_bit) return shard_code_writer::two_bit(words, buckets);
+  return {words, buckets, g.code_index_bits(p.bucket_size)};
 }
 
 /// Outcome of eliminating one shard.

@@ -8,21 +8,27 @@
 /// are 0.195 % of the filter. The 1+-bit encoding (after BuRR's paper) stores per shard:
 ///
 /// - **bucket bits**, one per bucket: 0 for code 0, 1 for the others;
-/// - an **exception list**: the header (count, all_from: index_bits + 1 bits each), then
-///   `count` bucket indexes (index_bits = log2 of the buckets per full shard, ascending)
-///   naming the buckets of code 2 (listed once) and code 3 (listed twice). A bucket with
-///   bit 1 that is not listed has code 1; one at or after `all_from` has code 3.
+/// - an **exception list**: `count` ascending bucket indexes of index_bits bits each
+///   (index_bits = log2 of the buckets of a full shard), the buckets of code 2, and at the
+///   end of the list's words a header of five fields of index_bits + 1 bits: count; `all_a`
+///   and `all_b`, the shard's first two buckets of code 3 (the bucket count where there is
+///   none); and two tails, `heavy_from` and `all_from`.
+///
+/// A bucket with bit 1 has code 3 if it is all_a, all_b or at or after all_from; else code 2
+/// if it is listed or at or after heavy_from; else code 1. So a query reads the list only for
+/// a key whose offset lies in [light, heavy) (about 8 % of keys), and the header for keys at
+/// or above light (at the defaults it is the last word of the region).
 ///
 /// The list has a fixed capacity, so that every shard's region has a size known from the
 /// geometry alone (builders write shard ranges independently: out of core, on executors, on
-/// a GPU). A shard whose list would overflow starts its **tail** at the bucket that found no
-/// room: from it on every bucket with bit 1 takes code 3. The solver picks that code when the
-/// bucket fails (shard_code_writer::code_for_failure), so the rows it bumps are the ones the
-/// query sees bumped. The capacity (about 5.4 % of the buckets against 3.9 % needed on
-/// average) makes tails rare and short; they cost empty slots, never correctness.
+/// a GPU). When a code 2 finds the list full, the **heavy tail** begins: from that bucket on,
+/// every failing bucket takes code 2 at least (heavy instead of light costs a few more bumped
+/// keys). A third code 3 begins the **all tail** (every later failing bucket bumps all its
+/// keys; about 1 shard in 7,000 at the defaults). The solver asks shard_code_writer which
+/// code a failing bucket takes, so the rows it bumps are the ones the query sees bumped.
 ///
-/// At the default S = 2^17 and B = 128 a shard region is 16 words of bits and 9 of list:
-/// 1.5625 bits per bucket.
+/// At the default S = 2^17 and B = 128 a shard region is 16 words of bits and 9 of list (52
+/// entries against 39 needed on average): 1.5625 bits per bucket.
 #pragma once
 
 #include <cstdint>
@@ -50,70 +56,45 @@ RIBBON_HD inline std::uint64_t code_bit_words(std::uint64_t buckets) {
   return divide_round_up(buckets, 64);
 }
 
-/// Words of the exception list of a shard with `buckets` buckets: 9 per 1024 buckets, at
-/// least one.
-RIBBON_HD inline std::uint64_t exception_words(std::uint64_t buckets) {
-  return divide_round_up(buckets * 9, 1024);
+/// Fields of the exception list's header, in order.
+enum class exception_field : unsigned { count = 0, all_a, all_b, heavy_from, all_from, fields };
+
+/// Bits of one header field: a bucket index or the bucket count.
+RIBBON_HD inline unsigned exception_field_bits(unsigned index_bits) {
+  return index_bits + 1;
+}
+
+/// Bits of the exception list's header.
+RIBBON_HD inline unsigned exception_header_bits(unsigned index_bits) {
+  return static_cast<unsigned>(exception_field::fields) * exception_field_bits(index_bits);
+}
+
+/// Words of the exception list of a shard with `buckets` buckets: 9 per 1024 buckets, and
+/// room for the header and one entry at least.
+RIBBON_HD inline std::uint64_t exception_words(std::uint64_t buckets, unsigned index_bits) {
+  const std::uint64_t by_buckets = divide_round_up(buckets * 9, 1024);
+  const std::uint64_t least = divide_round_up(exception_header_bits(index_bits) + index_bits, 64);
+  return by_buckets > least ? by_buckets : least;
 }
 
 /// Words of a shard's region (bucket bits, then the exception list).
-RIBBON_HD inline std::uint64_t code_region_words(std::uint64_t buckets) {
-  return code_bit_words(buckets) + exception_words(buckets);
-}
-
-/// Bits of the exception list's header: count and all_from, index_bits + 1 bits each (both
-/// may equal the shard's bucket count).
-RIBBON_HD inline unsigned exception_header_bits(unsigned index_bits) {
-  return 2 * (index_bits + 1);
+RIBBON_HD inline std::uint64_t code_region_words(std::uint64_t buckets, unsigned index_bits) {
+  return code_bit_words(buckets) + exception_words(buckets, index_bits);
 }
 
 /// Entries the exception list of a shard with `buckets` buckets holds.
 RIBBON_HD inline std::uint64_t exception_capacity(std::uint64_t buckets, unsigned index_bits) {
-  return (exception_words(buckets) * 64 - exception_header_bits(index_bits)) / index_bits;
+  return (exception_words(buckets, index_bits) * 64 - exception_header_bits(index_bits)) /
+         index_bits;
 }
 
-/// Entry `i` of an exception list (`list` points at its first word, the header's).
-RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t exception_entry(const std::uint64_t* list,
-                                                            unsigned index_bits, std::uint64_t i) {
-  const std::uint64_t bit = exception_header_bits(index_bits) + i * index_bits;
+/// The `bits`-bit field at bit `bit` of `words` (bits < 64; it may straddle two words).
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t read_bit_field(const std::uint64_t* words,
+                                                           std::uint64_t bit, unsigned bits) {
   const auto shift = static_cast<unsigned>(bit % 64);
-  std::uint64_t value = list[bit / 64] >> shift;
-  if (shift + index_bits > 64) value |= list[bit / 64 + 1] << (64 - shift);
-  return value & ((std::uint64_t{1} << index_bits) - 1);
-}
-
-/// The fields of an exception list's header.
-struct exception_header {
-  std::uint64_t count;     ///< entries in the list
-  std::uint64_t all_from;  ///< first bucket of the tail (the bucket count if none)
-};
-
-RIBBON_HD RIBBON_FORCE_INLINE exception_header read_exception_header(const std::uint64_t* list,
-                                                                     unsigned index_bits) {
-  const std::uint64_t mask = (std::uint64_t{2} << index_bits) - 1;
-  return {list[0] & mask, (list[0] >> (index_bits + 1)) & mask};
-}
-
-/// The code (1, 2 or 3) of bucket `bucket`, whose bit is 1, from the exception list `list`.
-RIBBON_HD RIBBON_FORCE_INLINE unsigned listed_code(const std::uint64_t* list, unsigned index_bits,
-                                                   std::uint64_t bucket) {
-  const exception_header header = read_exception_header(list, index_bits);
-  if (bucket >= header.all_from) return 3;
-  // Lower bound of the bucket among the ascending entries.
-  std::uint64_t first = 0;
-  for (std::uint64_t n = header.count; n > 0;) {
-    const std::uint64_t half = n / 2;
-    if (exception_entry(list, index_bits, first + half) < bucket) {
-      first += half + 1;
-      n -= half + 1;
-    } else {
-      n = half;
-    }
-  }
-  if (first == header.count || exception_entry(list, index_bits, first) != bucket) return 1;
-  const bool twice =
-      first + 1 < header.count && exception_entry(list, index_bits, first + 1) == bucket;
-  return twice ? 3 : 2;
+  std::uint64_t value = words[bit / 64] >> shift;
+  if (shift + bits > 64) value |= words[bit / 64 + 1] << (64 - shift);
+  return value & ((std::uint64_t{1} << bits) - 1);
 }
 
 /// Bucket `bucket`'s bit in a shard region.
@@ -121,98 +102,174 @@ RIBBON_HD RIBBON_FORCE_INLINE bool bucket_bit(const std::uint64_t* region, std::
   return ((region[bucket / 64] >> (bucket % 64)) & 1) != 0;
 }
 
+/// The exception list of a shard region, as queries read it.
+struct exception_list {
+  const std::uint64_t* words;  ///< the list's first word
+  std::uint64_t header_bit;    ///< where its header begins
+  unsigned index_bits;
+
+  /// The list of a region with `buckets` buckets.
+  RIBBON_HD RIBBON_FORCE_INLINE static exception_list of(const std::uint64_t* region,
+                                                         std::uint64_t buckets,
+                                                         unsigned index_bits) {
+    return {region + code_bit_words(buckets),
+            exception_words(buckets, index_bits) * 64 - exception_header_bits(index_bits),
+            index_bits};
+  }
+
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t field(exception_field f) const {
+    const unsigned bits = exception_field_bits(index_bits);
+    return read_bit_field(words, header_bit + std::uint64_t{static_cast<unsigned>(f)} * bits, bits);
+  }
+
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t entry(std::uint64_t i) const {
+    return read_bit_field(words, i * index_bits, index_bits);
+  }
+
+  /// Is `bucket` among the entries? They are about uniform over the shard's buckets, so the
+  /// search starts where the bucket's index would put it (a step or two from its place).
+  RIBBON_HD RIBBON_FORCE_INLINE bool lists(std::uint64_t bucket) const {
+    const std::uint64_t count = field(exception_field::count);
+    if (count == 0) return false;
+    std::uint64_t i = (bucket * count) >> index_bits;  // < count, as bucket < 2^index_bits
+    if (entry(i) < bucket) {
+      do ++i;
+      while (i < count && entry(i) < bucket);
+    } else {
+      while (i > 0 && entry(i - 1) >= bucket) --i;
+    }
+    return i < count && entry(i) == bucket;
+  }
+
+  /// Does `bucket`, whose bit is 1, have code 3?
+  RIBBON_HD RIBBON_FORCE_INLINE bool all(std::uint64_t bucket) const {
+    return bucket >= field(exception_field::all_from) || bucket == field(exception_field::all_a) ||
+           bucket == field(exception_field::all_b);
+  }
+
+  /// Does `bucket`, whose bit is 1 and whose code is not 3, have code 2?
+  RIBBON_HD RIBBON_FORCE_INLINE bool heavy(std::uint64_t bucket) const {
+    return bucket >= field(exception_field::heavy_from) || lists(bucket);
+  }
+};
+
 /// The code of bucket `bucket` of a shard region with `buckets` buckets.
-RIBBON_HD RIBBON_FORCE_INLINE unsigned bucket_code(const std::uint64_t* region,
-                                                   std::uint64_t buckets, unsigned index_bits,
-                                                   std::uint64_t bucket) {
+RIBBON_HD inline unsigned bucket_code(const std::uint64_t* region, std::uint64_t buckets,
+                                      unsigned index_bits, std::uint64_t bucket) {
   if (!bucket_bit(region, bucket)) return 0;
-  return listed_code(region + code_bit_words(buckets), index_bits, bucket);
+  const exception_list list = exception_list::of(region, buckets, index_bits);
+  if (list.all(bucket)) return 3;
+  return list.heavy(bucket) ? 2 : 1;
 }
 
-/// Is the key at `offset` in bucket `bucket` of a shard region bumped? Reads the list only
-/// for keys at or above the light threshold in buckets with bit 1 (about a third of keys).
-RIBBON_HD RIBBON_FORCE_INLINE bool region_bumps(const std::uint64_t* region,
-                                                std::uint64_t buckets, unsigned index_bits,
-                                                std::uint64_t bucket, std::uint32_t offset,
-                                                std::uint32_t light, std::uint32_t heavy) {
+/// Is the key at `offset` in bucket `bucket` of a shard region bumped? Keys below light need
+/// only the bucket bit, keys at or above heavy the header too, the others the list.
+RIBBON_HD RIBBON_FORCE_INLINE bool region_bumps(const std::uint64_t* region, std::uint64_t buckets,
+                                                unsigned index_bits, std::uint64_t bucket,
+                                                std::uint32_t offset, std::uint32_t light,
+                                                std::uint32_t heavy) {
   if (!bucket_bit(region, bucket)) return false;
   if (offset < light) return true;
-  const unsigned code = listed_code(region + code_bit_words(buckets), index_bits, bucket);
-  return code == 3 || (code == 2 && offset < heavy);
+  const exception_list list = exception_list::of(region, buckets, index_bits);
+  if (list.all(bucket)) return true;
+  return offset < heavy && list.heavy(bucket);
 }
 
-/// Writes one shard's region, one bucket at a time in ascending order; the region is
-/// complete (every word written, unused bits zero) once the last bucket is recorded.
+/// Writes one shard's codes, one bucket at a time in ascending order: a region of 1+-bit
+/// codes, or the shard's words of 2-bit codes. The words are complete (every word written,
+/// unused bits zero) once the last bucket is recorded. Stores whole words only, so the lanes
+/// of a tile may all run it.
 class shard_code_writer {
  public:
   shard_code_writer() = default;
 
-  /// `region`: the shard's code_region_words(buckets) words; `index_bits`: log2 of the
-  /// buckets of a full shard.
+  /// `region`: the shard's code_region_words(buckets, index_bits) words; `index_bits`: log2
+  /// of the buckets of a full shard.
   RIBBON_HD shard_code_writer(std::uint64_t* region, std::uint64_t buckets, unsigned index_bits)
       : region_(region),
         buckets_(buckets),
         index_bits_(index_bits),
         capacity_(exception_capacity(buckets, index_bits)),
+        all_a_(buckets),
+        all_b_(buckets),
+        heavy_from_(buckets),
         all_from_(buckets) {}
 
+  /// A writer of 2-bit codes (32 buckets a word) to the shard's words `words`.
+  RIBBON_HD static shard_code_writer two_bit(std::uint64_t* words, std::uint64_t buckets) {
+    shard_code_writer w;
+    w.region_ = words;
+    w.buckets_ = buckets;
+    w.two_bit_ = true;
+    return w;
+  }
+
   /// The code bucket `bucket` takes when it first fails with code `wanted` (the smallest
-  /// threshold above the failing row): code 3 where the list has no room for it.
+  /// threshold above the failing row): raised in the tails.
   RIBBON_HD unsigned code_for_failure(std::uint64_t bucket, unsigned wanted) const {
-    if (bucket >= all_from_) return 3;
-    return used_ + entries_for(wanted) > capacity_ ? 3 : wanted;
+    if (two_bit_) return wanted;
+    if (bucket >= all_from_ || wanted == 3) return 3;
+    return bucket >= heavy_from_ ? 2 : wanted;
   }
 
   /// Records the code of bucket `bucket` (the next one); a code above 0 must come from
   /// code_for_failure().
   RIBBON_HD void record(std::uint64_t bucket, unsigned code) {
+    if (two_bit_) {
+      bit_word_ |= std::uint64_t{code} << (2 * (bucket % 32));
+      if (bucket % 32 == 31 || bucket + 1 == buckets_) {
+        region_[bucket / 32] = bit_word_;
+        bit_word_ = 0;
+      }
+      return;
+    }
     if (code != 0) bit_word_ |= std::uint64_t{1} << (bucket % 64);
     if (bucket % 64 == 63 || bucket + 1 == buckets_) {
       region_[bucket / 64] = bit_word_;
       bit_word_ = 0;
     }
-    if (bucket < all_from_ && used_ + entries_for(code) > capacity_) all_from_ = bucket;
-    if (bucket < all_from_) {
-      for (unsigned i = entries_for(code); i > 0; --i) append(bucket);
+    if (code == 3 && bucket < all_from_) {
+      if (all_a_ == buckets_) {
+        all_a_ = bucket;
+      } else if (all_b_ == buckets_) {
+        all_b_ = bucket;
+      } else {
+        all_from_ = bucket;
+      }
+    } else if (code == 2 && bucket < heavy_from_) {
+      if (used_ < capacity_) {
+        put(bucket, index_bits_);
+        ++used_;
+      } else {
+        heavy_from_ = bucket;
+      }
     }
     if (bucket + 1 == buckets_) finish();
   }
 
  private:
-  RIBBON_HD static unsigned entries_for(unsigned code) { return code == 2 ? 1 : code == 3 ? 2 : 0; }
-
-  RIBBON_HD std::uint64_t* list() const { return region_ + code_bit_words(buckets_); }
-
-  RIBBON_HD std::uint64_t next_bit() const {
-    return exception_header_bits(index_bits_) + used_ * index_bits_;
-  }
-
-  /// Stores the list word being filled (word 0, which the header joins, is kept until then).
-  RIBBON_HD void store_pending(std::uint64_t word) {
-    if (word == 0) {
-      first_word_ = pending_;
-    } else {
-      list()[word] = pending_;
+  /// Appends `value` (`bits` < 64 bits) to the list's bits, storing each word once full.
+  RIBBON_HD void put(std::uint64_t value, unsigned bits) {
+    const auto shift = static_cast<unsigned>(next_bit_ % 64);
+    pending_ |= value << shift;
+    if (shift + bits >= 64) {
+      region_[code_bit_words(buckets_) + next_bit_ / 64] = pending_;
+      pending_ = shift + bits > 64 ? value >> (64 - shift) : 0;
     }
+    next_bit_ += bits;
   }
 
-  RIBBON_HD void append(std::uint64_t bucket) {
-    const std::uint64_t bit = next_bit();
-    const auto shift = static_cast<unsigned>(bit % 64);
-    pending_ |= bucket << shift;
-    if (shift + index_bits_ >= 64) {  // the word is full: store it, carry the rest
-      store_pending(bit / 64);
-      pending_ = shift + index_bits_ > 64 ? bucket >> (64 - shift) : 0;
-    }
-    ++used_;
-  }
-
+  /// Zero bits up to the header, then the header, which ends with the list's last word.
   RIBBON_HD void finish() {
-    const std::uint64_t words = exception_words(buckets_);
-    const std::uint64_t current = next_bit() / 64;
-    if (current < words) store_pending(current);
-    for (std::uint64_t w = current + 1; w < words; ++w) list()[w] = 0;
-    list()[0] = first_word_ | used_ | (all_from_ << (index_bits_ + 1));
+    const std::uint64_t header_bit =
+        exception_words(buckets_, index_bits_) * 64 - exception_header_bits(index_bits_);
+    while (next_bit_ < header_bit) {
+      const std::uint64_t gap = header_bit - next_bit_;
+      put(0, static_cast<unsigned>(gap < 63 ? gap : 63));
+    }
+    for (const std::uint64_t field : {used_, all_a_, all_b_, heavy_from_, all_from_}) {
+      put(field, exception_field_bits(index_bits_));
+    }
   }
 
   std::uint64_t* region_ = nullptr;
@@ -220,10 +277,12 @@ class shard_code_writer {
   unsigned index_bits_ = 0;
   std::uint64_t capacity_ = 0;
   std::uint64_t used_ = 0;
-  std::uint64_t all_from_ = 0;
-  std::uint64_t bit_word_ = 0;
-  std::uint64_t pending_ = 0;     // list word being filled
-  std::uint64_t first_word_ = 0;  // list word 0 once filled
+  std::uint64_t all_a_ = 0, all_b_ = 0;          // the shard's first two buckets of code 3
+  std::uint64_t heavy_from_ = 0, all_from_ = 0;  // where the tails begin
+  bool two_bit_ = false;
+  std::uint64_t bit_word_ = 0;  // bucket bits (2-bit codes) being filled
+  std::uint64_t next_bit_ = 0;  // list bit of the next entry
+  std::uint64_t pending_ = 0;   // list word being filled
 };
 
 }  // namespace detail
