@@ -7,8 +7,10 @@
 #include <random>
 #include <vector>
 
+#include "ribbon/filter.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
+#include "test_util.hpp"
 #include "threshold_model.hpp"
 
 namespace {
@@ -97,12 +99,12 @@ TEST(ThresholdCodes, EdgeSequences) {
   const std::uint64_t m = 1024;
   const unsigned bits = 10;
   const std::uint64_t capacity = ribbon::detail::exception_capacity(m, bits);
-  ASSERT_EQ(capacity, 52u);  // 9 words, 55 header bits, 10-bit entries
+  ASSERT_EQ(capacity, 51u);  // 8 words of 10-bit entries (and a header word)
   std::vector<unsigned> codes(m, 0);
   check_sequence(codes, bits);
   codes.assign(m, 1);
   check_sequence(codes, bits);
-  codes.assign(m, 2);  // the list fills at bucket 51; the heavy tail starts at 52
+  codes.assign(m, 2);  // the list fills at bucket 50; the heavy tail starts at 51
   check_sequence(codes, bits);
   codes.assign(m, 3);  // two buckets in the header; the all tail starts at bucket 2
   check_sequence(codes, bits);
@@ -168,6 +170,33 @@ TEST(ThresholdCodes, LayerLayoutGivesEachShardItsOwnWords) {
   const ribbon::filter_params p = ribbon::make_params(64, 8);
   const ribbon::layer_geometry g = ribbon::bumped_geometry(p.shard_size * 4, p);
   EXPECT_EQ(g.threshold_words(p.bucket_size) * 64 * 1024 / g.num_buckets(p.bucket_size), 1600u);
+}
+
+TEST(ThresholdCodes, EitherEncodingBuildsACorrectFilterAtEveryWidth) {
+  const std::uint64_t n = 300'000;  // three shards of layer 0
+  const std::vector<std::uint64_t> keys = ribbon_test::keys_range(5, 0, n);
+  const std::vector<std::uint64_t> others = ribbon_test::keys_range(6, 0, n);
+  for (const std::uint32_t width : {32u, 64u, 128u}) {
+    for (const auto codes :
+         {ribbon::threshold_encoding::two_bit, ribbon::threshold_encoding::one_plus_bit}) {
+      SCOPED_TRACE("w=" + std::to_string(width) + " " + ribbon::threshold_encoding_name(codes));
+      ribbon::build_options o;
+      o.width = width;
+      o.threshold_codes = codes;
+      const ribbon::filter built = ribbon::filter::build(keys.data(), n, o);
+      const std::vector<unsigned char> bytes = built.serialize();
+      const ribbon::filter f = ribbon::filter::from_bytes(bytes.data(), bytes.size());
+      EXPECT_EQ(f.threshold_codes(), codes);
+      EXPECT_EQ(f.format_version(), codes == ribbon::threshold_encoding::two_bit ? 2u : 3u);
+      for (std::uint64_t k : keys) ASSERT_TRUE(f.contains(k)) << k;
+      std::vector<char> batched(n);
+      f.contains(keys.data(), n, reinterpret_cast<bool*>(batched.data()));
+      for (char b : batched) ASSERT_TRUE(b);
+      std::uint64_t false_positives = 0;
+      for (std::uint64_t k : others) false_positives += f.contains(k);
+      EXPECT_LT(false_positives, 2 * n / 256) << "FPR far above 2^-8";
+    }
+  }
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ struct bench_settings {
   std::uint32_t threads = 0;
   std::uint64_t seed = 1;
   std::uint64_t shard_size = 0;
+  std::string threshold_codes = "auto";
   std::string backend = "cpu";
   bool json = false;
 };
@@ -92,6 +93,7 @@ build_options options_of(const bench_settings& s, std::uint32_t threads) {
   options.threads = threads;
   options.seed = s.seed;
   options.shard_size = s.shard_size;
+  options.threshold_codes = threshold_codes_of(s.threshold_codes);
   options.variant = parse_variant(s.variant);
   options.slack = s.slack;
   options.success_probability = s.success_probability;
@@ -362,6 +364,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", settings->seed, "seed for keys and hashing")->transform(seed_option());
   cmd->add_option("--shard-size", settings->shard_size, "slots per shard (power of two)")
       ->transform(shard_size_option());
+  add_threshold_codes_option(cmd, settings->threshold_codes);
   cmd->add_option("--backend", settings->backend,
                   "cpu (default, until a GPU run is recorded in bench/RESULTS.md), gpu (builds "
                   "from device-resident keys; GPU batched queries, a tile and a thread per key) "

@@ -36,6 +36,7 @@ struct build_settings {
   std::uint32_t threads = 0;
   std::uint64_t seed = 0;
   std::uint64_t shard_size = 0;
+  std::string threshold_codes = "auto";
   // The CPU until bench/RESULTS.md records a passing bench/gpu_check.sh on a GPU.
   std::string backend = "cpu";
   std::string memory_limit = "0";
@@ -251,6 +252,7 @@ build_options build_options_of(const build_settings& s, filter_variant variant) 
   options.threads = s.threads;
   options.seed = s.seed;
   options.shard_size = s.shard_size;
+  options.threshold_codes = threshold_codes_of(s.threshold_codes);
   return options;
 }
 
@@ -550,6 +552,7 @@ std::function<int()> add_build_command(CLI::App& app) {
                   "start positions per shard, a power of two (default 0: 131072); recorded in "
                   "the file. Smaller shards: more parallelism, a little more space")
       ->transform(shard_size_option());
+  add_threshold_codes_option(cmd, s->threshold_codes);
   cmd->add_option("--backend", s->backend,
                   "cpu, gpu or auto (the GPU where this build has CUDA and a device is present). "
                   "The default is cpu: the GPU builder writes the same bytes but is not yet "

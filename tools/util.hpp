@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ std::uint64_t max_threads();
 /// --shard-size: 0 (the default) or a power of two up to 2^31 (the library checks the
 /// width's minimum).
 CLI::Validator shard_size_option();
+/// Adds --threshold-codes (auto, 1+-bit or 2-bit) to `cmd`, read into `value`.
+void add_threshold_codes_option(CLI::App* cmd, std::string& value);
+/// The encoding --threshold-codes names (none for "auto": the default).
+std::optional<threshold_encoding> threshold_codes_of(const std::string& name);
 
 /// "12.3 MB" (decimal units, as rates are usually quoted).
 std::string format_bytes(double bytes);

@@ -266,6 +266,8 @@ filter_params params_of(const file_header& h, const std::string& source) {
   p.keys = static_cast<key_kind>(h.key_kind);
   p.variant = static_cast<filter_variant>(h.variant);
   p.extra_bit_fraction = h.extra_bit_fraction;
+  p.threshold_codes =
+      static_cast<threshold_encoding>(h.threshold_encoding);  // read_header checked it
   if (const char* problem = check_params(p))
     fail(source, std::string("bad parameters: ") + problem);
   return p;
@@ -386,8 +388,8 @@ void check_code_regions(const std::uint64_t* thresholds, const layer_geometry& g
     const std::uint64_t m = g.shard_buckets(shard, p.bucket_size);
     const std::string where = which + "shard " + std::to_string(shard) + ": ";
     auto bad = [&](const char* what) { fail(source, where + what); };
-    const std::uint64_t bit_words = detail::code_bit_words(m);
-    if (m % 64 != 0 && (region[bit_words - 1] >> (m % 64)) != 0) {
+    const std::uint64_t* bits = region + detail::code_header_words(index_bits);
+    if (m % 64 != 0 && (bits[detail::code_bit_words(m) - 1] >> (m % 64)) != 0) {
       bad("bucket bits past the last bucket");
     }
     const detail::exception_list list = detail::exception_list::of(region, m, index_bits);
@@ -399,8 +401,8 @@ void check_code_regions(const std::uint64_t* thresholds, const layer_geometry& g
     const std::uint64_t capacity = detail::exception_capacity(m, index_bits);
     if (count > capacity) bad("exception list longer than its capacity");
     const bool slots_in_order = all_a < all_b || (all_a == m && all_b == m);
-    const bool slots_marked = (all_a == m || detail::bucket_bit(region, all_a)) &&
-                              (all_b == m || detail::bucket_bit(region, all_b));
+    const bool slots_marked = (all_a == m || detail::bucket_bit(region, index_bits, all_a)) &&
+                              (all_b == m || detail::bucket_bit(region, index_bits, all_b));
     if (all_b > m || !slots_in_order || !slots_marked || (all_b < m && all_b >= all_from) ||
         all_from > m || (all_from < m && all_b == m) || heavy_from > m ||
         (heavy_from < m && count != capacity)) {
@@ -409,16 +411,24 @@ void check_code_regions(const std::uint64_t* thresholds, const layer_geometry& g
     for (std::uint64_t i = 0; i < count; ++i) {
       const std::uint64_t bucket = list.entry(i);
       if ((i > 0 && bucket <= list.entry(i - 1)) || bucket >= heavy_from || bucket >= all_from ||
-          bucket == all_a || bucket == all_b || !detail::bucket_bit(region, bucket)) {
+          bucket == all_a || bucket == all_b || !detail::bucket_bit(region, index_bits, bucket)) {
         bad("bad exception list entry");
       }
     }
-    for (std::uint64_t bit = count * index_bits; bit < list.header_bit;) {
-      const auto bits =
-          static_cast<unsigned>(list.header_bit - bit < 63 ? list.header_bit - bit : 63);
-      if (detail::read_bit_field(list.words, bit, bits) != 0)
-        bad("non-zero bits in the exception list");
-      bit += bits;
+    // Unused bits: after the entries, and after the header's fields.
+    auto zero_from = [&](const std::uint64_t* words, std::uint64_t bit, std::uint64_t end) {
+      for (; bit < end; bit += 63) {
+        const auto n = static_cast<unsigned>(end - bit < 63 ? end - bit : 63);
+        if (detail::read_bit_field(words, bit, n) != 0) return false;
+      }
+      return true;
+    };
+    if (!zero_from(list.entries, count * index_bits, detail::exception_words(m, index_bits) * 64) ||
+        !zero_from(list.header,
+                   std::uint64_t{static_cast<unsigned>(exception_field::fields)} *
+                       detail::exception_field_bits(index_bits),
+                   detail::code_header_words(index_bits) * 64)) {
+      bad("non-zero unused bits in the exception list");
     }
   }
 }

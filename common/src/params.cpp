@@ -20,6 +20,13 @@ constexpr std::uint64_t default_shard_size(std::uint32_t) {
   return std::uint64_t{1} << 17;
 }
 
+/// Default threshold encoding: 1+-bit codes (the smaller file), except at w = 32, where about
+/// one failing bucket in six bumps all its keys (code 3), more than the 1+-bit header holds,
+/// so 2-bit codes are smaller there (bench/RESULTS.md).
+constexpr threshold_encoding default_threshold_codes(std::uint32_t width) {
+  return width == 32 ? threshold_encoding::two_bit : threshold_encoding::one_plus_bit;
+}
+
 }  // namespace
 
 filter_params make_params(std::uint32_t width, std::uint32_t result_bits, std::uint64_t shard_size,
@@ -32,6 +39,7 @@ filter_params make_params(std::uint32_t width, std::uint32_t result_bits, std::u
   if (!valid_width(width)) return p;  // check_params() reports it
   p.bucket_size = detail::default_bucket_size(width);
   p.shard_size = shard_size != 0 ? shard_size : default_shard_size(width);
+  p.threshold_codes = default_threshold_codes(width);
   // BuRR's 2-bit threshold cut points, given as v = B-1-offset cut points "lower" and
   // "upper"; a bucket bumps offsets below B-1-upper (light) or B-1-lower (heavy).
   const double eps = detail::default_overload(width);
@@ -59,6 +67,10 @@ const char* check_params(const filter_params& p) {
     return "shard size must be a power of two between 32 buckets and 2^31";
   }
   if (p.keys != key_kind::u64 && p.keys != key_kind::bytes) return "unknown key kind";
+  if (p.threshold_codes != threshold_encoding::two_bit &&
+      p.threshold_codes != threshold_encoding::one_plus_bit) {
+    return "unknown threshold encoding";
+  }
   if (!valid_variant(p.variant)) return "unknown variant";
   if (p.extra_bit_fraction >= extra_bit_one) return "extra-bit fraction must be below 1";
   if (p.extra_bit_fraction != 0 && (is_retrieval(p.variant) || p.result_bits >= 32)) {

@@ -34,6 +34,7 @@ filter_params params_from(const build_options& o, key_kind keys) {
   filter_params p = make_params(o.width, bits, o.shard_size, o.seed, keys);
   p.variant = o.variant;
   p.extra_bit_fraction = fraction;
+  if (o.threshold_codes) p.threshold_codes = *o.threshold_codes;
   return checked(p);
 }
 

@@ -133,12 +133,18 @@ class bump_test {
     last_shard_buckets_ = g.shard_buckets(last_shard_, p.bucket_size);
   }
 
-  /// The word holding the threshold code (2-bit) or bit (1+-bit) of `start`'s bucket (to
-  /// prefetch it).
-  const std::uint64_t* threshold_word(std::uint64_t start) const {
+  /// Prefetches what deciding `start`'s bump reads: the word of its bucket's 2-bit code, or
+  /// its bucket's bit and its shard's header (1+-bit; the list, rarely read, is not).
+  void prefetch(std::uint64_t start) const {
     const std::uint64_t bucket = start >> bucket_bits_;
-    if (two_bit_) return thresholds_ + bucket / 32;
-    return region(bucket >> index_bits_) + local_bucket(bucket) / 64;
+    if (two_bit_) {
+      __builtin_prefetch(thresholds_ + bucket / 32);
+      return;
+    }
+    const std::uint64_t* shard_region = region(bucket >> index_bits_);
+    __builtin_prefetch(shard_region);
+    __builtin_prefetch(shard_region + detail::code_header_words(index_bits_) +
+                       local_bucket(bucket) / 64);
   }
   bool has_thresholds() const { return thresholds_ != nullptr; }
 
@@ -217,7 +223,7 @@ void pipelined_range(const filter_ref& f, std::uint64_t begin, std::uint64_t end
     k.hash = detail::layer0_hash(first, key_hash(i));
     k.start = fastrange64(k.hash, first.geometry.num_starts);
     if (bumped_from_first.has_thresholds()) {
-      __builtin_prefetch(bumped_from_first.threshold_word(k.start));
+      bumped_from_first.prefetch(k.start);
     }
   };
   auto locate_ahead = [&](std::uint64_t i) {

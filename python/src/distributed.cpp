@@ -39,9 +39,9 @@ std::vector<std::uint64_t> to_vector(const hash_array& a) {
   return std::vector<std::uint64_t>(a.data(), a.data() + a.shape(0));
 }
 
-using params_state =
-    std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
-               std::uint32_t, std::uint64_t, std::uint64_t, std::uint32_t, std::uint32_t>;
+using params_state = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
+                                std::uint32_t, std::uint32_t, std::uint64_t, std::uint64_t,
+                                std::uint32_t, std::uint32_t, std::uint32_t>;
 
 params_state params_to_state(const filter_params& p) {
   return {p.width,
@@ -53,15 +53,17 @@ params_state params_to_state(const filter_params& p) {
           p.shard_size,
           p.seed,
           static_cast<std::uint32_t>(p.keys),
-          p.extra_bit_fraction};
+          p.extra_bit_fraction,
+          static_cast<std::uint32_t>(p.threshold_codes)};
 }
 
 filter_params params_from_state(const params_state& s) {
   filter_params p;
   std::tie(p.width, p.result_bits, p.bucket_size, p.threshold_light, p.threshold_heavy, std::ignore,
-           p.shard_size, p.seed, std::ignore, p.extra_bit_fraction) = s;
+           p.shard_size, p.seed, std::ignore, p.extra_bit_fraction, std::ignore) = s;
   p.variant = static_cast<filter_variant>(std::get<5>(s));
   p.keys = static_cast<key_kind>(std::get<8>(s));
+  p.threshold_codes = static_cast<threshold_encoding>(std::get<10>(s));  // check_params checks it
   if (const char* problem = check_params(p)) raise(failure::options, problem);
   return p;
 }

@@ -219,18 +219,11 @@ RIBBON_HD inline std::uint64_t bumped_layer_salt(std::uint64_t seed, std::uint32
   return layer == 0 ? 0 : layer_salt(seed, layer, 0);
 }
 
-/// The threshold encoding builders write: 1+-bit codes, except at w = 32, where about one
-/// failing bucket in six bumps all its keys (code 3), more than the 1+-bit header holds
-/// (bench/RESULTS.md), so the 2-bit codes are smaller.
-RIBBON_HD inline threshold_encoding threshold_codes_for(const filter_params& p) {
-  return p.width == 32 ? threshold_encoding::two_bit : threshold_encoding::one_plus_bit;
-}
-
 /// A layer's geometry: its last blocks hold r + 1 bits as the parameters' fraction says.
 RIBBON_HD inline layer_geometry make_geometry(std::uint64_t starts, std::uint32_t shard_bits,
                                               layer_kind kind, const filter_params& p) {
   layer_geometry g{starts, shard_bits, kind};
-  g.codes = threshold_codes_for(p);
+  g.codes = p.threshold_codes;
   const std::uint64_t blocks = g.num_blocks(p.width);
   const auto upper = static_cast<std::uint64_t>(
       (static_cast<detail::uint128_t>(blocks) * p.extra_bit_fraction) >> 16);

@@ -7,6 +7,7 @@
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
+#include "ribbon/detail/threshold_codes.hpp"
 #include "ribbon/hash.hpp"
 
 namespace ribbon {
@@ -56,6 +57,8 @@ struct filter_params {
   /// Fractional bits per key: about this fraction (in units of 2^-16) of each layer's blocks,
   /// the last ones, hold r + 1 result bits instead of r (filters only; 0: none).
   std::uint32_t extra_bit_fraction = 0;
+  /// How bumped layers store their bucket thresholds (threshold_codes.hpp).
+  threshold_encoding threshold_codes = threshold_encoding::one_plus_bit;
 
   /// Result bits the solver carries: r, or r + 1 with fractional bits.
   RIBBON_HD std::uint32_t solver_bits() const { return result_bits + (extra_bit_fraction != 0); }

@@ -7,17 +7,18 @@
 /// spend 0.8 bit more than the codes' entropy (1.18 bits), and at r = 8 and B = 128 two bits
 /// are 0.195 % of the filter. The 1+-bit encoding (after BuRR's paper) stores per shard:
 ///
+/// - a **header** of five fields of index_bits + 1 bits (index_bits = log2 of the buckets of
+///   a full shard; one word at the defaults): `count`, the list's length; `all_a` and
+///   `all_b`, the shard's first two buckets of code 3 (the bucket count where there is
+///   none); and two tails, `heavy_from` and `all_from`;
 /// - **bucket bits**, one per bucket: 0 for code 0, 1 for the others;
-/// - an **exception list**: `count` ascending bucket indexes of index_bits bits each
-///   (index_bits = log2 of the buckets of a full shard), the buckets of code 2, and at the
-///   end of the list's words a header of five fields of index_bits + 1 bits: count; `all_a`
-///   and `all_b`, the shard's first two buckets of code 3 (the bucket count where there is
-///   none); and two tails, `heavy_from` and `all_from`.
+/// - an **exception list**: `count` ascending bucket indexes of index_bits bits each, the
+///   buckets of code 2.
 ///
 /// A bucket with bit 1 has code 3 if it is all_a, all_b or at or after all_from; else code 2
 /// if it is listed or at or after heavy_from; else code 1. So a query reads the list only for
 /// a key whose offset lies in [light, heavy) (about 8 % of keys), and the header for keys at
-/// or above light (at the defaults it is the last word of the region).
+/// or above light.
 ///
 /// The list has a fixed capacity, so that every shard's region has a size known from the
 /// geometry alone (builders write shard ranges independently: out of core, on executors, on
@@ -27,8 +28,8 @@
 /// keys; about 1 shard in 7,000 at the defaults). The solver asks shard_code_writer which
 /// code a failing bucket takes, so the rows it bumps are the ones the query sees bumped.
 ///
-/// At the default S = 2^17 and B = 128 a shard region is 16 words of bits and 9 of list (52
-/// entries against 39 needed on average): 1.5625 bits per bucket.
+/// At the default S = 2^17 and B = 128 a shard region is a header word, 16 words of bits and 8
+/// of list (51 entries against 39 needed on average): 1.5625 bits per bucket.
 #pragma once
 
 #include <cstdint>
@@ -51,12 +52,7 @@ inline const char* threshold_encoding_name(threshold_encoding encoding) {
 
 namespace detail {
 
-/// Words of bucket bits of a shard with `buckets` buckets.
-RIBBON_HD inline std::uint64_t code_bit_words(std::uint64_t buckets) {
-  return divide_round_up(buckets, 64);
-}
-
-/// Fields of the exception list's header, in order.
+/// Fields of the header, in order.
 enum class exception_field : unsigned { count = 0, all_a, all_b, heavy_from, all_from, fields };
 
 /// Bits of one header field: a bucket index or the bucket count.
@@ -64,28 +60,34 @@ RIBBON_HD inline unsigned exception_field_bits(unsigned index_bits) {
   return index_bits + 1;
 }
 
-/// Bits of the exception list's header.
-RIBBON_HD inline unsigned exception_header_bits(unsigned index_bits) {
-  return static_cast<unsigned>(exception_field::fields) * exception_field_bits(index_bits);
+/// Words of a region's header.
+RIBBON_HD inline std::uint64_t code_header_words(unsigned index_bits) {
+  return divide_round_up(
+      std::uint64_t{static_cast<unsigned>(exception_field::fields)} * (index_bits + 1), 64);
 }
 
-/// Words of the exception list of a shard with `buckets` buckets: 9 per 1024 buckets, and
-/// room for the header and one entry at least.
+/// Words of bucket bits of a shard with `buckets` buckets.
+RIBBON_HD inline std::uint64_t code_bit_words(std::uint64_t buckets) {
+  return divide_round_up(buckets, 64);
+}
+
+/// Words of the exception list of a shard with `buckets` buckets: with the header, 9 per
+/// 1024 buckets, and one at least.
 RIBBON_HD inline std::uint64_t exception_words(std::uint64_t buckets, unsigned index_bits) {
-  const std::uint64_t by_buckets = divide_round_up(buckets * 9, 1024);
-  const std::uint64_t least = divide_round_up(exception_header_bits(index_bits) + index_bits, 64);
-  return by_buckets > least ? by_buckets : least;
+  const std::uint64_t with_header = divide_round_up(buckets * 9, 1024);
+  const std::uint64_t header = code_header_words(index_bits);
+  return with_header > header ? with_header - header : 1;
 }
 
-/// Words of a shard's region (bucket bits, then the exception list).
+/// Words of a shard's region (header, bucket bits, exception list).
 RIBBON_HD inline std::uint64_t code_region_words(std::uint64_t buckets, unsigned index_bits) {
-  return code_bit_words(buckets) + exception_words(buckets, index_bits);
+  return code_header_words(index_bits) + code_bit_words(buckets) +
+         exception_words(buckets, index_bits);
 }
 
 /// Entries the exception list of a shard with `buckets` buckets holds.
 RIBBON_HD inline std::uint64_t exception_capacity(std::uint64_t buckets, unsigned index_bits) {
-  return (exception_words(buckets, index_bits) * 64 - exception_header_bits(index_bits)) /
-         index_bits;
+  return exception_words(buckets, index_bits) * 64 / index_bits;
 }
 
 /// The `bits`-bit field at bit `bit` of `words` (bits < 64; it may straddle two words).
@@ -98,32 +100,37 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t read_bit_field(const std::uint64_t* 
 }
 
 /// Bucket `bucket`'s bit in a shard region.
-RIBBON_HD RIBBON_FORCE_INLINE bool bucket_bit(const std::uint64_t* region, std::uint64_t bucket) {
-  return ((region[bucket / 64] >> (bucket % 64)) & 1) != 0;
+RIBBON_HD RIBBON_FORCE_INLINE bool bucket_bit(const std::uint64_t* region, unsigned index_bits,
+                                              std::uint64_t bucket) {
+  const std::uint64_t word = region[code_header_words(index_bits) + bucket / 64];
+  return ((word >> (bucket % 64)) & 1) != 0;
 }
 
-/// The exception list of a shard region, as queries read it.
+/// The header and exception list of a shard region, as queries read them.
 struct exception_list {
-  const std::uint64_t* words;  ///< the list's first word
-  std::uint64_t header_bit;    ///< where its header begins
+  const std::uint64_t* header;
+  const std::uint64_t* entries;
   unsigned index_bits;
 
   /// The list of a region with `buckets` buckets.
   RIBBON_HD RIBBON_FORCE_INLINE static exception_list of(const std::uint64_t* region,
                                                          std::uint64_t buckets,
                                                          unsigned index_bits) {
-    return {region + code_bit_words(buckets),
-            exception_words(buckets, index_bits) * 64 - exception_header_bits(index_bits),
-            index_bits};
+    return {region, region + code_header_words(index_bits) + code_bit_words(buckets), index_bits};
   }
 
   RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t field(exception_field f) const {
     const unsigned bits = exception_field_bits(index_bits);
-    return read_bit_field(words, header_bit + std::uint64_t{static_cast<unsigned>(f)} * bits, bits);
+    const unsigned at = static_cast<unsigned>(f) * bits;
+    // One header word (index_bits <= 11, every default) needs no straddling reads.
+    if (static_cast<unsigned>(exception_field::fields) * bits <= 64) {
+      return (header[0] >> at) & ((std::uint64_t{1} << bits) - 1);
+    }
+    return read_bit_field(header, at, bits);
   }
 
   RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t entry(std::uint64_t i) const {
-    return read_bit_field(words, i * index_bits, index_bits);
+    return read_bit_field(entries, i * index_bits, index_bits);
   }
 
   /// Is `bucket` among the entries? They are about uniform over the shard's buckets, so the
@@ -143,8 +150,9 @@ struct exception_list {
 
   /// Does `bucket`, whose bit is 1, have code 3?
   RIBBON_HD RIBBON_FORCE_INLINE bool all(std::uint64_t bucket) const {
-    return bucket >= field(exception_field::all_from) || bucket == field(exception_field::all_a) ||
-           bucket == field(exception_field::all_b);
+    // `|`, not `||`: no branches for a query's pipeline to mispredict.
+    return (bucket >= field(exception_field::all_from)) |
+           (bucket == field(exception_field::all_a)) | (bucket == field(exception_field::all_b));
   }
 
   /// Does `bucket`, whose bit is 1 and whose code is not 3, have code 2?
@@ -156,24 +164,59 @@ struct exception_list {
 /// The code of bucket `bucket` of a shard region with `buckets` buckets.
 RIBBON_HD inline unsigned bucket_code(const std::uint64_t* region, std::uint64_t buckets,
                                       unsigned index_bits, std::uint64_t bucket) {
-  if (!bucket_bit(region, bucket)) return 0;
+  if (!bucket_bit(region, index_bits, bucket)) return 0;
   const exception_list list = exception_list::of(region, buckets, index_bits);
   if (list.all(bucket)) return 3;
   return list.heavy(bucket) ? 2 : 1;
 }
 
-/// Is the key at `offset` in bucket `bucket` of a shard region bumped? Keys below light need
-/// only the bucket bit, keys at or above heavy the header too, the others the list.
+/// Is the key at `offset` in bucket `bucket` of a shard region bumped? The bucket bit and the
+/// header decide without a branch; only a key in [light, heavy) of a bucket with bit 1 and
+/// neither code 3 nor a tail (about 8 % of keys) searches the list. Branches on the bit or
+/// the offset would be mispredicted for about half the keys.
 RIBBON_HD RIBBON_FORCE_INLINE bool region_bumps(const std::uint64_t* region, std::uint64_t buckets,
                                                 unsigned index_bits, std::uint64_t bucket,
                                                 std::uint32_t offset, std::uint32_t light,
                                                 std::uint32_t heavy) {
-  if (!bucket_bit(region, bucket)) return false;
-  if (offset < light) return true;
   const exception_list list = exception_list::of(region, buckets, index_bits);
-  if (list.all(bucket)) return true;
-  return offset < heavy && list.heavy(bucket);
+  const bool bit = bucket_bit(region, index_bits, bucket);
+  const bool below_heavy = offset < heavy;
+  const bool heavy_tail = bucket >= list.field(exception_field::heavy_from);
+  const bool bumped = bit & ((offset < light) | list.all(bucket) | (below_heavy & heavy_tail));
+  if (RIBBON_UNLIKELY(bit & !bumped & below_heavy)) return list.lists(bucket);
+  return bumped;
 }
+
+/// Appends bit fields to words, storing each word once it is full.
+class word_stream {
+ public:
+  word_stream() = default;
+  RIBBON_HD explicit word_stream(std::uint64_t* words) : words_(words) {}
+
+  /// Appends `value` (`bits` < 64 bits).
+  RIBBON_HD void put(std::uint64_t value, unsigned bits) {
+    const auto shift = static_cast<unsigned>(next_bit_ % 64);
+    pending_ |= value << shift;
+    if (shift + bits >= 64) {
+      words_[next_bit_ / 64] = pending_;
+      pending_ = shift + bits > 64 ? value >> (64 - shift) : 0;
+    }
+    next_bit_ += bits;
+  }
+
+  /// Zero bits up to `end_word` words.
+  RIBBON_HD void finish(std::uint64_t end_word) {
+    while (next_bit_ < end_word * 64) {
+      const std::uint64_t gap = end_word * 64 - next_bit_;
+      put(0, static_cast<unsigned>(gap < 63 ? gap : 63));
+    }
+  }
+
+ private:
+  std::uint64_t* words_ = nullptr;
+  std::uint64_t next_bit_ = 0;
+  std::uint64_t pending_ = 0;
+};
 
 /// Writes one shard's codes, one bucket at a time in ascending order: a region of 1+-bit
 /// codes, or the shard's words of 2-bit codes. The words are complete (every word written,
@@ -190,6 +233,7 @@ class shard_code_writer {
         buckets_(buckets),
         index_bits_(index_bits),
         capacity_(exception_capacity(buckets, index_bits)),
+        entries_(region + code_header_words(index_bits) + code_bit_words(buckets)),
         all_a_(buckets),
         all_b_(buckets),
         heavy_from_(buckets),
@@ -225,7 +269,7 @@ class shard_code_writer {
     }
     if (code != 0) bit_word_ |= std::uint64_t{1} << (bucket % 64);
     if (bucket % 64 == 63 || bucket + 1 == buckets_) {
-      region_[bucket / 64] = bit_word_;
+      region_[code_header_words(index_bits_) + bucket / 64] = bit_word_;
       bit_word_ = 0;
     }
     if (code == 3 && bucket < all_from_) {
@@ -238,7 +282,7 @@ class shard_code_writer {
       }
     } else if (code == 2 && bucket < heavy_from_) {
       if (used_ < capacity_) {
-        put(bucket, index_bits_);
+        entries_.put(bucket, index_bits_);
         ++used_;
       } else {
         heavy_from_ = bucket;
@@ -248,41 +292,26 @@ class shard_code_writer {
   }
 
  private:
-  /// Appends `value` (`bits` < 64 bits) to the list's bits, storing each word once full.
-  RIBBON_HD void put(std::uint64_t value, unsigned bits) {
-    const auto shift = static_cast<unsigned>(next_bit_ % 64);
-    pending_ |= value << shift;
-    if (shift + bits >= 64) {
-      region_[code_bit_words(buckets_) + next_bit_ / 64] = pending_;
-      pending_ = shift + bits > 64 ? value >> (64 - shift) : 0;
-    }
-    next_bit_ += bits;
-  }
-
-  /// Zero bits up to the header, then the header, which ends with the list's last word.
+  /// Zero bits after the entries, then the header.
   RIBBON_HD void finish() {
-    const std::uint64_t header_bit =
-        exception_words(buckets_, index_bits_) * 64 - exception_header_bits(index_bits_);
-    while (next_bit_ < header_bit) {
-      const std::uint64_t gap = header_bit - next_bit_;
-      put(0, static_cast<unsigned>(gap < 63 ? gap : 63));
-    }
+    entries_.finish(exception_words(buckets_, index_bits_));
+    word_stream header(region_);
     for (const std::uint64_t field : {used_, all_a_, all_b_, heavy_from_, all_from_}) {
-      put(field, exception_field_bits(index_bits_));
+      header.put(field, exception_field_bits(index_bits_));
     }
+    header.finish(code_header_words(index_bits_));
   }
 
   std::uint64_t* region_ = nullptr;
   std::uint64_t buckets_ = 0;
   unsigned index_bits_ = 0;
   std::uint64_t capacity_ = 0;
+  word_stream entries_;
   std::uint64_t used_ = 0;
   std::uint64_t all_a_ = 0, all_b_ = 0;          // the shard's first two buckets of code 3
   std::uint64_t heavy_from_ = 0, all_from_ = 0;  // where the tails begin
   bool two_bit_ = false;
   std::uint64_t bit_word_ = 0;  // bucket bits (2-bit codes) being filled
-  std::uint64_t next_bit_ = 0;  // list bit of the next entry
-  std::uint64_t pending_ = 0;   // list word being filled
 };
 
 }  // namespace detail
