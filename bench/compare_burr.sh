@@ -10,9 +10,11 @@
 #               (or any build of its ribbon.cpp that takes -L 64 -d 3 -2 -I; RESULTS.md)
 #   RIBBON      the ribbon CLI (default build/tools/ribbon)
 # Environment: KEYS (default 10000000), PAIRS (default 3), THREADS (default "1 2"), NEGATIVES
-# (ribbon's non-member queries, default KEYS; BuRR always queries KEYS per thread).
+# (ribbon's non-member queries, default KEYS; BuRR always queries KEYS per thread),
+# RIBBON_OPTIONS (more `ribbon bench` options, e.g. "--threshold-codes 2-bit").
 #
-# Both build w = 64, r = 8 filters of KEYS keys with 2-bit thresholds and interleaved storage
+# Both build w = 64, r = 8 filters of KEYS keys (BuRR with 2-bit thresholds, ribbon with its
+# default 1+-bit ones unless RIBBON_OPTIONS says otherwise) and interleaved storage
 # at eps = -4/w (BuRR: -L 64 -2 -I -e -0.0625 -d 3, the configuration of its paper; ribbon:
 # its defaults) and query KEYS non-members per thread. BuRR's benchmark queries one key at a
 # time (no batched path): its "scalar" figures are the ones to hold ribbon's scalar ones
@@ -21,7 +23,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 || ! -x "$1" ]]; then
-  sed -n '2,14p' "$0" >&2
+  sed -n '2,15p' "$0" >&2
   exit 2
 fi
 burr=$1
@@ -35,7 +37,8 @@ trap 'rm -f "$results"' EXIT
 
 run_ribbon() {  # threads
   local json
-  json=$("$ribbon" bench -n "$keys" --negatives "$negatives" -t "$1" --json)
+  # shellcheck disable=SC2086  # RIBBON_OPTIONS is a list of words
+  json=$("$ribbon" bench -n "$keys" --negatives "$negatives" -t "$1" --json ${RIBBON_OPTIONS:-})
   python3 - "$1" "$json" >>"$results" <<'EOF'
 import json, sys
 t, r = sys.argv[1], json.loads(sys.argv[2])
