@@ -400,12 +400,13 @@ void check_code_regions(const std::uint64_t* thresholds, const layer_geometry& g
     const std::uint64_t all_from = list.field(exception_field::all_from);
     const std::uint64_t capacity = detail::exception_capacity(m, index_bits);
     if (count > capacity) bad("exception list longer than its capacity");
-    const bool slots_in_order = all_a < all_b || (all_a == m && all_b == m);
-    const bool slots_marked = (all_a == m || detail::bucket_bit(region, index_bits, all_a)) &&
+    // In this order: a slot is read as a bucket only once it is known to be one.
+    const bool slots_in_order = all_b <= m && (all_a < all_b || (all_a == m && all_b == m));
+    const bool slots_marked = slots_in_order &&
+                              (all_a == m || detail::bucket_bit(region, index_bits, all_a)) &&
                               (all_b == m || detail::bucket_bit(region, index_bits, all_b));
-    if (all_b > m || !slots_in_order || !slots_marked || (all_b < m && all_b >= all_from) ||
-        all_from > m || (all_from < m && all_b == m) || heavy_from > m ||
-        (heavy_from < m && count != capacity)) {
+    if (!slots_marked || (all_b < m && all_b >= all_from) || all_from > m ||
+        (all_from < m && all_b == m) || heavy_from > m || (heavy_from < m && count != capacity)) {
       bad("bad exception list header");
     }
     for (std::uint64_t i = 0; i < count; ++i) {
