@@ -127,10 +127,7 @@ class bump_test {
     bucket_bits_ = detail::count_trailing_zeros(p.bucket_size);
     bucket_mask_ = p.bucket_size - 1;
     for (unsigned code = 0; code < 4; ++code) cut_[code] = p.threshold(code);
-    index_bits_ = g.code_index_bits(p.bucket_size);
-    region_words_ = detail::code_region_words(g.shard_buckets(p.bucket_size), index_bits_);
-    last_shard_ = g.num_shards() - 1;
-    last_shard_buckets_ = g.shard_buckets(last_shard_, p.bucket_size);
+    regions_ = g.code_regions(p.bucket_size);
   }
 
   /// Prefetches what deciding `start`'s bump reads: the word of its bucket's 2-bit code, or
@@ -141,10 +138,8 @@ class bump_test {
       __builtin_prefetch(thresholds_ + bucket / 32);
       return;
     }
-    const std::uint64_t* shard_region = region(bucket >> index_bits_);
-    __builtin_prefetch(shard_region);
-    __builtin_prefetch(shard_region + detail::code_header_words(index_bits_) +
-                       local_bucket(bucket) / 64);
+    __builtin_prefetch(regions_.region_of(thresholds_, bucket));
+    __builtin_prefetch(regions_.bit_word_of(thresholds_, bucket));
   }
   bool has_thresholds() const { return thresholds_ != nullptr; }
 
@@ -158,21 +153,10 @@ class bump_test {
           static_cast<unsigned>(thresholds_[bucket / 32] >> (2 * (bucket % 32))) & 3u;
       return shard_head || offset < cut_[code];
     }
-    const std::uint64_t shard = bucket >> index_bits_;
-    const std::uint64_t buckets =
-        shard == last_shard_ ? last_shard_buckets_ : std::uint64_t{1} << index_bits_;
-    return shard_head || detail::region_bumps(region(shard), buckets, index_bits_,
-                                              local_bucket(bucket), offset, cut_[1], cut_[2]);
+    return shard_head || regions_.bumps(thresholds_, bucket, offset, cut_[1], cut_[2]);
   }
 
  private:
-  const std::uint64_t* region(std::uint64_t shard) const {
-    return thresholds_ + shard * region_words_;
-  }
-  std::uint64_t local_bucket(std::uint64_t bucket) const {
-    return bucket & ((std::uint64_t{1} << index_bits_) - 1);
-  }
-
   const std::uint64_t* thresholds_ = nullptr;
   bool two_bit_ = false;
   std::uint64_t shard_mask_ = ~std::uint64_t{0};
@@ -180,10 +164,7 @@ class bump_test {
   std::uint64_t bucket_mask_ = 0;
   int bucket_bits_ = 0;
   std::uint32_t cut_[4] = {};
-  unsigned index_bits_ = 0;
-  std::uint64_t region_words_ = 0;
-  std::uint64_t last_shard_ = 0;
-  std::uint64_t last_shard_buckets_ = 0;
+  detail::code_region_layout regions_;
 };
 
 /// Prefetches every cache line a row starting at `start` reads: its block and the next one,

@@ -58,7 +58,8 @@ struct layer_geometry {
   }
   RIBBON_HD std::uint64_t num_blocks(std::uint32_t width) const { return num_starts / width + 1; }
   RIBBON_HD std::uint64_t num_buckets(std::uint32_t bucket_size) const {
-    return bumping() ? num_starts / bucket_size : 0;
+    // B is a power of two: a shift, not a division (queries work this out).
+    return bumping() ? num_starts >> detail::count_trailing_zeros(bucket_size) : 0;
   }
   /// The shard whose start positions hold `hash`'s start (monotone in the hash).
   RIBBON_HD std::uint64_t shard_of(std::uint64_t hash) const {
@@ -83,14 +84,17 @@ struct layer_geometry {
   RIBBON_HD unsigned code_index_bits(std::uint32_t bucket_size) const {
     return shard_bits - static_cast<unsigned>(detail::count_trailing_zeros(bucket_size));
   }
+  /// Where the shards' regions of 1+-bit codes lie (bumped layers).
+  RIBBON_HD detail::code_region_layout code_regions(std::uint32_t bucket_size) const {
+    return {num_buckets(bucket_size), code_index_bits(bucket_size)};
+  }
   /// First threshold word of shard `shard` (threshold_words() for shard num_shards()). Shards
   /// own whole words (with 2-bit codes, shards hold at least 32 buckets).
   RIBBON_HD std::uint64_t shard_first_threshold_word(std::uint64_t shard,
                                                      std::uint32_t bucket_size) const {
     if (shard >= num_shards()) return threshold_words(bucket_size);
     if (codes == threshold_encoding::two_bit) return shard_begin(shard) / bucket_size / 32;
-    return shard *
-           detail::code_region_words(shard_buckets(bucket_size), code_index_bits(bucket_size));
+    return code_regions(bucket_size).first_word(shard);
   }
   /// Bytes of the solution blocks that shards [first, end) own (a contiguous run).
   RIBBON_HD std::uint64_t shard_range_solution_bytes(std::uint64_t first, std::uint64_t end,
@@ -106,10 +110,7 @@ struct layer_geometry {
     if (codes == threshold_encoding::two_bit || buckets == 0) {
       return detail::divide_round_up(buckets, 32);
     }
-    const std::uint64_t last = num_shards() - 1;
-    const unsigned index_bits = code_index_bits(bucket_size);
-    return last * detail::code_region_words(shard_buckets(bucket_size), index_bits) +
-           detail::code_region_words(shard_buckets(last, bucket_size), index_bits);
+    return code_regions(bucket_size).words();
   }
   /// The code (0 to 3, filter_params::threshold) of bucket `bucket` (a layer index) of a
   /// bumped layer whose threshold section is `thresholds`.
@@ -118,11 +119,7 @@ struct layer_geometry {
     if (codes == threshold_encoding::two_bit) {
       return static_cast<unsigned>(thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
     }
-    const unsigned index_bits = code_index_bits(bucket_size);
-    const std::uint64_t shard = bucket >> index_bits;
-    return detail::bucket_code(thresholds + shard_first_threshold_word(shard, bucket_size),
-                               shard_buckets(shard, bucket_size), index_bits,
-                               bucket & ((std::uint64_t{1} << index_bits) - 1));
+    return code_regions(bucket_size).code(thresholds, bucket);
   }
   /// Is the key starting at `start` bumped by its bucket's threshold? (`thresholds`: the
   /// layer's threshold section.)
@@ -138,14 +135,8 @@ struct layer_geometry {
           static_cast<unsigned>(thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
       return offset < p.threshold(code);
     }
-    const unsigned index_bits = shard_bits - static_cast<unsigned>(bucket_bits);
-    const std::uint64_t shard = bucket >> index_bits;
-    const std::uint64_t full = std::uint64_t{1} << index_bits;
-    const std::uint64_t left = (num_starts >> bucket_bits) - (shard << index_bits);
-    const std::uint64_t buckets = left < full ? left : full;
-    return detail::region_bumps(thresholds + shard * detail::code_region_words(full, index_bits),
-                                buckets, index_bits, bucket & (full - 1), offset, p.threshold_light,
-                                p.threshold_heavy);
+    return code_regions(p.bucket_size)
+        .bumps(thresholds, bucket, offset, p.threshold_light, p.threshold_heavy);
   }
   /// Bytes of the interleaved solution: per block of w columns, r (or r + 1) words of w bits.
   RIBBON_HD std::uint64_t solution_bytes(std::uint32_t width, std::uint32_t result_bits) const {

@@ -171,8 +171,8 @@ RIBBON_HD inline unsigned bucket_code(const std::uint64_t* region, std::uint64_t
 
 /// Is the key at `offset` in bucket `bucket` of a shard region bumped? Keys in buckets with
 /// bit 0, or below light, need only the bucket bit; keys at or above heavy the header too;
-/// the others (about 8 % of keys) the list. (Reading the header for every key, to decide
-/// without branches, made scalar queries slower: one more cache line each.)
+/// the others (about 8 % of keys) the list. (Deciding without branches from the bit and the
+/// header, read for every key, was slower for batched queries too: bench/RESULTS.md.)
 RIBBON_HD RIBBON_FORCE_INLINE bool region_bumps(const std::uint64_t* region, std::uint64_t buckets,
                                                 unsigned index_bits, std::uint64_t bucket,
                                                 std::uint32_t offset, std::uint32_t light,
@@ -183,6 +183,65 @@ RIBBON_HD RIBBON_FORCE_INLINE bool region_bumps(const std::uint64_t* region, std
   if (list.all(bucket)) return true;
   return offset < heavy && list.heavy(bucket);
 }
+
+/// Where the 1+-bit regions of a bumped layer lie, from constants of the layer worked out
+/// once: shard k's region begins at word k * region_words (a full shard's size; only the
+/// last shard's may be smaller) and holds the buckets [k * 2^index_bits, ...).
+struct code_region_layout {
+  unsigned index_bits = 0;               ///< log2 of the buckets of a full shard
+  std::uint64_t region_words = 0;        ///< words of a full shard's region
+  std::uint64_t last_shard = 0;          ///< the shard of the layer's last bucket
+  std::uint64_t last_shard_buckets = 0;  ///< its buckets
+
+  code_region_layout() = default;
+  /// The layout of a layer of `num_buckets` buckets, 2^`bucket_index_bits` a full shard.
+  RIBBON_HD code_region_layout(std::uint64_t num_buckets, unsigned bucket_index_bits)
+      : index_bits(bucket_index_bits),
+        region_words(code_region_words(std::uint64_t{1} << bucket_index_bits, bucket_index_bits)),
+        last_shard(num_buckets == 0 ? 0 : (num_buckets - 1) >> bucket_index_bits),
+        last_shard_buckets(num_buckets - (last_shard << bucket_index_bits)) {}
+
+  /// Buckets of shard `shard` (the last shard may hold fewer than 2^index_bits).
+  RIBBON_HD std::uint64_t shard_buckets(std::uint64_t shard) const {
+    return shard == last_shard ? last_shard_buckets : std::uint64_t{1} << index_bits;
+  }
+  /// First word of shard `shard`'s region.
+  RIBBON_HD std::uint64_t first_word(std::uint64_t shard) const { return shard * region_words; }
+  /// Words of all the regions.
+  RIBBON_HD std::uint64_t words() const {
+    return first_word(last_shard) + code_region_words(last_shard_buckets, index_bits);
+  }
+  /// The shard of layer bucket `bucket`, and the bucket's index there.
+  RIBBON_HD std::uint64_t shard_of(std::uint64_t bucket) const { return bucket >> index_bits; }
+  RIBBON_HD std::uint64_t local_bucket(std::uint64_t bucket) const {
+    return bucket & ((std::uint64_t{1} << index_bits) - 1);
+  }
+
+  /// Words of bucket `bucket`'s region in the layer's threshold section `thresholds`.
+  RIBBON_HD const std::uint64_t* region_of(const std::uint64_t* thresholds,
+                                           std::uint64_t bucket) const {
+    return thresholds + first_word(shard_of(bucket));
+  }
+  /// The word of bucket `bucket`'s bit.
+  RIBBON_HD const std::uint64_t* bit_word_of(const std::uint64_t* thresholds,
+                                             std::uint64_t bucket) const {
+    return region_of(thresholds, bucket) + code_header_words(index_bits) +
+           local_bucket(bucket) / 64;
+  }
+
+  /// The code (0 to 3) of layer bucket `bucket`.
+  RIBBON_HD unsigned code(const std::uint64_t* thresholds, std::uint64_t bucket) const {
+    return bucket_code(region_of(thresholds, bucket), shard_buckets(shard_of(bucket)), index_bits,
+                       local_bucket(bucket));
+  }
+  /// region_bumps() for the key at `offset` in layer bucket `bucket`.
+  RIBBON_HD RIBBON_FORCE_INLINE bool bumps(const std::uint64_t* thresholds, std::uint64_t bucket,
+                                           std::uint32_t offset, std::uint32_t light,
+                                           std::uint32_t heavy) const {
+    return region_bumps(region_of(thresholds, bucket), shard_buckets(shard_of(bucket)), index_bits,
+                        local_bucket(bucket), offset, light, heavy);
+  }
+};
 
 /// Appends bit fields to words, storing each word once it is full.
 class word_stream {
