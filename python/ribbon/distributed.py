@@ -52,10 +52,18 @@ DEFAULT_RANGE_KEYS = 1 << 24
 DEFAULT_ONE_PLACE_KEYS = 1 << 24
 
 
-def build_params(key_kind: str, *, fpr=None, bits=None, width=64, seed=0, shard_size=None):
+def build_params(
+    key_kind: str, *, fpr=None, bits=None, width=64, seed=0, shard_size=None, threshold_codes=None
+):
     """The parameters ``ribbon build`` uses for these options (bumped filters only)."""
     return DistributedParams(
-        key_kind, fpr=fpr, bits=bits, width=width, seed=seed, shard_size=shard_size
+        key_kind,
+        fpr=fpr,
+        bits=bits,
+        width=width,
+        seed=seed,
+        shard_size=shard_size,
+        threshold_codes=threshold_codes,
     )
 
 
@@ -310,6 +318,7 @@ def build(
     width: int = 64,
     seed: int = 0,
     shard_size: Optional[int] = None,
+    threshold_codes: Optional[str] = None,
     range_keys: int = DEFAULT_RANGE_KEYS,
     one_place_keys: int = DEFAULT_ONE_PLACE_KEYS,
     order_seed: int = 0,
@@ -317,7 +326,13 @@ def build(
     """A distributed build run in this process (:class:`LocalEngine`): the same file as
     ``ribbon build`` over the distinct keys of ``batches``."""
     params = build_params(
-        key_kind, fpr=fpr, bits=bits, width=width, seed=seed, shard_size=shard_size
+        key_kind,
+        fpr=fpr,
+        bits=bits,
+        width=width,
+        seed=seed,
+        shard_size=shard_size,
+        threshold_codes=threshold_codes,
     )
     engine = LocalEngine(params, batches, order_seed=order_seed)
     return run_build(

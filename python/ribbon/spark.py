@@ -196,6 +196,7 @@ def build(
     width: int = 64,
     seed: int = 0,
     shard_size: Optional[int] = None,
+    threshold_codes: Optional[str] = None,
     range_keys: int = dist.DEFAULT_RANGE_KEYS,
     one_place_keys: int = dist.DEFAULT_ONE_PLACE_KEYS,
     batch_keys: int = ROUTE_BATCH_KEYS,
@@ -215,7 +216,13 @@ def build(
     dist.check_output_path(path)
     key_kind = key_kind_of_column(df, column)
     params = dist.build_params(
-        key_kind, fpr=fpr, bits=bits, width=width, seed=seed, shard_size=shard_size
+        key_kind,
+        fpr=fpr,
+        bits=bits,
+        width=width,
+        seed=seed,
+        shard_size=shard_size,
+        threshold_codes=threshold_codes,
     )
     threads = int(df.sparkSession.conf.get("spark.task.cpus", "1"))
     engine = SparkEngine(

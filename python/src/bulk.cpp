@@ -104,10 +104,18 @@ Use it as a context manager: leaving the block removes every temporary file.)")
              std::optional<std::string> tmp_dir, std::optional<std::uint64_t> expected_keys,
              std::optional<double> fpr, std::optional<std::int64_t> bits, std::int64_t width,
              const std::string& variant, std::uint64_t seed, std::optional<std::int64_t> threads,
-             std::optional<std::int64_t> shard_size) {
+             std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes) {
             ribbon::bulk_options options;
-            options.build = to_build_options(
-                build_arguments{fpr, bits, width, variant, seed, threads, shard_size, {}, {}});
+            options.build = to_build_options(build_arguments{fpr,
+                                                             bits,
+                                                             width,
+                                                             variant,
+                                                             seed,
+                                                             threads,
+                                                             shard_size,
+                                                             {},
+                                                             {},
+                                                             std::move(threshold_codes)});
             options.memory_limit = memory_limit.value_or(0);
             options.tmp_dir = tmp_dir.value_or("");
             options.expected_keys = expected_keys.value_or(0);
@@ -117,7 +125,7 @@ Use it as a context manager: leaving the block removes every temporary file.)")
           nb::arg("tmp_dir") = nb::none(), nb::arg("expected_keys") = nb::none(),
           nb::arg("fpr") = nb::none(), nb::arg("bits") = nb::none(), nb::arg("width") = 64,
           nb::arg("variant") = "bumped", nb::arg("seed") = 0, nb::arg("threads") = nb::none(),
-          nb::arg("shard_size") = nb::none(),
+          nb::arg("shard_size") = nb::none(), nb::arg("threshold_codes") = nb::none(),
           R"(kind: "u64" (integer keys) or "bytes" (byte strings).
 memory_limit: bytes the build may use (default: half the machine's or cgroup's memory).
 tmp_dir: where partition files go (default $TMPDIR or /tmp). expected_keys: a sizing hint.

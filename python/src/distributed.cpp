@@ -103,13 +103,14 @@ void bind_params(nb::module_& m) {
           "__init__",
           [](filter_params* self, const std::string& kind_name, std::optional<double> fpr,
              std::optional<std::int64_t> bits, std::int64_t width, std::int64_t seed,
-             std::optional<std::int64_t> shard_size) {
+             std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes) {
             build_arguments args;
             args.fpr = fpr;
             args.bits = bits;
             args.width = width;
             args.seed = seed;
             args.shard_size = shard_size;
+            args.threshold_codes = std::move(threshold_codes);
             const build_options options = to_build_options(args);
             const key_kind kind = key_kind_from_name(kind_name);
             new (self) filter_params(
@@ -117,12 +118,15 @@ void bind_params(nb::module_& m) {
           },
           nb::arg("key_kind"), nb::kw_only(), nb::arg("fpr") = nb::none(),
           nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("seed") = 0,
-          nb::arg("shard_size") = nb::none())
+          nb::arg("shard_size") = nb::none(), nb::arg("threshold_codes") = nb::none())
       .def_prop_ro("key_kind", [](const filter_params& p) { return key_kind_name(p.keys); })
       .def_ro("width", &filter_params::width)
       .def_ro("result_bits", &filter_params::result_bits)
       .def_ro("seed", &filter_params::seed)
       .def_ro("shard_size", &filter_params::shard_size)
+      .def_prop_ro(
+          "threshold_codes",
+          [](const filter_params& p) { return threshold_encoding_name(p.threshold_codes); })
       .def("__getstate__", &params_to_state)
       .def("__setstate__", [](filter_params* self, const params_state& s) {
         new (self) filter_params(params_from_state(s));

@@ -341,9 +341,17 @@ A key that is not in the set gets an arbitrary value below 2^bits.)")
          std::uint64_t seed, std::optional<std::int64_t> threads,
          std::optional<std::int64_t> shard_size, std::optional<double> slack,
          std::optional<double> success_probability, const std::string& backend,
-         std::optional<std::string> key_kind) {
-        build_arguments args{
-            fpr, bits, width, variant, seed, threads, shard_size, slack, success_probability};
+         std::optional<std::string> key_kind, std::optional<std::string> threshold_codes) {
+        build_arguments args{fpr,
+                             bits,
+                             width,
+                             variant,
+                             seed,
+                             threads,
+                             shard_size,
+                             slack,
+                             success_probability,
+                             std::move(threshold_codes)};
         return build(keys, values, args, backend, key_kind);
       },
       nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(), nb::arg("fpr") = nb::none(),
@@ -351,6 +359,7 @@ A key that is not in the set gets an arbitrary value below 2^bits.)")
       nb::arg("seed") = 0, nb::arg("threads") = nb::none(), nb::arg("shard_size") = nb::none(),
       nb::arg("slack") = nb::none(), nb::arg("success_probability") = nb::none(),
       nb::arg("backend") = "cpu", nb::arg("key_kind") = nb::none(),
+      nb::arg("threshold_codes") = nb::none(),
       R"(Builds a filter (or, with values=, a retrieval structure) from keys.
 
 keys: numpy integer array, numpy bytes/str array, pyarrow Array/ChunkedArray of integers or
@@ -364,6 +373,8 @@ threads: worker threads (default: all). shard_size: slots per shard (power of tw
 slack / success_probability: standard and homogeneous variants' sizing.
 backend: "cpu", "gpu" or "auto" (the GPU where this module has CUDA and a device).
 key_kind: "u64" or "bytes", the kind of an empty key list (else inferred).
+threshold_codes: how buckets store their thresholds: "1+-bit" (the smallest file), "2-bit"
+  (faster batched queries, about 0.04 % more space) or "auto"/None (1+-bit; 2-bit at w=32).
 Runs without the GIL; Ctrl-C stops it within about a second.)");
 
   m.def("load", &load, nb::arg("path"), nb::kw_only(), nb::arg("verify") = true,

@@ -20,6 +20,8 @@ struct build_arguments {
   std::optional<std::int64_t> shard_size;
   std::optional<double> slack;
   std::optional<double> success_probability;
+  /// "1+-bit", "2-bit" or "auto" (as `ribbon build --threshold-codes` names them).
+  std::optional<std::string> threshold_codes;
 };
 
 /// The C++ options; raises ribbon.OptionsError for values out of range or unknown names.

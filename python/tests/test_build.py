@@ -102,6 +102,8 @@ def test_fpr_within_5_sigma(bits):
         ({"fpr": 0.01, "width": 32}, ["--fpr", "0.01", "-w", "32"]),
         ({"variant": "standard"}, ["--variant", "standard"]),
         ({"variant": "homogeneous", "threads": 1}, ["--variant", "homogeneous", "--threads", "1"]),
+        ({"threshold_codes": "2-bit"}, ["--threshold-codes", "2-bit"]),
+        ({"threshold_codes": "1+-bit", "width": 32}, ["--threshold-codes", "1+-bit", "-w", "32"]),
     ],
 )
 def test_u64_build_matches_cli(cli, tmp_path, random_u64, options, cli_options):
@@ -271,6 +273,7 @@ def test_corrupt_and_truncated_buffers_raise(random_u64):
         {"backend": "tpu"},
         {"shard_size": 1000},
         {"key_kind": "float"},
+        {"threshold_codes": "3-bit"},
     ],
 )
 def test_bad_options_raise_value_error(options):

@@ -10,14 +10,16 @@ import pytest
 import ribbon
 
 
-def test_bulk_equals_build_in_memory_and_out_of_core(tmp_path, random_u64):
+@pytest.mark.parametrize("codes", [None, "2-bit"])
+def test_bulk_equals_build_in_memory_and_out_of_core(tmp_path, random_u64, codes):
     keys = random_u64(300000)
-    expected = ribbon.build(keys, bits=7, seed=3).to_bytes()
+    options = dict(bits=7, seed=3, threshold_codes=codes)
+    expected = ribbon.build(keys, **options).to_bytes()
     for limit, out_of_core in ((None, False), (1 << 20, True)):
         spill = tmp_path / f"spill-{out_of_core}"
         spill.mkdir()
         path = tmp_path / f"bulk-{out_of_core}.ribbon"
-        with ribbon.BulkBuilder("u64", memory_limit=limit, tmp_dir=str(spill), bits=7, seed=3) as b:
+        with ribbon.BulkBuilder("u64", memory_limit=limit, tmp_dir=str(spill), **options) as b:
             for chunk in np.array_split(keys, 7):
                 b.add(chunk)
             assert b.key_count == len(keys)

@@ -71,11 +71,24 @@ def test_empty_and_tiny_inputs_equal_the_cli(tmp_path):
         assert open(out, "rb").read() == expected, f"{count} keys"
 
 
+def test_two_bit_codes_equal_the_cli(tmp_path):
+    keys = random_u64(30000, seed=8)
+    expected = cli_build(keys, str(tmp_path), *CLI_SMALL, "--threshold-codes", "2-bit")
+    assert expected != cli_build(keys, str(tmp_path), *CLI_SMALL)  # the option is seen
+    out = str(tmp_path / "d.ribbon")
+    dist.build([keys], out, key_kind="u64", threshold_codes="2-bit", **SMALL)
+    assert open(out, "rb").read() == expected
+    assert ribbon.load(out).info()["threshold_encoding"] == "2-bit"
+
+
 def test_params_and_plans_pickle_for_the_workers():
-    params = dist.build_params("bytes", bits=11, width=32, seed=5, shard_size=1024)
+    params = dist.build_params(
+        "bytes", bits=11, width=32, seed=5, shard_size=1024, threshold_codes="1+-bit"
+    )
     again = pickle.loads(pickle.dumps(params))
     assert (again.key_kind, again.result_bits, again.width, again.seed, again.shard_size) == (
         "bytes", 11, 32, 5, 1024)
+    assert again.threshold_codes == "1+-bit"  # not w = 32's default, 2-bit
     plan = dist.plan_layer(params, 1, 100000, 5000)
     copy = pickle.loads(pickle.dumps(plan))
     hashes = random_u64(5000, seed=6)
