@@ -72,6 +72,15 @@ small_filter make_small(const small_case& c) {
   return s;
 }
 
+/// A small file's bytes in an aligned buffer, parsed (checksums verified), to change in place.
+struct editable_image {
+  explicit editable_image(const small_filter& s)
+      : image(s.bytes.data(), s.bytes.size()),
+        parsed(ribbon::format::parse_image(image.data(), image.size(), true, "image")) {}
+  ribbon_test::aligned_buffer image;
+  ribbon::format::parsed_image parsed;
+};
+
 /// Runs queries on a filter that was accepted (whatever its answers): under the sanitizers
 /// this checks that an accepted image never leads to an out-of-bounds read.
 void exercise(const ribbon::filter& f) {
@@ -163,9 +172,8 @@ class SmallFile : public ::testing::TestWithParam<small_case> {};
 TEST_P(SmallFile, IsValidAndMultiLayer) {
   small_filter s = make_small(GetParam());
   ASSERT_GE(s.filter.num_layers(), 2u) << "the case should exercise a bumped and a later layer";
-  ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
-  const ribbon::format::parsed_image parsed =
-      ribbon::format::parse_image(image.data(), image.size(), true, "image");
+  const editable_image e(s);
+  const ribbon::format::parsed_image& parsed = e.parsed;
   EXPECT_EQ(parsed.header.file_bytes, s.bytes.size());
   EXPECT_EQ(parsed.header.num_layers, s.filter.num_layers());
   EXPECT_EQ(parsed.header.format_version, ribbon::format::version_for(s.filter.threshold_codes()));
@@ -238,11 +246,10 @@ TEST_P(SmallFile, CodeRegionChangesWithoutChecksumsAreCheckedNeverCrash) {
   if (s.filter.threshold_codes() != ribbon::threshold_encoding::one_plus_bit) {
     GTEST_SKIP() << "2-bit codes: every bit pattern is a valid code";
   }
-  ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
-  const ribbon::format::parsed_image parsed =
-      ribbon::format::parse_image(image.data(), image.size(), true, "image");
+  editable_image e(s);
+  ribbon_test::aligned_buffer& image = e.image;
   std::uint64_t rejected = 0, accepted = 0;
-  for (const layer_descriptor& d : parsed.layers) {
+  for (const layer_descriptor& d : e.parsed.layers) {
     for (std::uint64_t i = d.threshold_offset; i < d.threshold_offset + d.threshold_bytes; ++i) {
       for (unsigned mask : {0x01u, 0x10u, 0x80u, 0xFFu}) {
         image.data()[i] ^= static_cast<unsigned char>(mask);
@@ -262,9 +269,9 @@ TEST_P(SmallFile, ExceptionListBeyondItsCapacityIsRejected) {
   if (s.filter.threshold_codes() != ribbon::threshold_encoding::one_plus_bit) {
     GTEST_SKIP() << "2-bit codes have no exception lists";
   }
-  ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
-  const ribbon::format::parsed_image parsed =
-      ribbon::format::parse_image(image.data(), image.size(), true, "image");
+  editable_image e(s);
+  ribbon_test::aligned_buffer& image = e.image;
+  const ribbon::format::parsed_image& parsed = e.parsed;
   const ribbon::layer_geometry& g = parsed.ref.layers[0].geometry;
   const ribbon::filter_params& p = parsed.ref.params;
   ASSERT_TRUE(g.bumping());
