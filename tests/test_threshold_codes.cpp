@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -170,6 +171,23 @@ TEST(ThresholdCodes, LayerLayoutGivesEachShardItsOwnWords) {
   const ribbon::filter_params p = ribbon::make_params(64, 8);
   const ribbon::layer_geometry g = ribbon::bumped_geometry(p.shard_size * 4, p);
   EXPECT_EQ(g.threshold_words(p.bucket_size) * 64 * 1024 / g.num_buckets(p.bucket_size), 1600u);
+}
+
+TEST(ThresholdCodes, NamesReadBackAsTheirEncodings) {
+  for (const auto codes :
+       {ribbon::threshold_encoding::two_bit, ribbon::threshold_encoding::one_plus_bit}) {
+    std::optional<ribbon::threshold_encoding> read;
+    EXPECT_TRUE(
+        ribbon::threshold_encoding_from_name(ribbon::threshold_encoding_name(codes), &read));
+    EXPECT_EQ(read, codes);
+    EXPECT_TRUE(ribbon::threshold_encoding_from_name("auto", &read));
+    EXPECT_FALSE(read.has_value()) << "auto: the builder's default";
+  }
+  std::optional<ribbon::threshold_encoding> read = ribbon::threshold_encoding::two_bit;
+  for (const char* bad : {"", "1-bit", "2-Bit", "auto ", "1+-bit\n"}) {
+    EXPECT_FALSE(ribbon::threshold_encoding_from_name(bad, &read)) << bad;
+    EXPECT_EQ(read, ribbon::threshold_encoding::two_bit) << "left untouched";
+  }
 }
 
 TEST(ThresholdCodes, EitherEncodingBuildsACorrectFilterAtEveryWidth) {

@@ -55,15 +55,9 @@ build_options to_build_options(const build_arguments& a) {
   if (a.shard_size) o.shard_size = checked_u32(*a.shard_size, "shard_size", 1);
   if (a.slack) o.slack = *a.slack;
   if (a.success_probability) o.success_probability = *a.success_probability;
-  if (a.threshold_codes && *a.threshold_codes != "auto") {
-    if (*a.threshold_codes == "1+-bit") {
-      o.threshold_codes = threshold_encoding::one_plus_bit;
-    } else if (*a.threshold_codes == "2-bit") {
-      o.threshold_codes = threshold_encoding::two_bit;
-    } else {
-      raise(failure::options, "threshold_codes must be \"1+-bit\", \"2-bit\" or \"auto\", not \"" +
-                                  *a.threshold_codes + "\"");
-    }
+  if (a.threshold_codes && !threshold_encoding_from_name(*a.threshold_codes, &o.threshold_codes)) {
+    raise(failure::options, "threshold_codes must be \"1+-bit\", \"2-bit\" or \"auto\", not \"" +
+                                *a.threshold_codes + "\"");
   }
   return o;
 }

@@ -104,6 +104,7 @@ def test_fpr_within_5_sigma(bits):
         ({"variant": "homogeneous", "threads": 1}, ["--variant", "homogeneous", "--threads", "1"]),
         ({"threshold_codes": "2-bit"}, ["--threshold-codes", "2-bit"]),
         ({"threshold_codes": "1+-bit", "width": 32}, ["--threshold-codes", "1+-bit", "-w", "32"]),
+        ({"threshold_codes": "auto", "width": 32}, ["-w", "32"]),
     ],
 )
 def test_u64_build_matches_cli(cli, tmp_path, random_u64, options, cli_options):

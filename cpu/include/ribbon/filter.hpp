@@ -36,8 +36,8 @@ struct build_options {
   double success_probability = 0.95;
   std::uint64_t shard_size = 0;  ///< start positions per shard (power of two); 0: default
   /// How bucket thresholds are stored; none: the default (1+-bit codes, the smaller file,
-  /// except at w = 32). two_bit answers batched queries about 1.7x faster at w = 64 for
-  /// about 0.06 % more space (bench/RESULTS.md).
+  /// except at w = 32). two_bit answers batched queries about 1.5x faster at w = 64 for
+  /// about 0.04 % more space (bench/RESULTS.md).
   std::optional<threshold_encoding> threshold_codes;
   std::uint64_t seed = 0;     ///< hash seed; the file is a function of keys, params, seed
   std::uint32_t threads = 0;  ///< worker threads; 0: all hardware threads

@@ -33,6 +33,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
@@ -48,6 +50,22 @@ enum class threshold_encoding : std::uint32_t {
 /// The encoding's name as `ribbon info` prints it: "2-bit" or "1+-bit".
 inline const char* threshold_encoding_name(threshold_encoding encoding) {
   return encoding == threshold_encoding::two_bit ? "2-bit" : "1+-bit";
+}
+
+/// Reads an encoding as options name it (`ribbon build --threshold-codes`, Python's
+/// threshold_codes=): "1+-bit" or "2-bit" into `out`, "auto" as none (the builder's default).
+/// False, `out` untouched, for any other name.
+inline bool threshold_encoding_from_name(std::string_view name,
+                                         std::optional<threshold_encoding>* out) {
+  for (const auto encoding : {threshold_encoding::one_plus_bit, threshold_encoding::two_bit}) {
+    if (name == threshold_encoding_name(encoding)) {
+      *out = encoding;
+      return true;
+    }
+  }
+  if (name != "auto") return false;
+  out->reset();
+  return true;
 }
 
 namespace detail {
