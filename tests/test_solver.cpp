@@ -725,4 +725,101 @@ TEST(BumpedSolver, EmptyAndTinyShards) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// interleave(): a thread's driver of several eliminators at once.
+
+/// Each shard's working arrays, outcome, reordered hashes and threshold words after running
+/// the shards `lanes` at a time through interleave(), or (lanes == 0) one by one through
+/// eliminate_shard().
+template <unsigned W>
+struct interleaved_run {
+  std::vector<std::vector<word<W>>> coeffs;
+  std::vector<std::vector<std::uint8_t>> results;
+  std::vector<std::vector<std::uint64_t>> hashes;
+  std::vector<std::uint64_t> bumped;
+  std::vector<std::uint64_t> thresholds;
+};
+
+template <unsigned W>
+interleaved_run<W> eliminate_in_groups(const ribbon::filter_params& p,
+                                       const ribbon::layer_geometry& g,
+                                       const std::vector<std::vector<std::uint64_t>>& shards,
+                                       unsigned lanes) {
+  using eliminator = ribbon::detail::shard_eliminator<W, std::uint8_t>;
+  const std::uint64_t n = g.num_shards();
+  const std::uint64_t columns = ribbon::detail::max_shard_columns(g, W);
+  interleaved_run<W> run;
+  run.hashes = shards;
+  run.bumped.assign(n, 0);
+  run.thresholds.assign(g.threshold_words(p.bucket_size), 0);
+  std::vector<workspace_arrays<W, std::uint8_t>> ws(
+      n, workspace_arrays<W, std::uint8_t>(columns, p.bucket_size));
+  for (std::uint64_t first = 0; first < n; first += std::max(lanes, 1u)) {
+    const std::uint64_t end = std::min<std::uint64_t>(n, first + std::max(lanes, 1u));
+    std::vector<eliminator> group;
+    group.reserve(end - first);
+    for (std::uint64_t s = first; s < end; ++s) {
+      group.emplace_back(p, g, s, run.hashes[s].data(), run.hashes[s].size(), ws[s].view(),
+                         run.thresholds.data());
+    }
+    if (lanes == 0) {
+      for (auto& e : group) {
+        while (!e.done()) e.step();
+      }
+    } else {
+      ribbon::detail::interleave(group.data(), static_cast<unsigned>(group.size()));
+    }
+    for (std::uint64_t s = first; s < end; ++s) {
+      EXPECT_TRUE(group[s - first].done());
+      EXPECT_TRUE(group[s - first].outcome().solved);
+      run.bumped[s] = group[s - first].outcome().bumped;
+    }
+  }
+  for (auto& w : ws) {
+    run.coeffs.push_back(w.coeffs);
+    run.results.push_back(w.results);
+  }
+  return run;
+}
+
+template <unsigned W>
+void check_every_lane_count(std::uint64_t seed) {
+  const std::uint32_t bucket_size = ribbon::detail::default_bucket_size(W);
+  const ribbon::filter_params p = ribbon::make_params(W, 8, 32 * bucket_size);
+  ASSERT_EQ(ribbon::check_params(p), nullptr);
+  const std::uint64_t num_starts = 11 * p.shard_size;
+  const ribbon::layer_geometry g = ribbon::bumped_geometry(num_starts, p);
+  ASSERT_EQ(g.num_shards(), 11u);
+  // Shards of very different sizes (one empty), so that lanes finish in every order.
+  rng random(seed);
+  std::vector<std::vector<std::uint64_t>> shards(g.num_shards());
+  const unsigned percent_kept[] = {100, 40, 0, 95, 10, 70, 100, 55, 25, 85, 100};
+  for (std::uint64_t i = 0; i < num_starts; ++i) {
+    const std::uint64_t h = random.next();
+    const std::uint64_t s = ribbon::fastrange64(h, num_starts) / p.shard_size;
+    if (random.below(100) < percent_kept[s]) shards[s].push_back(h);
+  }
+  for (auto& s : shards) std::sort(s.begin(), s.end());
+
+  const interleaved_run<W> alone = eliminate_in_groups<W>(p, g, shards, 0);
+  std::uint64_t bumped = 0;
+  for (std::uint64_t b : alone.bumped) bumped += b;
+  ASSERT_GT(bumped, 0u) << "the layer should bump keys, or the test checks little";
+  for (unsigned lanes = 1; lanes <= 9; ++lanes) {
+    SCOPED_TRACE("lanes " + std::to_string(lanes));
+    const interleaved_run<W> together = eliminate_in_groups<W>(p, g, shards, lanes);
+    EXPECT_EQ(together.bumped, alone.bumped);
+    EXPECT_EQ(together.hashes, alone.hashes);
+    EXPECT_EQ(together.thresholds, alone.thresholds);
+    EXPECT_EQ(together.coeffs, alone.coeffs);
+    EXPECT_EQ(together.results, alone.results);
+  }
+}
+
+TEST(Interleave, EveryLaneCountGivesEachShardItsOwnResult) {
+  check_every_lane_count<32>(71);
+  check_every_lane_count<64>(72);
+  check_every_lane_count<128>(73);
+}
+
 }  // namespace

@@ -14,8 +14,9 @@ namespace {
 /// Default shard size: large enough that the w-slot shard heads cost little space (about
 /// 0.02 points of overhead per halving at w=64, r=8) and that the 1+-bit codes' exception
 /// lists (threshold_codes.hpp) need little room for their spread; small enough that the
-/// working arrays of the 8 shards one thread interleaves stay within the build's memory
-/// budget (bench/RESULTS.md: 2^17 costs about 1 byte/key more peak RSS than 2^16).
+/// working arrays of the shards one thread interleaves stay within the build's memory
+/// budget (bench/RESULTS.md: with 8 such shards, 2^17 cost about 1 byte/key more peak RSS
+/// than 2^16; with today's 3, about 0.4).
 constexpr std::uint64_t default_shard_size(std::uint32_t) {
   return std::uint64_t{1} << 17;
 }

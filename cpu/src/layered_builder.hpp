@@ -37,8 +37,10 @@ inline std::int64_t nanoseconds_since(clock_type::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start).count();
 }
 
-/// Shards whose elimination steps one thread interleaves.
-inline constexpr unsigned interleaved_shards = 8;  // detail::interleave() takes 1 to 8
+/// Shards whose elimination steps one thread interleaves: 3 kept the rows in registers and
+/// built fastest at 10^7 keys, 1 and 2 threads, of 2, 3, 4 and 8 (bench/RESULTS.md,
+/// "Rows in registers").
+inline constexpr unsigned interleaved_shards = 3;
 
 /// Per-thread working memory of the shard solver: one set of arrays per interleaved shard.
 template <unsigned Width, class Result, class Record>

@@ -13,10 +13,22 @@
 #define RIBBON_FORCE_INLINE inline __attribute__((always_inline))
 #define RIBBON_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RIBBON_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define RIBBON_NOINLINE __attribute__((noinline))
 #else
 #define RIBBON_FORCE_INLINE inline
 #define RIBBON_LIKELY(x) (x)
 #define RIBBON_UNLIKELY(x) (x)
+#define RIBBON_NOINLINE
+#endif
+
+/// Unrolls the loop that follows (small loops with a constant trip count, whose per-iteration
+/// variables should live in registers).
+#if defined(__CUDA_ARCH__) || (defined(__clang__) && !defined(__CUDACC__))
+#define RIBBON_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__CUDACC__)  // nvcc's host pass knows no GCC pragma
+#define RIBBON_UNROLL _Pragma("GCC unroll 8")
+#else
+#define RIBBON_UNROLL
 #endif
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

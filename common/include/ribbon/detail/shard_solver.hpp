@@ -189,21 +189,28 @@ class shard_eliminator {
   };
   RIBBON_HD row_state row() const { return {column_, coeff_, result_}; }
 
-  /// The common step on a row held by the caller: xor with an occupied pivot that leaves a
-  /// non-zero row. Returns false, changing nothing, for any other step (call slow_step()).
-  RIBBON_HD RIBBON_FORCE_INLINE bool fast_step(row_state& r) const {
-    const word pivot = ws_.coeffs[r.column];
+  /// The pivot rows, which a driver may read (never write) between steps.
+  RIBBON_HD const word* pivot_coeffs() const { return ws_.coeffs; }
+  RIBBON_HD const Result* pivot_results() const { return ws_.results; }
+
+  /// The common step on a row held by the caller, given pivot_coeffs() and pivot_results():
+  /// xor with an occupied pivot that leaves a non-zero row. Returns false, changing nothing,
+  /// for any other step (call slow_step()).
+  RIBBON_HD RIBBON_FORCE_INLINE static bool fast_step(const word* coeffs, const Result* results,
+                                                      row_state& r) {
+    const word pivot = coeffs[r.column];
     if (pivot == 0 || pivot == r.coeff) return false;  // free column, or the row becomes 0
-    return reduce_with_pivot(pivot, ws_.results[r.column], r.column, r.coeff, r.result);
+    return reduce_with_pivot(pivot, results[r.column], r.column, r.coeff, r.result);
   }
 
-  /// Any step, on a row held by the caller.
-  RIBBON_HD void slow_step(row_state& r) {
+  /// Any step, on a row held by the caller; returns the row to go on with (meaningless once
+  /// done()). Kept out of line: it runs about once a key, and the driver's loop stays small.
+  RIBBON_HD RIBBON_NOINLINE row_state slow_step(row_state r) {
     column_ = r.column;
     coeff_ = r.coeff;
     result_ = r.result;
     step();
-    r = row();
+    return row();
   }
 
  private:
@@ -316,35 +323,74 @@ class shard_eliminator {
 };
 
 /// Runs `Lanes` eliminators to the end, interleaving their steps so that the dependent loads
-/// of one shard overlap with those of the others. Rows stay in registers between steps.
+/// of one shard overlap with those of the others. The rows being inserted and the pivot
+/// arrays stay in registers (the loop over lanes is unrolled, and the steps that change an
+/// eliminator's state are out of line), so a step's chain is one load, an xor, a count of
+/// trailing zeros and an add. When a lane finishes, the others go on with one lane fewer.
+/// `rows` holds each lane's current row on entry.
 template <unsigned Lanes, class Eliminator>
-RIBBON_HD void interleave(Eliminator* eliminators) {
-  typename Eliminator::row_state rows[Lanes];
-  for (unsigned lane = 0; lane < Lanes; ++lane) rows[lane] = eliminators[lane].row();
-  for (bool active = true; active;) {
-    active = false;
+RIBBON_HD void interleave_lanes(Eliminator** lanes, typename Eliminator::row_state* rows) {
+  if constexpr (Lanes > 0) {
+    using row_state = typename Eliminator::row_state;
+    using word = typename Eliminator::word;
+    using result_type = decltype(row_state{}.result);
+    row_state row[Lanes];
+    const word* coeffs[Lanes];
+    const result_type* results[Lanes];
+    RIBBON_UNROLL
     for (unsigned lane = 0; lane < Lanes; ++lane) {
-      if (eliminators[lane].done()) continue;
-      active = true;
-      if (!eliminators[lane].fast_step(rows[lane])) eliminators[lane].slow_step(rows[lane]);
+      row[lane] = rows[lane];
+      coeffs[lane] = lanes[lane]->pivot_coeffs();
+      results[lane] = lanes[lane]->pivot_results();
     }
+    unsigned finished = 0;
+    for (bool running = true; running;) {
+      RIBBON_UNROLL
+      for (unsigned lane = 0; lane < Lanes; ++lane) {
+        if (RIBBON_LIKELY(Eliminator::fast_step(coeffs[lane], results[lane], row[lane]))) continue;
+        row[lane] = lanes[lane]->slow_step(row[lane]);
+        if (lanes[lane]->done()) {
+          finished = lane;
+          running = false;
+          break;
+        }
+      }
+    }
+    RIBBON_UNROLL
+    for (unsigned lane = 0; lane < Lanes; ++lane) rows[lane] = row[lane];
+    // The last lane takes the finished one's place.
+    lanes[finished] = lanes[Lanes - 1];
+    rows[finished] = rows[Lanes - 1];
+    interleave_lanes<Lanes - 1>(lanes, rows);
   }
 }
 
-/// interleave() for a run-time number of eliminators, 1 to 8.
+/// Runs `count` eliminators to the end, interleaving the steps of up to 8 at a time
+/// (interleave_lanes).
 template <class Eliminator>
 RIBBON_HD void interleave(Eliminator* eliminators, unsigned count) {
-  switch (count) {
-    case 1:
-      while (!eliminators[0].done()) eliminators[0].step();
-      return;
-    case 2: return interleave<2>(eliminators);
-    case 3: return interleave<3>(eliminators);
-    case 4: return interleave<4>(eliminators);
-    case 5: return interleave<5>(eliminators);
-    case 6: return interleave<6>(eliminators);
-    case 7: return interleave<7>(eliminators);
-    default: return interleave<8>(eliminators);
+  constexpr unsigned max_lanes = 8;
+  for (unsigned first = 0; first < count; first += max_lanes) {
+    Eliminator* lanes[max_lanes];
+    typename Eliminator::row_state rows[max_lanes];
+    unsigned active = 0;
+    for (unsigned i = first; i < count && i < first + max_lanes; ++i) {
+      if (eliminators[i].done()) continue;
+      lanes[active] = eliminators + i;
+      rows[active] = eliminators[i].row();
+      ++active;
+    }
+    switch (active) {
+      case 0: break;
+      case 1: interleave_lanes<1>(lanes, rows); break;
+      case 2: interleave_lanes<2>(lanes, rows); break;
+      case 3: interleave_lanes<3>(lanes, rows); break;
+      case 4: interleave_lanes<4>(lanes, rows); break;
+      case 5: interleave_lanes<5>(lanes, rows); break;
+      case 6: interleave_lanes<6>(lanes, rows); break;
+      case 7: interleave_lanes<7>(lanes, rows); break;
+      default: interleave_lanes<8>(lanes, rows); break;
+    }
   }
 }
 
