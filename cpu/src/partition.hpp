@@ -95,47 +95,60 @@ std::vector<std::uint64_t> sorted_shard_offsets(const Record* sorted, std::uint6
   return offsets;
 }
 
-/// Sorts a shard's records by hash: LSD radix sort on the local start (a few passes of at
-/// most 11 bits), then insertion sort, which only has to order hashes sharing a start.
+/// Orders [first, last) by hash: insertion sort for the few records of a typical bin, a
+/// comparison sort for a crowded one (repeated or adversarial keys), so never quadratic.
+template <class Record>
+void sort_bin(Record* first, Record* last) {
+  constexpr std::ptrdiff_t insertion_limit = 48;
+  if (last - first > insertion_limit) {
+    std::sort(first, last, record_less{});
+    return;
+  }
+  for (Record* i = first + 1; i < last; ++i) {
+    const Record v = *i;
+    Record* j = i;
+    for (; j > first && record_hash(j[-1]) > record_hash(v); --j) *j = j[-1];
+    *j = v;
+  }
+}
+
+/// Sorts a shard's records by hash. One counting-sort pass into bins of the local start's top
+/// bits (about 4 records a bin; the start is monotone in the hash), then each bin on its own
+/// (sort_bin): one pass over the records fewer than an LSD radix sort on the whole start.
 template <class Record>
 void sort_shard(Record* h, std::uint64_t count, const layer_geometry& g, std::uint64_t shard,
                 std::vector<Record>& scratch) {
   const std::uint64_t begin = g.shard_begin(shard);
   const std::uint64_t span = g.shard_end(shard) - begin;
-  if (count >= 64 && span > 1) {
-    const unsigned bits = static_cast<unsigned>(floor_log2(span - 1)) + 1;
-    const unsigned passes = (bits + 10) / 11;
-    const unsigned digit_bits = (bits + passes - 1) / passes;
-    const std::uint64_t mask = (std::uint64_t{1} << digit_bits) - 1;
-    if (scratch.size() < count) scratch.resize(count);
-    std::vector<std::uint64_t> histogram(mask + 1);
-    Record* src = h;
-    Record* dst = scratch.data();
-    for (unsigned pass = 0; pass < passes; ++pass) {
-      const unsigned shift = pass * digit_bits;
-      std::fill(histogram.begin(), histogram.end(), 0);
-      for (std::uint64_t i = 0; i < count; ++i) {
-        ++histogram[(local_start(record_hash(src[i]), g, begin) >> shift) & mask];
-      }
-      std::uint64_t sum = 0;
-      for (auto& bin : histogram) {
-        const std::uint64_t c = bin;
-        bin = sum;
-        sum += c;
-      }
-      for (std::uint64_t i = 0; i < count; ++i) {
-        dst[histogram[(local_start(record_hash(src[i]), g, begin) >> shift) & mask]++] = src[i];
-      }
-      std::swap(src, dst);
-    }
-    if (src != h) std::memcpy(h, src, count * sizeof(Record));
+  constexpr unsigned max_bin_bits = 15;  // a 256 KiB histogram, in L2
+  if (count < 64 || span <= 1) {
+    sort_bin(h, h + count);
+    return;
   }
-  for (std::uint64_t i = 1; i < count; ++i) {
-    const Record v = h[i];
-    std::uint64_t j = i;
-    for (; j > 0 && record_hash(h[j - 1]) > record_hash(v); --j) h[j] = h[j - 1];
-    h[j] = v;
+  const auto start_bits = static_cast<unsigned>(floor_log2(span - 1)) + 1;
+  const unsigned bin_bits = std::min<unsigned>(
+      {start_bits, max_bin_bits, static_cast<unsigned>(floor_log2(count / 4))});
+  const unsigned shift = start_bits - bin_bits;
+  const std::uint64_t bins = std::uint64_t{1} << bin_bits;
+  std::vector<std::uint64_t> histogram(bins, 0);
+  auto bin_of = [&](const Record& r) { return local_start(record_hash(r), g, begin) >> shift; };
+  for (std::uint64_t i = 0; i < count; ++i) ++histogram[bin_of(h[i])];
+  std::uint64_t sum = 0;
+  for (std::uint64_t b = 0; b < bins; ++b) {
+    const std::uint64_t c = histogram[b];
+    histogram[b] = sum;
+    sum += c;
   }
+  if (scratch.size() < count) scratch.resize(count);
+  Record* out = scratch.data();
+  for (std::uint64_t i = 0; i < count; ++i) out[histogram[bin_of(h[i])]++] = h[i];
+  // histogram[b] is now the end of bin b.
+  std::uint64_t first = 0;
+  for (std::uint64_t b = 0; b < bins; ++b) {
+    sort_bin(out + first, out + histogram[b]);
+    first = histogram[b];
+  }
+  std::memcpy(h, out, count * sizeof(Record));
 }
 
 }  // namespace ribbon::detail
