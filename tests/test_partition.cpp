@@ -30,8 +30,8 @@ void check_grouped_and_sorted(const ribbon::layer_geometry& g, const std::vector
   std::vector<Record> out(records.size());
   std::vector<std::uint64_t> offsets;
   ribbon::detail::partition_by_shard(
-      records.size(), [&](std::uint64_t i) { return records[i]; }, g, out.data(), offsets,
-      nullptr, nullptr);
+      records.size(), [&](std::uint64_t i) { return records[i]; }, g, out.data(), offsets, nullptr,
+      nullptr);
   ASSERT_EQ(offsets.size(), g.num_shards() + 1);
   ASSERT_EQ(offsets.back(), records.size());
   std::vector<std::vector<std::uint64_t>> expected(g.num_shards());
@@ -72,7 +72,8 @@ TEST(SortShard, RepeatedHashesAndCrowdedBins) {
   for (int i = 0; i < 50000; ++i) hashes.push_back(hashes[random.below(20)]);
   const std::uint64_t base = hashes[7] & ~std::uint64_t{0xFFFF};
   for (std::uint64_t i = 0; i < 20000; ++i) hashes.push_back(base + ((i * 7919) & 0xFFFF));
-  for (std::uint64_t i = hashes.size(); i > 1; --i) std::swap(hashes[i - 1], hashes[random.below(i)]);
+  for (std::uint64_t i = hashes.size(); i > 1; --i)
+    std::swap(hashes[i - 1], hashes[random.below(i)]);
   check_grouped_and_sorted(g, hashes);
 }
 

@@ -126,8 +126,8 @@ void sort_shard(Record* h, std::uint64_t count, const layer_geometry& g, std::ui
     return;
   }
   const auto start_bits = static_cast<unsigned>(floor_log2(span - 1)) + 1;
-  const unsigned bin_bits = std::min<unsigned>(
-      {start_bits, max_bin_bits, static_cast<unsigned>(floor_log2(count / 4))});
+  const unsigned bin_bits =
+      std::min<unsigned>({start_bits, max_bin_bits, static_cast<unsigned>(floor_log2(count / 4))});
   const unsigned shift = start_bits - bin_bits;
   const std::uint64_t bins = std::uint64_t{1} << bin_bits;
   std::vector<std::uint64_t> histogram(bins, 0);
