@@ -160,7 +160,7 @@ class layered_builder {
   void build_rest(std::uint32_t first_layer, aligned_array<Record> previous,
                   std::uint64_t remaining, std::vector<format::layer_image>& layers,
                   std::vector<aligned_bytes>& buffers) {
-    memory_layers solver(*this, std::move(previous), buffers);
+    memory_layers solver(*this, std::move(previous), remaining, buffers);
     build_layers(solver, p_, sizing_, first_layer, remaining, layers, stats_);
     finish_stats();
   }
@@ -311,12 +311,12 @@ class layered_builder {
 
  private:
   /// The layer solver of build_layers() (detail/layer_loop.hpp) over records in memory:
-  /// `records` holds those of the keys that reach the current layer.
+  /// `records` holds those of the keys that reach the current layer (`count` of them).
   class memory_layers {
    public:
-    memory_layers(layered_builder& builder, aligned_array<Record> records,
+    memory_layers(layered_builder& builder, aligned_array<Record> records, std::uint64_t count,
                   std::vector<aligned_bytes>& buffers)
-        : b_(builder), records_(std::move(records)), buffers_(buffers) {}
+        : b_(builder), records_(std::move(records)), count_(count), buffers_(buffers) {}
 
     void bumped(std::uint32_t l, format::layer_image& layer) {
       const std::uint64_t n = layer.input_keys;
@@ -330,7 +330,12 @@ class layered_builder {
       auto source = [previous, salt](std::uint64_t i) {
         return with_hash(previous[i], remix(record_hash(previous[i]), salt));
       };
+      // Only the bumped keys at the front are read from here on: the rest of the previous
+      // layer's records (most of them after layer 0) need not stay resident while this layer
+      // is built, which was the build's peak (bench/RESULTS.md, "Build memory at 10^7").
+      release_tail(records_.get(), n * sizeof(Record), count_ * sizeof(Record));
       records_ = b_.bumped_layer(l, n, source, layer, buffers_);
+      count_ = n;
       b_.stats_.later_layers_seconds += seconds_since(start);
     }
 
@@ -352,6 +357,7 @@ class layered_builder {
    private:
     layered_builder& b_;
     aligned_array<Record> records_;
+    std::uint64_t count_;  // records in records_ (its allocated size, or less)
     std::vector<aligned_bytes>& buffers_;
     std::uint64_t salt_ = 0;  // of the layer-0 records of a standard layer's tries
   };

@@ -35,6 +35,18 @@ inline void* allocate_raw(std::uint64_t bytes) {
   return p;
 }
 
+/// Gives the kernel back the pages of [used_bytes, size_bytes) of a buffer from allocate_raw
+/// whose tail will not be read again (whole huge pages, so that none is split): resident
+/// memory drops at once, the buffer stays valid and is freed as before. A hint: failure is
+/// harmless.
+inline void release_tail(void* p, std::uint64_t used_bytes, std::uint64_t size_bytes) {
+  const auto base = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first =
+      (base + used_bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
+  const std::uintptr_t end = (base + size_bytes) / huge_page_bytes * huge_page_bytes;
+  if (first < end) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+}
+
 inline aligned_bytes allocate_aligned(std::uint64_t bytes) {
   return aligned_bytes(static_cast<unsigned char*>(allocate_raw(bytes)));
 }
