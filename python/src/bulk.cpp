@@ -106,9 +106,8 @@ Use it as a context manager: leaving the block removes every temporary file.)")
              const std::string& variant, std::uint64_t seed, std::optional<std::int64_t> threads,
              std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes) {
             ribbon::bulk_options options;
-            build_arguments args{fpr, bits, width, variant, seed, threads, shard_size, {}, {}, {}};
-            args.threshold_codes = std::move(threshold_codes);
-            options.build = to_build_options(args);
+            options.build = to_build_options(build_arguments{
+                fpr, bits, width, variant, seed, threads, shard_size, {}, {}, threshold_codes});
             options.memory_limit = memory_limit.value_or(0);
             options.tmp_dir = tmp_dir.value_or("");
             options.expected_keys = expected_keys.value_or(0);

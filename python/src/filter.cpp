@@ -342,10 +342,10 @@ A key that is not in the set gets an arbitrary value below 2^bits.)")
          std::optional<std::int64_t> shard_size, std::optional<double> slack,
          std::optional<double> success_probability, const std::string& backend,
          std::optional<std::string> key_kind, std::optional<std::string> threshold_codes) {
-        build_arguments args{
-            fpr, bits, width, variant, seed, threads, shard_size, slack, success_probability, {}};
-        args.threshold_codes = std::move(threshold_codes);
-        return build(keys, values, args, backend, key_kind);
+        return build(keys, values,
+                     build_arguments{fpr, bits, width, variant, seed, threads, shard_size, slack,
+                                     success_probability, threshold_codes},
+                     backend, key_kind);
       },
       nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(), nb::arg("fpr") = nb::none(),
       nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("variant") = "bumped",
