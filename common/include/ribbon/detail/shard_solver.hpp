@@ -123,6 +123,7 @@ template <unsigned Width, class Result, class Record = std::uint64_t>
 class shard_eliminator {
  public:
   using word = word_t<Width>;
+  using result_type = Result;
 
   RIBBON_HD shard_eliminator(const filter_params& p, const layer_geometry& g, std::uint64_t shard,
                              Record* hashes, std::uint64_t count, shard_workspace<Width, Result> ws,
@@ -333,7 +334,7 @@ RIBBON_HD void interleave_lanes(Eliminator** lanes, typename Eliminator::row_sta
   if constexpr (Lanes > 0) {
     using row_state = typename Eliminator::row_state;
     using word = typename Eliminator::word;
-    using result_type = decltype(row_state{}.result);
+    using result_type = typename Eliminator::result_type;
     row_state row[Lanes];
     const word* coeffs[Lanes];
     const result_type* results[Lanes];
