@@ -1,22 +1,11 @@
 #include "ribbon/filter.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 
 #include "output_file.hpp"
 #include "storage.hpp"
-#include "temp_files.hpp"
 
 namespace ribbon {
-
-filter::storage::~storage() {
-  if (mapping != nullptr) ::munmap(mapping, mapping_bytes);
-}
 
 filter::filter() = default;
 filter::~filter() = default;
@@ -77,43 +66,10 @@ filter filter::from_bytes(const unsigned char* data, std::uint64_t size,
 }
 
 filter filter::load(const std::string& path, const load_options& options) {
-  // Non-blocking: opening a FIFO must not wait for a writer (it is refused below).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw error("cannot open " + path + ": " + std::strerror(errno));
-  struct fd_closer {
-    int fd;
-    ~fd_closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0) throw error("cannot stat " + path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) {
-    throw error("cannot read " + path + ": it is " + detail::file_type_name(st.st_mode) +
-                ", and a filter is a regular file");
-  }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
   filter f;
   f.storage_ = std::make_unique<storage>();
-  const unsigned char* data = nullptr;
-  if (options.use_mmap && size > 0) {
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) throw error("cannot map " + path + ": " + std::strerror(errno));
-    f.storage_->mapping = map;
-    f.storage_->mapping_bytes = size;
-    data = static_cast<const unsigned char*>(map);
-  } else {
-    aligned_bytes buffer = allocate_aligned(size);
-    std::uint64_t done = 0;
-    while (done < size) {
-      const ssize_t n = ::pread(fd, buffer.get() + done, size - done, static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw error("cannot read " + path + ": " + std::strerror(errno));
-      if (n == 0) throw error(path + ": file shrank while being read");
-      done += static_cast<std::uint64_t>(n);
-    }
-    data = buffer.get();
-    f.storage_->buffers.push_back(std::move(buffer));
-  }
-  f.adopt_image(data, size, options, path);
+  f.storage_->file = file_bytes::open(path, options.use_mmap);
+  f.adopt_image(f.storage_->file.data(), f.storage_->file.size(), options, path);
   return f;
 }
 

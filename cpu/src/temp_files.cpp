@@ -196,19 +196,6 @@ unique_fd open_directory(const std::string& path) {
   return fd;
 }
 
-const char* file_type_name(mode_t mode) {
-  switch (mode & S_IFMT) {
-    case S_IFREG: return "a regular file";
-    case S_IFDIR: return "a directory";
-    case S_IFCHR: return "a character device";
-    case S_IFBLK: return "a block device";
-    case S_IFIFO: return "a FIFO";
-    case S_IFSOCK: return "a socket";
-    case S_IFLNK: return "a symbolic link";
-  }
-  return "not a regular file";
-}
-
 locked_temp::locked_temp(int directory_fd, const std::string& directory, temp_kind kind)
     : directory_fd_(directory_fd), directory_(directory), name_(random_name(kind)), kind_(kind) {
   for (int attempt = 0;; ++attempt) {

@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 
+#include "ribbon/mapped_file.hpp"  // detail::file_type_name
+
 namespace ribbon::detail {
 
 /// Registers `name` in the directory open as `directory_fd` (AT_FDCWD: `name` is a path) for
@@ -51,9 +53,6 @@ class unique_fd {
 
 /// Opens directory `path` for the *at() calls (-1 and errno on failure).
 unique_fd open_directory(const std::string& path);
-
-/// "a directory", "a FIFO", "a character device"... for the file type bits of `mode`.
-const char* file_type_name(mode_t mode);
 
 /// What a temporary is: a file (the output being written, recognised by the file magic) or a
 /// directory of spill files (recognised by its files' names).

@@ -2,6 +2,8 @@
 # Installs the build tree into a private prefix, then configures, builds and runs
 # tests/consumer, a separate project that finds ribbon with find_package(ribbon CONFIG):
 #   consumer.clean -> consumer.install (FIXTURES_SETUP) -> consumer.build_and_run
+# and tests/consumer/reader, which finds only the `reader` component with oneTBB unfindable:
+#   consumer.build_and_run (writes the file) -> consumer.reader_only -> consumer.reader_only_c
 if(NOT RIBBON_INSTALL)
   return()
 endif()
@@ -52,4 +54,33 @@ add_test(NAME consumer.c_reader
          COMMAND "${RIBBON_CONSUMER_BUILD}/ribbon_c_reader" "${RIBBON_CONSUMER_BUILD}/consumer.ribbon")
 set_tests_properties(consumer.c_reader PROPERTIES
                      FIXTURES_REQUIRED "ribbon_consumer_prefix;ribbon_consumer_file"
+                     LABELS consumer TIMEOUT 60)
+
+# The `reader` component alone (tests/consumer/reader): configured with find_package(TBB)
+# disabled, so the component must not need oneTBB; its C++ program also fails if libtbb is
+# loaded into it. It reads the file ribbon_consumer wrote, through C++ and through C.
+set(RIBBON_READER_CONSUMER_BUILD "${CMAKE_CURRENT_BINARY_DIR}/consumer-reader-build")
+add_test(NAME consumer.reader_only
+         COMMAND ${CMAKE_CTEST_COMMAND}
+                 --build-and-test "${CMAKE_CURRENT_LIST_DIR}/reader" "${RIBBON_READER_CONSUMER_BUILD}"
+                 --build-generator "${CMAKE_GENERATOR}"
+                 --build-makeprogram "${CMAKE_MAKE_PROGRAM}"
+                 --build-config $<CONFIG>
+                 --build-options
+                   "-DCMAKE_PREFIX_PATH=${RIBBON_CONSUMER_PREFIX}"
+                   "-DCMAKE_DISABLE_FIND_PACKAGE_TBB=ON"
+                   "-DCMAKE_BUILD_TYPE=$<CONFIG>"
+                   "-DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}"
+                   "-DCMAKE_CXX_FLAGS=${RIBBON_CONSUMER_FLAGS}"
+                   "-DCMAKE_C_FLAGS=${RIBBON_CONSUMER_FLAGS}"
+                   "-DCMAKE_EXE_LINKER_FLAGS=${RIBBON_CONSUMER_FLAGS}"
+                 --test-command ribbon_cpp_reader "${RIBBON_CONSUMER_BUILD}/consumer.ribbon")
+set_tests_properties(consumer.reader_only PROPERTIES
+                     FIXTURES_REQUIRED "ribbon_consumer_prefix;ribbon_consumer_file"
+                     FIXTURES_SETUP ribbon_consumer_reader LABELS consumer TIMEOUT 300)
+add_test(NAME consumer.reader_only_c
+         COMMAND "${RIBBON_READER_CONSUMER_BUILD}/ribbon_c_reader"
+                 "${RIBBON_CONSUMER_BUILD}/consumer.ribbon")
+set_tests_properties(consumer.reader_only_c PROPERTIES
+                     FIXTURES_REQUIRED "ribbon_consumer_file;ribbon_consumer_reader"
                      LABELS consumer TIMEOUT 60)

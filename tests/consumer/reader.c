@@ -1,7 +1,8 @@
 /* A C program using the installed query-only reader (ribbon::reader, ribbon/c.h): opens the
  * file ribbon_consumer wrote (5000 integer keys 0x9E3779B97F4A7C15 * (i + 1)), checks that
- * every key is positive, scalar and batched, that non-members are mostly negative, and that
- * errors come back as text. Exits non-zero on any failure. Usage: ribbon_c_reader FILE */
+ * every key is positive, scalar and batched, that non-members are mostly negative, that
+ * errors come back as text, and that oneTBB was not loaded with the library. Exits non-zero
+ * on any failure. Usage: ribbon_c_reader FILE */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,17 @@
 #include "ribbon/c.h"
 
 #define KEYS 5000
+
+/* Whether a shared library whose path contains `name` is mapped into this process. */
+static int library_loaded(const char* name) {
+  FILE* maps = fopen("/proc/self/maps", "r");
+  char line[4096];
+  int found = 0;
+  if (maps == NULL) return 0;
+  while (!found && fgets(line, sizeof line, maps) != NULL) found = strstr(line, name) != NULL;
+  fclose(maps);
+  return found;
+}
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
@@ -41,6 +53,10 @@ int main(int argc, char** argv) {
   }
   ribbon_close(reader);
   if (ribbon_open_file("/nonexistent/x.ribbon", 1, &reader) != RIBBON_ERROR || reader != NULL) {
+    failures++;
+  }
+  if (library_loaded("libtbb")) {
+    fprintf(stderr, "FAIL: oneTBB is loaded with the query-only reader\n");
     failures++;
   }
   if (failures != 0) {
