@@ -1,6 +1,7 @@
 /// @file insert_row.hpp
-/// INSERT-ROW of the seeds, one row at a time: the reference the tests check the shard
-/// solver's elimination against (the library eliminates whole buckets, see shard_solver.hpp).
+/// Ribbon's row insertion (docs/design.md, "Elimination"), one row at a time: the reference the
+/// tests check the shard solver's elimination against (the library eliminates whole buckets, see
+/// shard_solver.hpp).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@ namespace ribbon_test {
 
 enum class insert_outcome { stored, redundant, failed };
 
-/// INSERT-ROW of the seeds on row-major working arrays indexed by local column: eliminate
+/// The same insertion on row-major working arrays indexed by local column: eliminate
 /// `coeff` (relative to `column`, bit 0 set) against stored pivots until it finds a free
 /// pivot column. A row that reduces to 0 = 0 is redundant (a duplicate key); 0 = f != 0 fails.
 /// On `stored`, `column` is the pivot column used.

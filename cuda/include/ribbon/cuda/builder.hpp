@@ -1,5 +1,5 @@
 /// @file builder.hpp
-/// The GPU builder: the pipeline of DESIGN.md on the device (hash, radix sort of the layer
+/// The GPU builder: the pipeline of docs/design.md on the device (hash, radix sort of the layer
 /// hashes, shard boundaries by search, a solve kernel with a tile of lanes per shard
 /// (ribbon/detail/tile_solver.hpp), compaction of
 /// the bumped hashes, next layer), returning the same bytes as the CPU builder.
