@@ -12,6 +12,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"ribbon: static Ribbon filters built in bulk"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", RIBBON_VERSION);
   const std::pair<const char*, std::function<int()>> commands[] = {
       {"build", ribbon::cli::add_build_command(app)},
       {"query", ribbon::cli::add_query_command(app)},
