@@ -209,10 +209,11 @@ struct report_figures {
 };
 
 report_figures figures_of(const filter& f, const bench_data& d, const bench_result& r) {
+  const filter_summary summary = summarize(f);
   report_figures x;
-  x.fpr_expected = f.is_retrieval() ? 0 : expected_fpr(f.params());
-  x.ideal_bits = f.is_retrieval() ? f.params().result_bits : -std::log2(x.fpr_expected);
-  x.overhead_pct = 100.0 * (f.bits_per_key() / x.ideal_bits - 1.0);
+  x.fpr_expected = summary.retrieval ? 0 : summary.expected_fpr;
+  x.ideal_bits = summary.ideal_bits_per_key;
+  x.overhead_pct = summary.overhead_pct;
   x.per_key = r.stats.input_keys > 0 ? 1e9 / static_cast<double>(r.stats.input_keys) : 0;
   x.per_negative = 1e9 / static_cast<double>(d.negatives.size());
   return x;
@@ -242,7 +243,7 @@ void print_json(const bench_settings& s, const filter& f, const bench_data& d,
       "\"batched_negative\": %.3f, \"batched_negative_per_thread\": %.3f, "
       "\"batched_negative_one_thread\": %.3f}, "
       "\"peak_rss_bytes_per_key\": %.3f}\n",
-      variant_name(f.variant()).c_str(), static_cast<unsigned long long>(n),
+      variant_name(f.variant()), static_cast<unsigned long long>(n),
       static_cast<unsigned long long>(st.input_keys),
       static_cast<unsigned long long>(st.distinct_keys), static_cast<unsigned long long>(m),
       s.width, f.params().result_bits, f.params().extra_bit_fraction / 65536.0, x.ideal_bits,
@@ -270,7 +271,7 @@ void print_text(const bench_settings& s, const filter& f, const bench_data& d,
   std::printf(
       "ribbon bench: %s, %llu input keys, %llu distinct, w=%u, r=%u%s, %u threads, "
       "backend %s\n",
-      variant_name(f.variant()).c_str(), static_cast<unsigned long long>(st.input_keys),
+      variant_name(f.variant()), static_cast<unsigned long long>(st.input_keys),
       static_cast<unsigned long long>(st.distinct_keys), s.width, f.params().result_bits,
       f.params().extra_bit_fraction != 0 ? " (+1 in some blocks)" : "", r.threads, "cpu");
   std::printf(

@@ -21,6 +21,7 @@
 #include "ribbon/bulk_builder.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
+#include "ribbon/options.hpp"
 #include "util.hpp"
 
 namespace ribbon::cli {
@@ -351,7 +352,7 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
   input_reader reader(s.inputs, s.values ? input_format::lines : format);
   build_options options = build_options_of(s, variant);
   // Fail on bad options before reading anything.
-  (void)detail::retrieval_params_from(options, key_kind_of(key_format));
+  (void)build_params(options, key_kind_of(key_format), true);
 
   build_progress progress;
   progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);

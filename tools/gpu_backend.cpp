@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "ribbon/error.hpp"
+#include "ribbon/options.hpp"
 #include "util.hpp"
 
 #if defined(RIBBON_TOOLS_WITH_CUDA)
@@ -19,12 +20,21 @@
 
 namespace ribbon::cli {
 
-#if !defined(RIBBON_TOOLS_WITH_CUDA)
-
-bool use_gpu(const std::string& backend) {
-  if (backend == "gpu") throw error(gpu_unavailable);
-  return false;
+bool use_gpu(const std::string& name) {
+  build_backend backend = build_backend::cpu;
+  backend_from_name(name, &backend);  // --backend's check allows only known names
+  if (backend == build_backend::cpu) return false;
+#if defined(RIBBON_TOOLS_WITH_CUDA)
+  std::string why_not;
+  const bool ready = cuda::available(&why_not);
+#else
+  const bool ready = false;
+  const std::string why_not = "this ribbon was built without CUDA (RIBBON_ENABLE_CUDA)";
+#endif
+  return runs_on_gpu(backend, ready, why_not);
 }
+
+#if !defined(RIBBON_TOOLS_WITH_CUDA)
 
 void configure_gpu_build(bulk_options&) {
   throw error(gpu_unavailable);
@@ -41,14 +51,6 @@ filter build_retrieval_on_gpu(const std::uint64_t*, const std::uint32_t*, std::u
 }
 
 #else
-
-bool use_gpu(const std::string& backend) {
-  if (backend == "cpu") return false;
-  std::string why;
-  const bool present = cuda::available(&why);
-  if (backend == "gpu" && !present) throw error("the GPU backend cannot run: " + why);
-  return present;
-}
 
 void configure_gpu_build(bulk_options& options) {
   options.in_memory = [](std::uint64_t count,

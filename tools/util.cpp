@@ -186,23 +186,19 @@ std::optional<threshold_encoding> threshold_codes_of(const std::string& name) {
   return encoding;
 }
 
-const std::vector<std::string>& variant_names() {
-  static const std::vector<std::string> names{"bumped", "standard", "homogeneous", "retrieval",
-                                              "standard-retrieval"};
+std::vector<std::string> variant_names() {
+  std::vector<std::string> names;
+  for (const filter_variant variant : all_variants) names.emplace_back(variant_name(variant));
   return names;
 }
 
 filter_variant parse_variant(const std::string& name) {
-  const auto& names = variant_names();
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<filter_variant>(i);
+  filter_variant variant = filter_variant::bumped;
+  if (!variant_from_name(name, &variant)) {
+    throw error("unknown variant '" + name +
+                "' (bumped, standard, homogeneous, retrieval, standard-retrieval)");
   }
-  throw error("unknown variant '" + name +
-              "' (bumped, standard, homogeneous, retrieval, standard-retrieval)");
-}
-
-const std::string& variant_name(filter_variant variant) {
-  return variant_names().at(static_cast<std::size_t>(variant));
+  return variant;
 }
 
 }  // namespace ribbon::cli

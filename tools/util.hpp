@@ -52,13 +52,11 @@ std::string format_duration(double seconds);
 /// `text` as a JSON string literal, quotes included.
 std::string json_string(const std::string& text);
 
-/// The --variant names, in filter_variant order: bumped, standard, homogeneous, retrieval
-/// (bumped retrieval), standard-retrieval.
-const std::vector<std::string>& variant_names();
+/// The --variant names (ribbon::variant_name), in filter_variant order: bumped, standard,
+/// homogeneous, retrieval (bumped retrieval), standard-retrieval.
+std::vector<std::string> variant_names();
 /// Parses a --variant name; throws ribbon::error for an unknown one.
 filter_variant parse_variant(const std::string& name);
-/// The --variant name of a variant.
-const std::string& variant_name(filter_variant variant);
 
 /// The message for a build or query asking for the GPU.
 inline constexpr const char* gpu_unavailable = "the GPU backend is not available in this build";

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "layered_builder.hpp"
+#include "ribbon/options.hpp"
 
 namespace ribbon {
 
@@ -85,6 +86,37 @@ void throw_value_too_wide(std::uint32_t value, std::uint64_t index, std::uint32_
 }
 
 }  // namespace detail
+
+filter_params build_params(const build_options& options, key_kind keys, bool with_values) {
+  return with_values ? detail::retrieval_params_from(options, keys)
+                     : detail::params_from(options, keys);
+}
+
+void check_build_options(const build_options& options, key_kind keys, std::uint64_t key_count,
+                         bool with_values) {
+  (void)detail::sizing_from(options, build_params(options, keys, with_values), key_count);
+}
+
+const char* backend_name(build_backend backend) {
+  return backend == build_backend::cpu ? "cpu" : backend == build_backend::gpu ? "gpu" : "auto";
+}
+
+bool backend_from_name(std::string_view name, build_backend* out) {
+  for (const auto backend : {build_backend::cpu, build_backend::gpu, build_backend::automatic}) {
+    if (name == backend_name(backend)) {
+      *out = backend;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool runs_on_gpu(build_backend backend, bool gpu_ready, const std::string& why_not) {
+  if (backend == build_backend::gpu && !gpu_ready) {
+    throw error("the GPU backend cannot run: " + why_not);
+  }
+  return backend != build_backend::cpu && gpu_ready;
+}
 
 namespace {
 

@@ -91,6 +91,10 @@ double filter::bits_per_key() const {
              : 8.0 * static_cast<double>(size_bytes()) / static_cast<double>(ref_.key_count);
 }
 
+filter_summary summarize(const filter& f) {
+  return summarize(format::filter_image{f.params(), f.key_count(), f.layers()}, f.format_version());
+}
+
 void filter::throw_kind_mismatch(key_kind expected) const {
   throw error(std::string("this filter was built from ") +
               (ref_.params.keys == key_kind::u64 ? "64-bit integer" : "byte-string") +

@@ -11,6 +11,7 @@
 
 #include "bindings.hpp"
 #include "errors.hpp"
+#include "info.hpp"
 #include "keys.hpp"
 #include "options.hpp"
 #include "ribbon/bulk_builder.hpp"
@@ -105,12 +106,8 @@ filter build(nb::handle keys, nb::handle values, const build_arguments& args,
     if (!args.bits) options.result_bits = value_bits(value_array);
   }
   // Option errors before the build, as OptionsError.
-  translating(failure::options, [&] {
-    const filter_params p = value_array.empty() && values.is_none()
-                                ? detail::params_from(options, views.kind())
-                                : detail::retrieval_params_from(options, views.kind());
-    detail::sizing_from(options, p, views.size());
-  });
+  translating(failure::options,
+              [&] { check_build_options(options, views.kind(), views.size(), !values.is_none()); });
   build_progress progress;
   options.progress = &progress;
   filter result;
@@ -199,59 +196,6 @@ nb::ndarray<nb::numpy, std::uint32_t, nb::ndim<1>> lookup(const filter& f, nb::h
 bool contains_one(const filter& f, nb::handle key) {
   nb::object one = nb::make_tuple(key);
   return contains(f, one).data()[0];
-}
-
-double ideal_bits(const filter& f) {
-  return f.is_retrieval() ? f.params().result_bits : -std::log2(expected_fpr(f.params()));
-}
-
-/// The fields of `ribbon info --json` (without "file" and "builder").
-nb::dict info(const filter& f) {
-  const filter_params& p = f.params();
-  nb::dict d;
-  d["file_bytes"] = f.size_bytes();
-  d["format_version"] = f.format_version();
-  d["variant"] = variant_name(p.variant);
-  d["key_kind"] = key_kind_name(p.keys);
-  d["width"] = p.width;
-  d["result_bits"] = p.result_bits;
-  d["extra_bit_fraction"] = p.extra_bit_fraction / static_cast<double>(extra_bit_one);
-  d["bucket_size"] = p.bucket_size;
-  d["threshold_light"] = p.threshold_light;
-  d["threshold_heavy"] = p.threshold_heavy;
-  d["threshold_encoding"] = threshold_encoding_name(f.threshold_codes());
-  d["shard_size"] = p.shard_size;
-  d["seed"] = p.seed;
-  d["key_count"] = f.key_count();
-  d["num_layers"] = f.num_layers();
-  d["bits_per_key"] = f.bits_per_key();
-  d["ideal_bits_per_key"] = ideal_bits(f);
-  d["overhead_pct"] = f.key_count() > 0 ? 100.0 * (f.bits_per_key() / ideal_bits(f) - 1.0) : 0.0;
-  d["expected_fpr"] = f.is_retrieval() ? nb::none() : nb::cast(expected_fpr(p));
-  nb::list layers;
-  for (std::size_t l = 0; l < f.layers().size(); ++l) {
-    const format::layer_image& layer = f.layers()[l];
-    const layer_geometry& g = layer.geometry;
-    nb::dict e;
-    e["index"] = l;
-    e["kind"] = g.kind == layer_kind::bumped     ? "bumped"
-                : g.kind == layer_kind::standard ? "standard"
-                                                 : "plain";
-    e["starts"] = g.num_starts;
-    e["shards"] = g.num_shards();
-    e["buckets"] = g.num_buckets(p.bucket_size);
-    e["salt"] = layer.salt;
-    e["input_keys"] = layer.input_keys;
-    e["bumped_keys"] = layer.bumped_keys;
-    e["bumped_fraction"] = layer.input_keys > 0 ? static_cast<double>(layer.bumped_keys) /
-                                                      static_cast<double>(layer.input_keys)
-                                                : 0.0;
-    e["threshold_bytes"] = g.threshold_words(p.bucket_size) * 8;
-    e["solution_bytes"] = g.solution_bytes(p.width, p.result_bits);
-    layers.append(e);
-  }
-  d["layers"] = layers;
-  return d;
 }
 
 }  // namespace

@@ -328,14 +328,12 @@ void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out) {
   }
 }
 
-const char* key_kind_name(key_kind kind) {
-  return kind == key_kind::bytes ? "bytes" : "u64";
-}
-
 key_kind key_kind_from_name(const std::string& name) {
-  if (name == "u64") return key_kind::u64;
-  if (name == "bytes") return key_kind::bytes;
-  raise(failure::options, "key kind must be \"u64\" or \"bytes\", not \"" + name + "\"");
+  key_kind kind = key_kind::u64;
+  if (!ribbon::key_kind_from_name(name, &kind)) {
+    raise(failure::options, "key kind must be \"u64\" or \"bytes\", not \"" + name + "\"");
+  }
+  return kind;
 }
 
 }  // namespace ribbon::python

@@ -62,8 +62,6 @@ key_views to_key_views(nanobind::handle keys, std::optional<key_kind> expected =
 /// seed_mix(seed)) for integers, hash_bytes(data, size, seed) for byte strings. No GIL needed.
 void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out);
 
-/// "u64" or "bytes".
-const char* key_kind_name(key_kind kind);
 /// The key_kind named "u64" or "bytes"; raises ribbon.OptionsError for other names.
 key_kind key_kind_from_name(const std::string& name);
 

@@ -9,9 +9,6 @@
 namespace ribbon::python {
 namespace {
 
-constexpr const char* variant_names[] = {"bumped", "standard", "homogeneous", "retrieval",
-                                         "standard-retrieval"};
-
 std::uint32_t checked_u32(std::int64_t value, const char* name, std::int64_t low) {
   if (value < low || value > 0xFFFFFFFFll) {
     raise(failure::options, std::string(name) + " must be at least " + std::to_string(low) +
@@ -22,20 +19,9 @@ std::uint32_t checked_u32(std::int64_t value, const char* name, std::int64_t low
 
 }  // namespace
 
-const char* variant_name(filter_variant variant) {
-  return variant_names[static_cast<std::uint32_t>(variant)];
-}
-
 build_options to_build_options(const build_arguments& a) {
   build_options o;
-  bool found = false;
-  for (std::uint32_t v = 0; v < std::size(variant_names); ++v) {
-    if (a.variant == variant_names[v]) {
-      o.variant = static_cast<filter_variant>(v);
-      found = true;
-    }
-  }
-  if (!found || is_retrieval(o.variant)) {
+  if (!variant_from_name(a.variant, &o.variant) || is_retrieval(o.variant)) {
     raise(failure::options,
           "variant must be \"bumped\", \"standard\" or \"homogeneous\" (values= makes the "
           "retrieval form), not \"" +
@@ -62,25 +48,20 @@ build_options to_build_options(const build_arguments& a) {
   return o;
 }
 
-bool use_gpu(const std::string& backend) {
-  if (backend != "cpu" && backend != "gpu" && backend != "auto") {
-    raise(failure::options,
-          "backend must be \"cpu\", \"gpu\" or \"auto\", not \"" + backend + "\"");
+bool use_gpu(const std::string& name) {
+  build_backend backend = build_backend::cpu;
+  if (!backend_from_name(name, &backend)) {
+    raise(failure::options, "backend must be \"cpu\", \"gpu\" or \"auto\", not \"" + name + "\"");
   }
-  if (backend == "cpu") return false;
+  if (backend == build_backend::cpu) return false;
 #if defined(RIBBON_PYTHON_WITH_CUDA)
-  std::string why;
-  const bool present = cuda::available(&why);
-  if (backend == "gpu" && !present) raise(failure::options, "the GPU backend cannot run: " + why);
-  return present;
+  std::string why_not;
+  const bool ready = cuda::available(&why_not);
 #else
-  if (backend == "gpu") {
-    raise(failure::options,
-          "the GPU backend cannot run: this ribbon module was built without CUDA "
-          "(RIBBON_ENABLE_CUDA)");
-  }
-  return false;
+  const bool ready = false;
+  const std::string why_not = "this ribbon module was built without CUDA (RIBBON_ENABLE_CUDA)";
 #endif
+  return translating(failure::options, [&] { return runs_on_gpu(backend, ready, why_not); });
 }
 
 }  // namespace ribbon::python

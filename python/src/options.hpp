@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ribbon/filter.hpp"
+#include "ribbon/options.hpp"
 
 namespace ribbon::python {
 
@@ -27,10 +28,6 @@ struct build_arguments {
 /// The C++ options; raises ribbon.OptionsError for values out of range or unknown names.
 /// The library checks the rest when the build starts (also OptionsError).
 build_options to_build_options(const build_arguments& args);
-
-/// "bumped", "standard", "homogeneous", "retrieval", "standard-retrieval" (as `ribbon build
-/// --variant` names them).
-const char* variant_name(filter_variant variant);
 
 /// Whether backend "cpu", "gpu" or "auto" builds on the GPU; raises OptionsError for a GPU
 /// build this module cannot run (built without CUDA, or no device), naming why.

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
@@ -17,6 +18,23 @@ enum class key_kind : std::uint32_t {
   u64 = 0,    ///< 64-bit integers, hashed by a seeded bijective mixer
   bytes = 1,  ///< byte strings, hashed by XXH64
 };
+
+/// The kind's name as `ribbon info` and Python spell it: "u64" or "bytes".
+inline const char* key_kind_name(key_kind kind) {
+  return kind == key_kind::bytes ? "bytes" : "u64";
+}
+
+/// Reads a kind by its name ("u64" or "bytes") into `out`; false, `out` untouched, for any
+/// other name.
+inline bool key_kind_from_name(std::string_view name, key_kind* out) {
+  for (const auto kind : {key_kind::u64, key_kind::bytes}) {
+    if (name == key_kind_name(kind)) {
+      *out = kind;
+      return true;
+    }
+  }
+  return false;
+}
 
 /// A bijective 64-bit finalizer (MurmurHash3's fmix64): distinct inputs give distinct outputs.
 RIBBON_HD constexpr std::uint64_t mix64(std::uint64_t x) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
@@ -37,6 +38,32 @@ RIBBON_HD constexpr bool uses_bumping(filter_variant v) {
 RIBBON_HD constexpr bool valid_variant(filter_variant v) {
   return static_cast<std::uint32_t>(v) <=
          static_cast<std::uint32_t>(filter_variant::standard_retrieval);
+}
+
+/// Every variant, in the order of their values.
+inline constexpr filter_variant all_variants[] = {
+    filter_variant::bumped, filter_variant::standard, filter_variant::homogeneous,
+    filter_variant::bumped_retrieval, filter_variant::standard_retrieval};
+
+/// The variant's name as options and `ribbon info` spell it: "bumped", "standard",
+/// "homogeneous", "retrieval" (bumped retrieval) or "standard-retrieval"; "unknown" for a value
+/// that is not a variant.
+inline const char* variant_name(filter_variant variant) {
+  constexpr const char* names[] = {"bumped", "standard", "homogeneous", "retrieval",
+                                   "standard-retrieval"};
+  return valid_variant(variant) ? names[static_cast<std::uint32_t>(variant)] : "unknown";
+}
+
+/// Reads a variant by its name (`ribbon build --variant`, Python's variant=) into `out`;
+/// false, `out` untouched, for any other name.
+inline bool variant_from_name(std::string_view name, filter_variant* out) {
+  for (const filter_variant variant : all_variants) {
+    if (name == variant_name(variant)) {
+      *out = variant;
+      return true;
+    }
+  }
+  return false;
 }
 
 /// The unit of filter_params::extra_bit_fraction.

@@ -15,6 +15,7 @@
 #include "ribbon/format.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
+#include "ribbon/summary.hpp"
 
 namespace ribbon {
 
@@ -239,5 +240,8 @@ class filter {
 
   friend struct builder_access;
 };
+
+/// What `f` holds, costs and promises: the figures of `ribbon info` (summary.hpp).
+filter_summary summarize(const filter& f);
 
 }  // namespace ribbon
