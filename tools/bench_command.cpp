@@ -370,7 +370,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
                   "cpu (default, until a GPU run is recorded in bench/RESULTS.md), gpu (builds "
                   "from device-resident keys; GPU batched queries, a tile and a thread per key) "
                   "or auto (the GPU where present)")
-      ->check(CLI::IsMember({"cpu", "gpu", "auto"}));
+      ->check(CLI::IsMember(backend_names()));
   cmd->add_flag("--json", settings->json, "print one JSON object");
   return [settings] { return run_bench(*settings); };
 }

@@ -559,7 +559,7 @@ std::function<int()> add_build_command(CLI::App& app) {
                   "The default is cpu: the GPU builder writes the same bytes but is not yet "
                   "measured on a GPU. On the GPU, inputs larger than device memory are built "
                   "out of core, one shard range at a time")
-      ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
+      ->check(CLI::IsMember(backend_names()))
       ->capture_default_str();
   cmd->add_option("--memory-limit", s->memory_limit,
                   "memory the build may use, e.g. 512M, 8G (1024-based); beyond it key hashes "

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ribbon/error.hpp"
+#include "ribbon/options.hpp"
 
 namespace ribbon::cli {
 
@@ -189,6 +190,12 @@ std::optional<threshold_encoding> threshold_codes_of(const std::string& name) {
 std::vector<std::string> variant_names() {
   std::vector<std::string> names;
   for (const filter_variant variant : all_variants) names.emplace_back(variant_name(variant));
+  return names;
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const build_backend backend : all_backends) names.emplace_back(backend_name(backend));
   return names;
 }
 

@@ -57,6 +57,8 @@ std::string json_string(const std::string& text);
 std::vector<std::string> variant_names();
 /// Parses a --variant name; throws ribbon::error for an unknown one.
 filter_variant parse_variant(const std::string& name);
+/// The --backend names (ribbon::backend_name): cpu, gpu, auto.
+std::vector<std::string> backend_names();
 
 /// The message for a build or query asking for the GPU.
 inline constexpr const char* gpu_unavailable = "the GPU backend is not available in this build";

@@ -102,7 +102,7 @@ const char* backend_name(build_backend backend) {
 }
 
 bool backend_from_name(std::string_view name, build_backend* out) {
-  for (const auto backend : {build_backend::cpu, build_backend::gpu, build_backend::automatic}) {
+  for (const build_backend backend : all_backends) {
     if (name == backend_name(backend)) {
       *out = backend;
       return true;

@@ -34,6 +34,10 @@ enum class build_backend : std::uint32_t {
   automatic = 2,  ///< the GPU where one can run, else the CPU
 };
 
+/// Every backend, in the order of their values.
+inline constexpr build_backend all_backends[] = {build_backend::cpu, build_backend::gpu,
+                                                 build_backend::automatic};
+
 /// The backend's name as options spell it: "cpu", "gpu" or "auto".
 const char* backend_name(build_backend backend);
 
