@@ -102,8 +102,10 @@ def test_a_misrouted_hash_is_refused_and_writes_nothing(tmp_path):
     params = dist.build_params("u64", shard_size=4096)
     plan = dist.plan_layer(params, 0, 20000, 3000)
     routed = dict(dist.route_batch(plan, ribbon.hash_keys(random_u64(20000, seed=7))))
+    destination = dist.Destination(str(tmp_path / "x.ribbon"))
+    destination.parts_dir = str(tmp_path)
     with pytest.raises(ribbon.Error, match="a hash of range 2 was given to range 1"):
-        dist.solve_task(params, plan, str(tmp_path), 1, [routed[1], routed[2][:1]])
+        dist.solve_task(params, plan, destination, 1, [routed[1], routed[2][:1]])
     assert os.listdir(tmp_path) == []
 
 
@@ -128,7 +130,7 @@ def test_a_failed_build_leaves_the_old_file_and_no_parts(tmp_path):
     assert out.read_bytes() == b"the previous file"
     assert parts_left(tmp_path) == []
     # A parts directory left by a driver that died is removed by the next build.
-    stale = dist.parts_directory_prefix(str(out)) + "dead"
+    stale = str(tmp_path / (dist.Destination(str(out)).parts_prefix() + "dead"))
     os.mkdir(stale)
     open(os.path.join(stale, "L00-1-R000000000.part"), "wb").close()
     dist.build([random_u64(100, seed=9)], str(out), key_kind="u64")
