@@ -318,19 +318,22 @@ finished_layers finish_layers(const filter_params& p, std::uint32_t first_layer,
 namespace {
 
 /// The image of the file (layers checked by check_chain): the distributed layers' sections
-/// external (null), their checksums taken from `layers`, then the finished layers.
+/// external (null) with the given checksums, then the finished layers.
 format::filter_image image_of(const filter_params& p, std::uint64_t key_count,
                               const std::vector<solved_layer>& layers,
+                              const std::vector<section_checksums>& checksums,
                               const finished_layers* rest) {
+  if (checksums.size() != layers.size()) throw error("assemble: a checksum pair per layer");
   format::filter_image image{p, key_count, {}};
-  for (const solved_layer& layer : layers) {
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const solved_layer& layer = layers[l];
     format::layer_image li;
     li.geometry = layer.plan.geometry;
     li.salt = layer.plan.salt;
     li.input_keys = layer.plan.input_keys;
     li.bumped_keys = layer.bumped_keys;
-    li.threshold_checksum = layer.threshold_checksum;
-    li.solution_checksum = layer.solution_checksum;
+    li.threshold_checksum = checksums[l].thresholds;
+    li.solution_checksum = checksums[l].solution;
     image.layers.push_back(li);
   }
   if (rest) {
@@ -344,20 +347,20 @@ format::filter_image image_of(const filter_params& p, std::uint64_t key_count,
 void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
               const std::vector<solved_layer>& layers, const finished_layers* rest) {
   check_chain(key_count, layers, rest, true);
-  std::vector<solved_layer> summed = layers;
+  std::vector<section_checksums> checksums(layers.size());
   std::vector<unsigned char> buffer(4 << 20);
   // The descriptors (written first) carry the sections' checksums: one pass to compute
   // them, one to copy, as the out-of-core builder reads its spill file back.
-  for (solved_layer& layer : summed) {
+  for (std::size_t l = 0; l < layers.size(); ++l) {
     for (const auto which : {format::section::thresholds, format::section::solution}) {
       detail::xxh64_stream sum;
-      stream_section(p, layer, which, buffer,
+      stream_section(p, layers[l], which, buffer,
                      [&](const void* data, std::size_t size) { sum.update(data, size); });
-      (which == format::section::thresholds ? layer.threshold_checksum : layer.solution_checksum) =
+      (which == format::section::thresholds ? checksums[l].thresholds : checksums[l].solution) =
           sum.digest();
     }
   }
-  const format::filter_image image = image_of(p, key_count, summed, rest);
+  const format::filter_image image = image_of(p, key_count, layers, checksums, rest);
   detail::write_file_atomically(
       path, image, [&](std::size_t l, format::section which, const format::byte_sink& sink) {
         stream_section(p, layers.at(l), which, buffer, sink);
@@ -365,9 +368,11 @@ void assemble(const std::string& path, const filter_params& p, std::uint64_t key
 }
 
 file_frame frame_file(const filter_params& p, std::uint64_t key_count,
-                      const std::vector<solved_layer>& layers, const finished_layers* rest) {
+                      const std::vector<solved_layer>& layers,
+                      const std::vector<section_checksums>& checksums,
+                      const finished_layers* rest) {
   check_chain(key_count, layers, rest, false);
-  const format::filter_image image = image_of(p, key_count, layers, rest);
+  const format::filter_image image = image_of(p, key_count, layers, checksums, rest);
   file_frame frame;
   // An external section passes a null pointer of its size to the sink: a hole, which breaks
   // the bytes around it into pieces (write_image hands the sink's pointers through as given).

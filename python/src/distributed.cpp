@@ -261,11 +261,14 @@ void bind_steps(nb::module_& m) {
              std::tuple<dist::layer_plan, std::uint64_t, std::uint64_t, std::uint64_t>>& layers,
          const dist::finished_layers* rest) {
         std::vector<dist::solved_layer> solved;
+        std::vector<dist::section_checksums> checksums;
         for (const auto& [plan, bumped, threshold_sum, solution_sum] : layers) {
-          solved.push_back({plan, bumped, {}, threshold_sum, solution_sum});
+          solved.push_back({plan, bumped, {}});
+          checksums.push_back({threshold_sum, solution_sum});
         }
-        dist::file_frame frame = translating(
-            failure::generic, [&] { return dist::frame_file(p, key_count, solved, rest); });
+        dist::file_frame frame = translating(failure::generic, [&] {
+          return dist::frame_file(p, key_count, solved, checksums, rest);
+        });
         std::vector<std::tuple<std::uint64_t, nb::bytes>> pieces;
         for (const auto& piece : frame.pieces) {
           pieces.emplace_back(piece.offset, nb::bytes(piece.bytes.data(), piece.bytes.size()));

@@ -140,10 +140,12 @@ struct solved_layer {
   layer_plan plan;
   std::uint64_t bumped_keys = 0;
   std::vector<std::string> parts;
-  /// XXH64 of the layer's sections (its parts' windows in range order): what frame_file()
-  /// writes into the descriptor; assemble() computes them itself.
-  std::uint64_t threshold_checksum = 0;
-  std::uint64_t solution_checksum = 0;
+};
+
+/// XXH64 of a distributed layer's two sections (its parts' windows in range order).
+struct section_checksums {
+  std::uint64_t thresholds = 0;
+  std::uint64_t solution = 0;
 };
 
 /// Writes the file: header, the distributed layers (their sections concatenated from the part
@@ -172,8 +174,10 @@ struct file_frame {
   std::vector<hole> holes;    ///< the distributed layers' sections, in file order
 };
 
-/// The frame of the file that assemble() would write (`layers[l].parts` are not read).
+/// The frame of the file that assemble() would write, `checksums[l]` being layer l's
+/// (`layers[l].parts` are not read).
 file_frame frame_file(const filter_params& p, std::uint64_t key_count,
-                      const std::vector<solved_layer>& layers, const finished_layers* rest);
+                      const std::vector<solved_layer>& layers,
+                      const std::vector<section_checksums>& checksums, const finished_layers* rest);
 
 }  // namespace ribbon::distributed
