@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -103,8 +104,9 @@ class Destination:
         if filesystem is None and "://" in path:
             try:
                 filesystem, path = pafs.FileSystem.from_uri(path)
-            except Exception as e:  # unknown scheme, malformed URI, no such bucket...
-                raise ValueError(f"cannot write {path!r}: {e}") from e
+            except Exception as e:  # unknown scheme, malformed URI...
+                shown = re.sub(r"^(\w+://)[^@/]*:[^@]*@", r"\1", path)  # no credentials in messages
+                raise ValueError(f"cannot write {shown!r}: {str(e).replace(path, shown)}") from e
         self.fs = filesystem or pafs.LocalFileSystem()
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
         self.path = os.path.abspath(path) if self.local else path.rstrip("/")
