@@ -158,3 +158,32 @@ def test_the_process_pool_example_equals_the_cli(tmp_path):
     out = str(tmp_path / "p.ribbon")
     process_pool_engine.build(np.array_split(keys, 5), out, workers=2, **SMALL)
     assert open(out, "rb").read() == cli_build(keys, str(tmp_path), *CLI_SMALL)
+
+
+KILL_BEFORE_RENAME = """
+import os, signal, sys
+import numpy as np
+from ribbon import distributed as dist
+
+def killed(self, path):  # the file is assembled: the driver dies before the rename
+    os.kill(os.getpid(), signal.SIGKILL)
+
+dist.Destination.file_bytes = killed
+keys = np.random.default_rng(1).integers(0, 2**64, 40000, dtype=np.uint64)
+dist.build(np.array_split(keys, 3), sys.argv[1], key_kind="u64", shard_size=4096,
+           range_keys=3000, one_place_keys=300)
+"""
+
+
+def test_a_driver_killed_before_the_rename_leaves_the_old_file(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "k.ribbon"
+    out.write_bytes(b"the previous file")
+    run = subprocess.run([sys.executable, "-c", KILL_BEFORE_RENAME, str(out)], check=False)
+    assert run.returncode == -9  # killed, after assembling the file under its temporary name
+    assert out.read_bytes() == b"the previous file"
+    assert len(parts_left(tmp_path)) == 1  # the dead build's parts and temporary file
+    dist.build([random_u64(100, seed=9)], str(out), key_kind="u64")  # the next build: removed
+    assert parts_left(tmp_path) == [] and len(ribbon.load(str(out))) == 100

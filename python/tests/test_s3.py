@@ -9,13 +9,14 @@ import os
 import urllib.parse
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import ribbon
 import ribbon.spark
 from ribbon import distributed as dist
 from spark_fixtures import cli_build, random_strings, random_u64, s3, spark  # noqa: F401
+
+pytestmark = pytest.mark.s3
 
 SMALL = dict(width=32, shard_size=1024, range_keys=2500, one_place_keys=300)
 CLI_SMALL = ("-w", "32", "--shard-size", "1024")
@@ -57,6 +58,8 @@ def test_bad_destinations_are_refused_before_any_work(s3, monkeypatch):
 
 @pytest.mark.spark
 def test_spark_build_to_s3_equals_the_cli_after_a_failed_task(spark, s3, tmp_path):
+    import pandas as pd
+
     keys = random_u64(40000, seed=32)
     expected = cli_build(keys, str(tmp_path), *CLI_SMALL)
     shuffled = np.random.default_rng(3).permutation(keys).astype(np.int64)
