@@ -92,6 +92,9 @@ def main() -> None:
     options = {}
     if args.range_keys:
         options["range_keys"] = args.range_keys
+    import resource
+
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.monotonic()
     stats = ribbon.spark.build(df, "k", out, **options)
     spark_seconds = time.monotonic() - start
@@ -100,6 +103,9 @@ def main() -> None:
     if not args.skip_cli:
         same = open(out, "rb").read() == open(cli_out, "rb").read()
         print(f"identical files: {same}; ratio spark/cli: {spark_seconds / cli_seconds:.1f}")
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"driver Python process: peak RSS {rss_after / 1024:.0f} MB, "
+          f"{(rss_after - rss_before) / 1024:.0f} MB above its peak before the build")
     print("driver stages (s):", {k: round(v, 2) for k, v in stats.seconds.items()})
     driver_bytes = getattr(stats, "driver_bytes_written", None)
     if driver_bytes is not None:
