@@ -134,7 +134,8 @@ void stream_section(const filter_params& p, const solved_layer& layer, format::s
 
 /// Checks that the layers chain (each one's keys are the previous one's bumped keys).
 void check_chain(std::uint64_t key_count, const std::vector<solved_layer>& layers,
-                 const finished_layers* rest) {
+                 const finished_layers* rest, bool with_parts) {
+  if (key_count != 0 && layers.empty()) throw error("assemble: keys but no layer 0");
   std::uint64_t expected = key_count;
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const layer_plan& plan = layers[l].plan;
@@ -143,7 +144,7 @@ void check_chain(std::uint64_t key_count, const std::vector<solved_layer>& layer
                   std::to_string(plan.layer) + " for " + std::to_string(plan.input_keys) +
                   " keys, but " + std::to_string(expected) + " keys reach it");
     }
-    if (layers[l].parts.size() != plan.num_ranges()) {
+    if (with_parts && layers[l].parts.size() != plan.num_ranges()) {
       throw error("assemble: layer " + std::to_string(l) + " has " +
                   std::to_string(layers[l].parts.size()) + " part files for " +
                   std::to_string(plan.num_ranges()) + " ranges");
@@ -270,6 +271,13 @@ range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::u
       detail::run_with_threads(threads, [&] { return detail::dispatch_layout(p, solve); });
   if (!outcome.solved) return outcome;
   outcome.bumped = std::move(hashes);
+  if (part_path.empty()) {
+    outcome.part.resize(plan.part_bytes(p, range));
+    std::memcpy(outcome.part.data(), thresholds.get(), plan.threshold_bytes(p, range));
+    std::memcpy(outcome.part.data() + plan.threshold_bytes(p, range), solution.get(),
+                plan.solution_bytes(p, range));
+    return outcome;
+  }
   write_atomically(part_path, {{thresholds.get(), plan.threshold_bytes(p, range)},
                                {solution.get(), plan.solution_bytes(p, range)}});
   return outcome;
@@ -307,36 +315,94 @@ finished_layers finish_layers(const filter_params& p, std::uint32_t first_layer,
   return out;
 }
 
-void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
-              const std::vector<solved_layer>& layers, const finished_layers* rest) {
-  if (key_count != 0 && layers.empty()) throw error("assemble: keys but no layer 0");
-  check_chain(key_count, layers, rest);
+namespace {
+
+/// The image of the file (layers checked by check_chain): the distributed layers' sections
+/// external (null) with the given checksums, then the finished layers.
+format::filter_image image_of(const filter_params& p, std::uint64_t key_count,
+                              const std::vector<solved_layer>& layers,
+                              const std::vector<section_checksums>& checksums,
+                              const finished_layers* rest) {
+  if (checksums.size() != layers.size()) throw error("assemble: a checksum pair per layer");
   format::filter_image image{p, key_count, {}};
-  std::vector<unsigned char> buffer(4 << 20);
-  for (const solved_layer& layer : layers) {
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const solved_layer& layer = layers[l];
     format::layer_image li;
     li.geometry = layer.plan.geometry;
     li.salt = layer.plan.salt;
     li.input_keys = layer.plan.input_keys;
     li.bumped_keys = layer.bumped_keys;
-    // The descriptors (written first) carry the sections' checksums: one pass to compute
-    // them, one to copy, as the out-of-core builder reads its spill file back.
-    for (const auto which : {format::section::thresholds, format::section::solution}) {
-      detail::xxh64_stream sum;
-      stream_section(p, layer, which, buffer,
-                     [&](const void* data, std::size_t size) { sum.update(data, size); });
-      (which == format::section::thresholds ? li.threshold_checksum : li.solution_checksum) =
-          sum.digest();
-    }
+    li.threshold_checksum = checksums[l].thresholds;
+    li.solution_checksum = checksums[l].solution;
     image.layers.push_back(li);
   }
   if (rest) {
     image.layers.insert(image.layers.end(), rest->layers().begin(), rest->layers().end());
   }
+  return image;
+}
+
+}  // namespace
+
+void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
+              const std::vector<solved_layer>& layers, const finished_layers* rest) {
+  check_chain(key_count, layers, rest, true);
+  std::vector<section_checksums> checksums(layers.size());
+  std::vector<unsigned char> buffer(4 << 20);
+  // The descriptors (written first) carry the sections' checksums: one pass to compute
+  // them, one to copy, as the out-of-core builder reads its spill file back.
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    for (const auto which : {format::section::thresholds, format::section::solution}) {
+      detail::xxh64_stream sum;
+      stream_section(p, layers[l], which, buffer,
+                     [&](const void* data, std::size_t size) { sum.update(data, size); });
+      (which == format::section::thresholds ? checksums[l].thresholds : checksums[l].solution) =
+          sum.digest();
+    }
+  }
+  const format::filter_image image = image_of(p, key_count, layers, checksums, rest);
   detail::write_file_atomically(
       path, image, [&](std::size_t l, format::section which, const format::byte_sink& sink) {
         stream_section(p, layers.at(l), which, buffer, sink);
       });
+}
+
+file_frame frame_file(const filter_params& p, std::uint64_t key_count,
+                      const std::vector<solved_layer>& layers,
+                      const std::vector<section_checksums>& checksums,
+                      const finished_layers* rest) {
+  check_chain(key_count, layers, rest, false);
+  const format::filter_image image = image_of(p, key_count, layers, checksums, rest);
+  file_frame frame;
+  // An external section passes a null pointer of its size to the sink: a hole, which breaks
+  // the bytes around it into pieces (write_image hands the sink's pointers through as given).
+  std::size_t hole_layer = 0;
+  format::section hole_which = format::section::thresholds;
+  auto sink = [&](const void* data, std::size_t size) {
+    if (data == nullptr) {
+      frame.holes.push_back(
+          {frame.file_bytes, size, static_cast<std::uint32_t>(hole_layer), hole_which});
+    } else {
+      if (frame.pieces.empty() ||
+          frame.pieces.back().offset + frame.pieces.back().bytes.size() != frame.file_bytes) {
+        frame.pieces.push_back({frame.file_bytes, {}});
+      }
+      const auto* bytes = static_cast<const unsigned char*>(data);
+      frame.pieces.back().bytes.insert(frame.pieces.back().bytes.end(), bytes, bytes + size);
+    }
+    frame.file_bytes += size;
+  };
+  format::write_image(image, sink,
+                      [&](std::size_t l, format::section which, const format::byte_sink& out) {
+                        hole_layer = l;
+                        hole_which = which;
+                        const layer_plan& plan = layers.at(l).plan;
+                        const layer_geometry& g = plan.geometry;
+                        out(nullptr, which == format::section::thresholds
+                                         ? g.threshold_words(p.bucket_size) * 8
+                                         : g.solution_bytes(p.width, p.result_bits));
+                      });
+  return frame;
 }
 
 }  // namespace ribbon::distributed

@@ -29,6 +29,13 @@ def write_u64_keys(path: str, n: int) -> None:
             np.arange(start, min(n, start + chunk), dtype="<u8").tofile(out)
 
 
+def write_string_keys(path: str, n: int) -> None:
+    chunk = 1 << 22
+    with open(path, "w") as out:
+        for start in range(0, n, chunk):
+            out.write("\n".join(map(str, range(start, min(n, start + chunk)))) + "\n")
+
+
 def stage_metrics(spark) -> list:
     sc = spark.sparkContext
     url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages?status=complete"
@@ -46,17 +53,19 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--range-keys", type=int, default=None)
     ap.add_argument("--skip-cli", action="store_true")
+    ap.add_argument("--strings", action="store_true", help="keys as decimal strings")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     n = args.keys
 
     cli_out = os.path.join(args.workdir, "cli.ribbon")
     if not args.skip_cli:
-        keys_file = os.path.join(args.workdir, "keys.u64")
-        if not os.path.exists(keys_file) or os.path.getsize(keys_file) != 8 * n:
-            write_u64_keys(keys_file, n)
+        fmt = "lines" if args.strings else "u64"
+        keys_file = os.path.join(args.workdir, f"keys-{n}.{fmt}")
+        if not os.path.exists(keys_file):
+            (write_string_keys if args.strings else write_u64_keys)(keys_file, n)
         start = time.monotonic()
-        subprocess.run([args.cli, "build", "-i", keys_file, "--format", "u64", "-o", cli_out,
+        subprocess.run([args.cli, "build", "-i", keys_file, "--format", fmt, "-o", cli_out,
                         "--threads", "2"], check=True)
         cli_seconds = time.monotonic() - start
         print(f"ribbon build: {cli_seconds:.2f} s")
@@ -77,10 +86,15 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("WARN")
     df = spark.range(0, n, 1, args.partitions).withColumnRenamed("id", "k")
+    if args.strings:
+        df = df.selectExpr("cast(k as string) as k")
     out = os.path.join(args.workdir, "spark.ribbon")
     options = {}
     if args.range_keys:
         options["range_keys"] = args.range_keys
+    import resource
+
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.monotonic()
     stats = ribbon.spark.build(df, "k", out, **options)
     spark_seconds = time.monotonic() - start
@@ -89,7 +103,14 @@ def main() -> None:
     if not args.skip_cli:
         same = open(out, "rb").read() == open(cli_out, "rb").read()
         print(f"identical files: {same}; ratio spark/cli: {spark_seconds / cli_seconds:.1f}")
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"driver Python process: peak RSS {rss_after / 1024:.0f} MB, "
+          f"{(rss_after - rss_before) / 1024:.0f} MB above its peak before the build")
     print("driver stages (s):", {k: round(v, 2) for k, v in stats.seconds.items()})
+    driver_bytes = getattr(stats, "driver_bytes_written", None)
+    if driver_bytes is not None:
+        print(f"driver wrote {driver_bytes} B of the file ({driver_bytes / stats.keys:.5f} B/key), "
+              f"read 0 B of it")
     for layer in stats.layers:
         print(f"  layer {layer['layer']}: {layer['keys']} keys, {layer['ranges']} ranges, "
               f"{layer['bumped']} bumped, {layer['seconds']:.2f} s")

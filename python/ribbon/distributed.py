@@ -13,31 +13,38 @@ An engine provides three things (see :class:`Engine`; :class:`LocalEngine` is th
   (:func:`route_batch`), run ``task(range, hash_arrays)`` once per range (anywhere, in any
   order, retried at will), and return the tasks' :class:`RangeResult` (without their bumped
   hashes) and a handle on the bumped hashes, the next layer's source;
-* ``collect(source)``: the bumped hashes of a small last layer as one array.
+* ``collect(source)``: the bumped hashes of a small last layer as one array;
+* ``run_tasks(tasks)``: run small independent callables where the data is (the assembly's
+  checksum and placement tasks); the default runs them here, on the driver.
 
-:func:`run_build` is the driver's loop over them.
+:func:`run_build` is the driver's loop over them. The output and the parts can be on any file
+system that ``pyarrow.fs`` resolves from a URI (``file://``, ``s3://``, ``hdfs://``...) or on
+the one given as ``filesystem=`` (see :class:`Destination`).
 """
 
 from __future__ import annotations
 
 import functools
-import glob
 import os
-import shutil
+import posixpath
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
+import pyarrow.fs as pafs
 
 from . import _ribbon
 from ._ribbon import (  # noqa: F401  (the steps, re-exported)
     DistributedParams,
     FinishedLayers,
     LayerPlan,
+    SectionChecksum,
     assemble,
     finish_in_one_place,
+    frame_file,
     finish_layers,
     group_by_range,
     plan_layer,
@@ -48,8 +55,11 @@ from ._ribbon import (  # noqa: F401  (the steps, re-exported)
 #: Keys per shard range (a task's share of a layer): about 40 bytes per key at the task's
 #: peak (the received arrays, their copy, the partitioned copy, the solution window).
 DEFAULT_RANGE_KEYS = 1 << 24
-#: Layers with at most this many keys are finished on the driver (8 bytes per key there).
-DEFAULT_ONE_PLACE_KEYS = 1 << 24
+#: Layers with at most this many keys are finished on the driver (8 bytes per key there, and
+#: about 40 while it builds them: 40 MB at this default).
+DEFAULT_ONE_PLACE_KEYS = 1 << 20
+#: Bytes a task reads from a part at once (checksums, placement, streaming).
+COPY_CHUNK_BYTES = 4 << 20
 
 
 def build_params(
@@ -83,12 +93,91 @@ def route_batch(
         yield int(r), grouped[offsets[r] : offsets[r + 1]]
 
 
-def part_path(parts_dir: str, plan: LayerPlan, range_index: int) -> str:
-    """Where range ``range_index`` of a layer puts its part. The layer's key count is in the
-    name: layer 0 planned again (for the distinct count) never reuses a part of the first."""
-    return os.path.join(
-        parts_dir, f"L{plan.layer:02d}-{plan.input_keys}-R{range_index:09d}.part"
-    )
+class Destination:
+    """Where a build writes: the output file and its parts directory, on a ``pyarrow.fs``
+    file system. Local files get positioned writes and a rename; other file systems (object
+    stores) one writer per file and a move (S3: a server-side copy) once the file is whole.
+    Picklable: tasks on executors write their parts through it."""
+
+    def __init__(self, path, filesystem: Optional[pafs.FileSystem] = None):
+        path = os.fspath(path)
+        if filesystem is None and "://" in path:
+            try:
+                filesystem, path = pafs.FileSystem.from_uri(path)
+            except Exception as e:  # unknown scheme, malformed URI...
+                shown = re.sub(r"^(\w+://)[^@/]*:[^@]*@", r"\1", path)  # no credentials in messages
+                raise ValueError(f"cannot write {shown!r}: {str(e).replace(path, shown)}") from e
+        self.fs = filesystem or pafs.LocalFileSystem()
+        self.local = isinstance(self.fs, pafs.LocalFileSystem)
+        self.path = os.path.abspath(path) if self.local else path.rstrip("/")
+        self.directory, self.name = posixpath.split(self.path)
+        self.parts_dir: Optional[str] = None
+
+    def __repr__(self) -> str:
+        return f"Destination({self.fs.type_name}:{self.path})"
+
+    def check(self) -> None:
+        """A clear error, before any heavy work, if the output cannot be written: a missing
+        or unwritable directory, bad credentials (a small probe object is written and removed
+        on remote file systems)."""
+        if self.local:
+            return check_output_path(self.path)
+        where = f"{self.fs.type_name}://{self.path}"
+        try:
+            if self.fs.get_file_info(self.path).type == pafs.FileType.Directory:
+                raise OSError(f"cannot write {where}: it is a directory")
+            probe = posixpath.join(self.directory, f".{self.name}.ribbon-probe-{uuid.uuid4().hex}")
+            with self.fs.open_output_stream(probe) as out:
+                out.write(b"")
+            self.fs.delete_file(probe)
+        except OSError as e:
+            if "cannot write" in str(e):
+                raise
+            raise OSError(f"cannot write {where}: {e}") from e
+
+    def parts_prefix(self) -> str:
+        """Parts of builds of this output live in directories named with this prefix."""
+        return f".{self.name}.ribbon-parts-"
+
+    def make_parts_directory(self) -> str:
+        """A fresh parts directory; those of earlier builds that died (a lost driver) go."""
+        prefix = self.parts_prefix()
+        listing = self.fs.get_file_info(pafs.FileSelector(self.directory or "/", allow_not_found=True))
+        for info in listing:
+            if info.base_name.startswith(prefix):
+                self.remove(info.path)
+        self.parts_dir = posixpath.join(self.directory, prefix + uuid.uuid4().hex)
+        self.fs.create_dir(self.parts_dir)
+        return self.parts_dir
+
+    def remove(self, directory: str) -> None:
+        try:
+            self.fs.delete_dir(directory)
+        except (OSError, FileNotFoundError):
+            pass  # already gone
+
+    def remove_parts(self) -> None:
+        if self.parts_dir is not None:
+            self.remove(self.parts_dir)
+
+    def part_path(self, plan: LayerPlan, range_index: int) -> str:
+        """Where range ``range_index`` of a layer puts its part. The layer's key count is in
+        the name: layer 0 planned again (for the distinct count) never reuses a part."""
+        name = f"L{plan.layer:02d}-{plan.input_keys}-R{range_index:09d}.part"
+        return posixpath.join(self.parts_dir, name)
+
+    def temp_path(self) -> str:
+        """The file while it is assembled (in the parts directory: removed with it)."""
+        return posixpath.join(self.parts_dir, "assembled.ribbon")
+
+    def write_part(self, path: str, part: np.ndarray) -> None:
+        """A part on a remote file system. An object appears whole when its upload completes;
+        one cut short is caught by the size check of the tasks that read it."""
+        with self.fs.open_output_stream(path) as out:
+            out.write(part)
+
+    def file_bytes(self, path: str) -> int:
+        return self.fs.get_file_info(path).size
 
 
 @dataclass
@@ -105,37 +194,33 @@ class RangeResult:
 def solve_task(
     params: DistributedParams,
     plan: LayerPlan,
-    parts_dir: str,
+    destination: Destination,
     range_index: int,
     hash_arrays: Sequence[np.ndarray],
     *,
     skip_if_repeats: bool = False,
     threads: int = 0,
 ) -> Tuple[RangeResult, np.ndarray]:
-    """One range task: sorts, drops repeats, solves, writes the part (temporary name and
-    rename); returns its report and its bumped hashes."""
-    arrays = [np.asarray(a, dtype=np.uint64) for a in hash_arrays]
-    hashes = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.uint64)
-    received, distinct, solved, bumped = solve_range(
+    """One range task: sorts, drops repeats, solves, writes the part (a local one through a
+    temporary name and a rename); returns its report and its bumped hashes."""
+    arrays = [np.ascontiguousarray(a, dtype=np.uint64) for a in hash_arrays]
+    path = destination.part_path(plan, range_index)
+    received, distinct, solved, bumped, part = solve_range(
         params,
         plan,
         range_index,
-        hashes,
-        part_path(parts_dir, plan, range_index),
+        arrays,
+        path if destination.local else "",
         skip_if_repeats=skip_if_repeats,
         threads=threads,
     )
+    if solved and not destination.local:
+        destination.write_part(path, part)
     return RangeResult(range_index, received, distinct, solved, len(bumped)), bumped
 
 
-def parts_directory_prefix(path: str) -> str:
-    """Parts of builds of ``path`` live in directories named with this prefix, beside it."""
-    head, tail = os.path.split(os.path.abspath(path))
-    return os.path.join(head, f".{tail}.ribbon-parts-")
-
-
 def check_output_path(path: str) -> None:
-    """A clear error, before any heavy work, if ``path`` cannot be written."""
+    """A clear error, before any heavy work, if local ``path`` cannot be written."""
     directory = os.path.dirname(os.path.abspath(path)) or "."
     if os.path.isdir(path):
         raise OSError(f"cannot write {path}: it is a directory")
@@ -143,17 +228,6 @@ def check_output_path(path: str) -> None:
         raise OSError(f"cannot write {path}: directory {directory} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise OSError(f"cannot write {path}: directory {directory} is not writable")
-
-
-def make_parts_directory(path: str) -> str:
-    """A fresh parts directory for a build of ``path``; parts directories of earlier builds
-    of ``path`` that died (a lost driver) are removed first."""
-    prefix = parts_directory_prefix(path)
-    for stale in glob.glob(glob.escape(prefix) + "*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    parts_dir = prefix + uuid.uuid4().hex
-    os.mkdir(parts_dir)
-    return parts_dir
 
 
 class Engine:
@@ -171,14 +245,151 @@ class Engine:
     def release(self, source: Any) -> None:
         """Frees a layer's bumped hashes once the next layer no longer needs them."""
 
+    def run_tasks(self, tasks: Sequence[Callable[[], Any]]) -> List[Any]:
+        """Runs each task (a picklable callable, small result) once, anywhere; returns the
+        results in order. The default runs them here."""
+        return [task() for task in tasks]
+
+
+# ---------------------------------------------------------------------------------------
+# Assembly: the driver frames the file (header, descriptors, finished layers); tasks compute
+# the distributed sections' checksums and put the sections in place.
+#
+# A section's checksum is XXH64 over the whole section, which cannot be combined from its
+# ranges' pieces (its lanes carry a state from one 32-byte stripe to the next through
+# rotations and multiplications): one task reads the sections once, in order, where the
+# parts are. On a local (shared) file system the other tasks write the parts' windows
+# straight to their offsets in the file meanwhile; elsewhere one task streams the file.
+
+Window = Tuple[str, int, int, int]  # part path, offset in the part, bytes, the part's size
+
+
+def section_windows(params, destination: Destination, layers) -> dict:
+    """(layer, section) -> the parts' windows that make that section, in range order."""
+    windows = {}
+    for plan, _ in layers:
+        thresholds, solutions = [], []
+        for r in range(plan.num_ranges):
+            path, size = destination.part_path(plan, r), plan.part_bytes(params, r)
+            split = plan.threshold_bytes(params, r)
+            thresholds.append((path, 0, split, size))
+            solutions.append((path, split, size - split, size))
+        windows[(plan.layer, 0)], windows[(plan.layer, 1)] = thresholds, solutions
+    return windows
+
+
+def _read_windows(fs: pafs.FileSystem, windows: Sequence[Window]) -> Iterator[np.ndarray]:
+    """The windows' bytes in pieces of at most COPY_CHUNK_BYTES; a part of the wrong size
+    (damaged, cut short, or of another build) is an error."""
+    for path, offset, size, part_bytes in windows:
+        with fs.open_input_file(path) as f:
+            if f.size() != part_bytes:
+                raise OSError(
+                    f"part {path} has {f.size()} bytes, not {part_bytes} (damaged or cut short)"
+                )
+            f.seek(offset)
+            while size > 0:
+                chunk = f.read_buffer(min(size, COPY_CHUNK_BYTES))
+                if chunk.size == 0:
+                    raise OSError(f"part {path} ended early")
+                size -= chunk.size
+                yield np.frombuffer(chunk, dtype=np.uint8)
+
+
+def checksum_task(destination: Destination, sections: Sequence[Sequence[Window]]) -> np.ndarray:
+    """The sections' checksums, each over its windows in order."""
+    sums = []
+    for windows in sections:
+        checksum = SectionChecksum()
+        for chunk in _read_windows(destination.fs, windows):
+            checksum.update(chunk)
+        sums.append(checksum.digest())
+    return np.array(sums, dtype=np.uint64)
+
+
+def place_task(file_path: str, placements: Sequence[Tuple[Window, int]]) -> int:
+    """Writes windows of parts at their offsets in a local file (positioned writes)."""
+    fs = pafs.LocalFileSystem()
+    fd = os.open(file_path, os.O_WRONLY)
+    try:
+        for window, offset in placements:
+            for chunk in _read_windows(fs, [window]):
+                offset += os.pwrite(fd, chunk, offset)
+    finally:
+        os.close(fd)
+    return 0
+
+
+def stream_task(destination: Destination, file_path: str, items: Sequence[Any]) -> int:
+    """Writes the whole file in order: bytes (the frame's pieces) and windows of parts."""
+    written = 0
+    with destination.fs.open_output_stream(file_path) as out:
+        for item in items:
+            chunks = [item] if isinstance(item, bytes) else _read_windows(destination.fs, item)
+            for chunk in chunks:
+                written += out.write(chunk)
+    return written
+
+
+def _placements(windows: dict, holes) -> List[List[Tuple[Window, int]]]:
+    """Per part: its windows and their offsets in the file (one task each)."""
+    by_part = {}
+    for offset, _, layer, which in holes:
+        for window in windows[(layer, which)]:
+            by_part.setdefault(window[0], []).append((window, offset))
+            offset += window[2]
+    return list(by_part.values())
+
+
+def assemble_file(engine: Engine, params, destination: Destination, key_count: int,
+                  layers, rest, stats: "BuildStats") -> None:
+    """Writes the file from the solved layers' parts and the finished layers: complete under
+    its name (a rename, or a move once whole) or not at all."""
+    windows = section_windows(params, destination, layers)
+    sections = [windows[key] for plan, _ in layers for key in ((plan.layer, 0), (plan.layer, 1))]
+
+    def described(sums):
+        return [(plan, bumped, int(sums[2 * i]), int(sums[2 * i + 1]))
+                for i, (plan, bumped) in enumerate(layers)]
+
+    file_bytes, _, holes = frame_file(params, key_count, described([0] * len(sections)), rest)
+    temp = destination.temp_path()
+    checksums = functools.partial(checksum_task, destination, sections)
+    if destination.local:
+        with open(temp, "wb") as f:
+            f.truncate(file_bytes)  # holes read as zeros: the tasks fill the sections
+        places = [functools.partial(place_task, temp, p) for p in _placements(windows, holes)]
+        sums = engine.run_tasks([checksums] + places)[0]
+    else:
+        sums = engine.run_tasks([checksums])[0]
+    _, pieces, holes = frame_file(params, key_count, described(sums), rest)
+    stats.driver_bytes_written = sum(len(data) for _, data in pieces)
+    if destination.local:
+        with open(temp, "r+b") as f:
+            for offset, data in pieces:
+                os.pwrite(f.fileno(), data, offset)
+            os.fsync(f.fileno())
+    else:
+        items = sorted([(o, data) for o, data in pieces] +
+                       [(o, windows[(layer, which)]) for o, _, layer, which in holes],
+                       key=lambda item: item[0])
+        engine.run_tasks([functools.partial(stream_task, destination, temp,
+                                            [item for _, item in items])])
+    if destination.file_bytes(temp) != file_bytes:
+        raise OSError(f"the assembled file has {destination.file_bytes(temp)} bytes, "
+                      f"not {file_bytes}")
+    destination.fs.move(temp, destination.path)  # a rename; on S3 a copy of the whole object
+
 
 @dataclass
 class BuildStats:
-    """What a distributed build did: counts and the seconds of each stage."""
+    """What a distributed build did: counts, the seconds of each stage, and the bytes of the
+    file that the driver wrote itself (header, descriptors, padding, finished layers)."""
 
     rows: int = 0
     keys: int = 0  # distinct key hashes: the file's key count
     file_bytes: int = 0
+    driver_bytes_written: int = 0
     layers: List[dict] = field(default_factory=list)  # per distributed layer
     one_place_layers: int = 0
     seconds: dict = field(default_factory=dict)
@@ -188,72 +399,72 @@ class BuildStats:
         return 8.0 * self.file_bytes / self.keys if self.keys else 0.0
 
 
+def _solve_layers(engine: Engine, params, destination: Destination, n: int, range_keys: int,
+                  one_place_keys: int, threads: int, stats: BuildStats):
+    """The distributed layers: returns their (plan, bumped keys), the last layer's bumped
+    hashes (the engine's handle) and the first layer left to finish in one place."""
+    layers: List[Tuple[LayerPlan, int]] = []
+    source, layer = None, 0
+    distinct_known = False  # layer 0 is first planned for the rows, repeats included
+    while n > 0 and not finish_in_one_place(params, layer, n, one_place_keys):
+        clock = time.monotonic()
+        plan = plan_layer(params, layer, n, range_keys)
+        # A partial of a module function: engines pickle it to their workers.
+        task = functools.partial(solve_task, params, plan, destination,
+                                 skip_if_repeats=not distinct_known, threads=threads)
+        results, bumped_source = engine.solve_layer(plan, source, task)
+        results = sorted(results, key=lambda r: r.range)
+        if [r.range for r in results] != list(range(plan.num_ranges)):
+            raise RuntimeError(f"layer {layer}: the engine did not solve every range once")
+        distinct = sum(r.distinct for r in results)
+        distinct_known = True
+        bumped = sum(r.bumped for r in results)
+        stats.layers.append({
+            "layer": layer, "keys": n, "ranges": plan.num_ranges,
+            "received": sum(r.received for r in results), "bumped": bumped,
+            "seconds": time.monotonic() - clock, "replanned": distinct != n,
+        })
+        if distinct != n and layer > 0:
+            raise RuntimeError(f"layer {layer}: {n} bumped keys arrived as {distinct}")
+        if distinct != n:  # repeated keys: layer 0's geometry needs the distinct count
+            engine.release(bumped_source)
+            n = distinct
+            continue
+        layers.append((plan, bumped))
+        if source is not None:
+            engine.release(source)
+        source, n, layer = bumped_source, bumped, layer + 1
+    return layers, source, layer, n
+
+
 def run_build(
     engine: Engine,
     params: DistributedParams,
-    path: str,
+    path,
     *,
     range_keys: int = DEFAULT_RANGE_KEYS,
     one_place_keys: int = DEFAULT_ONE_PLACE_KEYS,
     threads: int = 0,
+    filesystem: Optional[pafs.FileSystem] = None,
 ) -> BuildStats:
     """The driver's loop: plan each layer, let the engine solve its ranges, finish the small
-    last layers here, assemble the file (temporary name, rename). Layer 0 is planned for the
-    row count; if the ranges find repeated keys, it is planned again for the distinct count.
-    The parts directory is removed whatever happens."""
+    last layers here, assemble the file. Layer 0 is planned for the row count; if the ranges
+    find repeated keys, it is planned again for the distinct count. ``path``: a local path or
+    a URI (``filesystem``: the file system it is on). The parts directory is removed whatever
+    happens."""
     if range_keys < 1 or one_place_keys < 0:
         raise ValueError("range_keys must be at least 1 and one_place_keys at least 0")
-    check_output_path(path)
+    destination = path if isinstance(path, Destination) else Destination(path, filesystem)
+    destination.check()
     stats = BuildStats()
     clock = time.monotonic()
-    stats.rows = n = engine.count()
+    stats.rows = engine.count()
     stats.seconds["count"] = time.monotonic() - clock
-    parts_dir = make_parts_directory(path)
+    destination.make_parts_directory()
     try:
-        layers: List[Tuple[LayerPlan, int, List[str]]] = []
-        source, layer = None, 0
-        distinct_known = False  # layer 0 is first planned for the rows, repeats included
-        while n > 0 and not finish_in_one_place(params, layer, n, one_place_keys):
-            clock = time.monotonic()
-            plan = plan_layer(params, layer, n, range_keys)
-
-            # A partial of a module function: engines pickle it to their workers.
-            task = functools.partial(
-                solve_task,
-                params,
-                plan,
-                parts_dir,
-                skip_if_repeats=not distinct_known,
-                threads=threads,
-            )
-            results, bumped_source = engine.solve_layer(plan, source, task)
-            results = sorted(results, key=lambda r: r.range)
-            if [r.range for r in results] != list(range(plan.num_ranges)):
-                raise RuntimeError(f"layer {layer}: the engine did not solve every range once")
-            distinct = sum(r.distinct for r in results)
-            distinct_known = True
-            stats.layers.append(
-                {
-                    "layer": layer,
-                    "keys": n,
-                    "ranges": plan.num_ranges,
-                    "received": sum(r.received for r in results),
-                    "bumped": sum(r.bumped for r in results),
-                    "seconds": time.monotonic() - clock,
-                    "replanned": distinct != n,
-                }
-            )
-            if distinct != n and layer > 0:
-                raise RuntimeError(f"layer {layer}: {n} bumped keys arrived as {distinct}")
-            if distinct != n:  # repeated keys: layer 0's geometry needs the distinct count
-                engine.release(bumped_source)
-                n = distinct
-                continue
-            parts = [part_path(parts_dir, plan, r) for r in range(plan.num_ranges)]
-            layers.append((plan, stats.layers[-1]["bumped"], parts))
-            if source is not None:
-                engine.release(source)
-            source, n, layer = bumped_source, stats.layers[-1]["bumped"], layer + 1
+        layers, source, layer, n = _solve_layers(
+            engine, params, destination, stats.rows, range_keys, one_place_keys, threads, stats
+        )
         stats.keys = layers[0][0].input_keys if layers else 0
         clock = time.monotonic()
         rest = None
@@ -264,11 +475,11 @@ def run_build(
             engine.release(source)
         stats.seconds["one_place_layers"] = time.monotonic() - clock
         clock = time.monotonic()
-        assemble(path, params, stats.keys, layers, rest)
+        assemble_file(engine, params, destination, stats.keys, layers, rest, stats)
         stats.seconds["assemble"] = time.monotonic() - clock
     finally:
-        shutil.rmtree(parts_dir, ignore_errors=True)
-    stats.file_bytes = os.path.getsize(path)
+        destination.remove_parts()
+    stats.file_bytes = destination.file_bytes(destination.path)
     return stats
 
 
@@ -322,6 +533,7 @@ def build(
     range_keys: int = DEFAULT_RANGE_KEYS,
     one_place_keys: int = DEFAULT_ONE_PLACE_KEYS,
     order_seed: int = 0,
+    filesystem: Optional[pafs.FileSystem] = None,
 ) -> BuildStats:
     """A distributed build run in this process (:class:`LocalEngine`): the same file as
     ``ribbon build`` over the distinct keys of ``batches``."""
@@ -336,5 +548,10 @@ def build(
     )
     engine = LocalEngine(params, batches, order_seed=order_seed)
     return run_build(
-        engine, params, path, range_keys=range_keys, one_place_keys=one_place_keys
+        engine,
+        params,
+        path,
+        range_keys=range_keys,
+        one_place_keys=one_place_keys,
+        filesystem=filesystem,
     )

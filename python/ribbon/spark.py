@@ -6,24 +6,29 @@ and vectorized membership (``contains``) and retrieval (``lookup``) column funct
 * one aggregation counts the rows and the nulls of the key column (errors before any heavy
   work: nulls, a column of another type, an output path that cannot be written);
 * executors hash their rows in Arrow batches (``mapInArrow``; no per-row Python) and route
-  each hash to its shard range, one binary blob per (task, range): the shuffle carries
-  8 bytes per key plus Spark's framing;
-* one task per range (``partitionBy`` with the range as the partition) sorts, drops repeats,
-  solves and writes the range's part file under the output's directory (a temporary name,
-  then a rename: a retried or speculative task leaves one complete part) and returns the
-  range's bumped hashes (about 8 %), kept by Spark (memory, then disk) for the next layer;
-* layers of at most ``one_place_keys`` keys are finished on the driver, which then writes the
-  file from the parts (temporary file + rename) and removes them.
+  each hash to its shard range: one row per (batch, range) with the range's hashes as one
+  binary blob, so the shuffle carries 8 bytes per key plus Spark's framing;
+* Spark's DataFrame exchange (``repartition`` on a column chosen so that partition r receives
+  range r) brings each range to one task (``mapInArrow``), which hands the blobs' buffers to
+  C++ (one copy), sorts, drops repeats, solves on ``spark.task.cpus`` threads, writes the
+  range's part file under the output's directory and returns the range's bumped hashes
+  (about 8 %), kept by Spark (memory, then disk) for the next layer;
+* layers of at most ``one_place_keys`` keys are finished on the driver; tasks then compute the
+  sections' checksums and place the parts' bytes in the file (positioned writes on a local or
+  shared file system, one streaming task elsewhere); the driver writes only the header, the
+  descriptors and the finished layers, and renames (or moves) the file into place.
 
-The output path must be on a file system that the executors and the driver share (a local
-path in ``local[...]`` mode; NFS, a mounted bucket or similar on a cluster).
+The output can be a path on a file system that the executors and the driver share (a local
+path in ``local[...]`` mode, NFS...) or a URI of any file system ``pyarrow.fs`` resolves
+(``s3://``, ``hdfs://``, ``gs://``...).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import uuid
-from typing import Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +38,9 @@ from . import distributed as dist
 
 #: Hashes a map task routes at once (32 MiB of hashes): larger blobs, fewer shuffle rows.
 ROUTE_BATCH_KEYS = 1 << 22
+
+ROUTED_SCHEMA = "part long, hashes binary"
+SOLVED_SCHEMA = "range long, received long, distinct long, solved boolean, bumped_keys long, bumped binary"
 
 
 def _error(name: str, fallback: type) -> type:
@@ -60,78 +68,160 @@ def key_kind_of_column(df, column: str) -> str:
     )
 
 
-def _range_partition(range_index: int) -> int:
-    return range_index  # partitionBy takes it modulo the number of ranges: one range each
+# ---------------------------------------------------------------------------------------
+# Routing with Spark's DataFrame exchange. `repartition(n, "part")` puts a row in partition
+# pmod(murmur3_32(part, seed 42), n) (Spark's HashPartitioning); giving range r the smallest
+# `part` value that lands in partition r makes partition r hold exactly range r's hashes.
+# The range tasks check it, so a Spark that hashed otherwise fails loudly, never wrongly.
 
 
-def _routed_rows(plan, previous_hashes: np.ndarray) -> Tuple[list, list]:
-    ranges, blobs = [], []
-    for r, hashes in dist.route_batch(plan, previous_hashes):
-        ranges.append(r)
-        blobs.append(hashes.tobytes())
-    return ranges, blobs
+def _rotl32(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
-def _hash_and_route(params, plan, batch_keys: int):
-    """The map side of layer 0: Arrow batches of keys -> (range, hash blob) rows."""
+def spark_partition_of(values: np.ndarray, partitions: int) -> np.ndarray:
+    """The partition of each long in `repartition(partitions, column)` (Murmur3_x86_32
+    hashLong with seed 42, then pmod), vectorized."""
+    v = values.astype(np.int64).view(np.uint64)
+    h = np.full(len(v), 42, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for word in ((v & np.uint64(0xFFFFFFFF)).astype(np.uint32), (v >> np.uint64(32)).astype(np.uint32)):
+            k = _rotl32(word * np.uint32(0xCC9E2D51), 15) * np.uint32(0x1B873593)
+            h = _rotl32(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        h ^= np.uint32(8)
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        h ^= h >> np.uint32(16)
+    return np.mod(h.view(np.int32).astype(np.int64), partitions)
+
+
+def partition_keys(partitions: int) -> np.ndarray:
+    """For each partition p < `partitions`, the smallest long that Spark puts there."""
+    keys = np.full(partitions, -1, dtype=np.int64)
+    start, step = 0, max(1 << 16, 8 * partitions)
+    while (keys < 0).any():
+        candidates = np.arange(start, start + step, dtype=np.int64)
+        where = spark_partition_of(candidates, partitions)
+        first = np.unique(where, return_index=True)
+        unset = keys[first[0]] < 0
+        keys[first[0][unset]] = candidates[first[1][unset]]
+        start += step
+    return keys
+
+
+def _hash_views(column: pa.Array) -> List[np.ndarray]:
+    """The hashes in a binary column of blobs, as uint64 views of its buffers (no copy)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    views = []
+    for chunk in chunks:
+        if len(chunk) == 0:
+            continue
+        _, offsets, data = chunk.buffers()
+        ends = np.frombuffer(offsets, dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
+        views.append(
+            np.frombuffer(data, dtype=np.uint64, count=(ends[-1] - ends[0]) // 8, offset=ends[0])
+        )
+    return views
+
+
+def _routed_batch(plan, keys_of_ranges: np.ndarray, previous_hashes: np.ndarray) -> pa.RecordBatch:
+    """One row per range reached: its partition key and its hashes (one blob, no copy)."""
+    grouped, offsets = dist.group_by_range(plan, dist.to_layer_hashes(plan, previous_hashes))
+    reached = np.flatnonzero(np.diff(offsets))
+    # Reached ranges are in order and the others empty: blob i ends where blob i + 1 starts.
+    ends = (offsets[np.append(reached, plan.num_ranges)] * 8).astype(np.int32)
+    blobs = pa.Array.from_buffers(
+        pa.binary(), len(reached), [None, pa.py_buffer(ends), pa.py_buffer(grouped)]
+    )
+    return pa.RecordBatch.from_arrays([pa.array(keys_of_ranges[reached]), blobs],
+                                      names=["part", "hashes"])
+
+
+def _hash_and_route(params, plan, keys_of_ranges, batch_keys: int):
+    """The map side of layer 0: Arrow batches of keys -> (partition key, hash blob) rows."""
 
     def run(batches):
         pending, pending_keys = [], 0
-
-        def flush():
-            hashes = np.concatenate(pending) if len(pending) > 1 else pending[0]
-            ranges, blobs = _routed_rows(plan, hashes)
-            return pa.RecordBatch.from_arrays(
-                [pa.array(ranges, pa.int64()), pa.array(blobs, pa.binary())],
-                names=["range", "hashes"],
-            )
-
         for batch in batches:
             pending.append(dist.hash_batch(params, batch.column(0)))
             pending_keys += batch.num_rows
             if pending_keys >= batch_keys:
-                yield flush()
+                yield _routed_batch(plan, keys_of_ranges, np.concatenate(pending))
                 pending, pending_keys = [], 0
         if pending_keys:
-            yield flush()
+            yield _routed_batch(plan, keys_of_ranges, np.concatenate(pending))
 
     return run
 
 
-def _route_bumped(plan):
-    """The map side of layer l > 0: blobs of bumped hashes -> (range, hash blob) pairs."""
+def _route_bumped(plan, keys_of_ranges):
+    """The map side of layer l > 0: blobs of bumped hashes -> (partition key, blob) rows."""
 
-    def run(blobs):
-        for blob in blobs:
-            if blob:
-                ranges, routed = _routed_rows(plan, np.frombuffer(blob, dtype=np.uint64))
-                yield from zip(ranges, routed)
+    def run(batches):
+        for batch in batches:
+            views = _hash_views(batch.column(0))
+            if views:
+                yield _routed_batch(plan, keys_of_ranges, np.concatenate(views))
 
     return run
 
 
-def _solve_ranges(task, layer: int, fail_first_attempt):
-    """The reduce side: partition i holds range i's blobs; solve it, return (report, bumped)."""
+def _solve_ranges(task, layer: int, keys_of_ranges, fail_first_attempt):
+    """The reduce side: partition r holds range r's blobs; solve it, one row out."""
 
-    def run(index, pairs):
-        arrays = [np.frombuffer(blob, dtype=np.uint64) for _, blob in pairs]
-        result, bumped = task(index, arrays)
+    def run(batches):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        r = context.partitionId()
+        arrays = []
+        for batch in batches:
+            parts = batch.column(0).to_numpy()
+            if (parts != keys_of_ranges[r]).any():
+                raise RuntimeError(
+                    f"layer {layer}: Spark put hashes of other ranges in partition {r} "
+                    "(its hash partitioning is not Murmur3 with seed 42?)"
+                )
+            arrays.extend(_hash_views(batch.column(1)))
+        result, bumped = task(r, arrays)
         for fault_layer, fault_range, marker in fail_first_attempt or ():
-            from pyspark import TaskContext
-
-            if (fault_layer, fault_range) == (layer, index) and TaskContext.get().attemptNumber() == 0:
+            if (fault_layer, fault_range) == (layer, r) and context.attemptNumber() == 0:
                 open(marker, "w").close()  # a test's fault, after the part: tells it it fired
-                raise RuntimeError(f"injected fault in layer {layer}, range {index}")
-        yield result, bumped.tobytes()
+                raise RuntimeError(f"injected fault in layer {layer}, range {r}")
+        ends = pa.py_buffer(np.array([0, 8 * len(bumped)], dtype=np.int32))
+        blob = pa.Array.from_buffers(pa.binary(), 1, [None, ends, pa.py_buffer(bumped)])
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([r]), pa.array([result.received]), pa.array([result.distinct]),
+             pa.array([result.solved]), pa.array([result.bumped]), blob],
+            names=["range", "received", "distinct", "solved", "bumped_keys", "bumped"],
+        )
+
+    return run
+
+
+def _run_pickled(tasks):
+    """mapInArrow over spark.range: partition i runs tasks[i], its result pickled."""
+
+    def run(batches):
+        for batch in batches:
+            for i in batch.column(0).to_numpy():
+                result = pickle.dumps(tasks[int(i)]())
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([int(i)]), pa.array([result], pa.binary())], names=["i", "result"]
+                )
 
     return run
 
 
 class SparkEngine(dist.Engine):
-    """Spark as the engine of :func:`ribbon.distributed.run_build`."""
+    """Spark as the engine of :func:`ribbon.distributed.run_build`: DataFrames only (Arrow
+    batches in Python, Spark's exchange for the shuffle), no RDD, no per-row Python."""
 
     def __init__(self, df, column: str, params, *, batch_keys: int, fail_first_attempt=None):
         self.df = df.select(column)
+        self.spark = df.sparkSession
         self.column = column
         self.params = params
         self.batch_keys = batch_keys
@@ -155,34 +245,44 @@ class SparkEngine(dist.Engine):
     def solve_layer(self, plan, source, task):
         from pyspark import StorageLevel
 
+        keys_of_ranges = partition_keys(plan.num_ranges)
         if source is None:
-            rows = self.df.mapInArrow(
-                _hash_and_route(self.params, plan, self.batch_keys), "range long, hashes binary"
-            )
-            pairs = rows.rdd.map(tuple)
+            route = _hash_and_route(self.params, plan, keys_of_ranges, self.batch_keys)
+            routed = self.df.mapInArrow(route, ROUTED_SCHEMA)
         else:
-            pairs = source.mapPartitions(_route_bumped(plan))
+            routed = source.select("bumped").mapInArrow(
+                _route_bumped(plan, keys_of_ranges), ROUTED_SCHEMA
+            )
+        solve = _solve_ranges(task, plan.layer, keys_of_ranges, self.fail_first_attempt)
         solved = (
-            pairs.partitionBy(plan.num_ranges, _range_partition)
-            .mapPartitionsWithIndex(_solve_ranges(task, plan.layer, self.fail_first_attempt))
+            routed.repartition(plan.num_ranges, "part")
+            .mapInArrow(solve, SOLVED_SCHEMA)
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         self.persisted.append(solved)
-        results = solved.map(lambda pair: pair[0]).collect()
-        return results, solved.map(lambda pair: pair[1])
+        columns = ["range", "received", "distinct", "solved", "bumped_keys"]
+        rows = solved.select(*columns).toArrow().to_pylist()
+        return [dist.RangeResult(*(row[c] for c in columns)) for row in rows], solved
 
     def collect(self, source) -> np.ndarray:
-        blobs = source.collect()
-        if not blobs:
-            return np.empty(0, dtype=np.uint64)
-        return np.concatenate([np.frombuffer(b, dtype=np.uint64) for b in blobs])
+        views = _hash_views(source.select("bumped").toArrow().column(0))
+        return np.concatenate(views) if views else np.empty(0, dtype=np.uint64)
+
+    def run_tasks(self, tasks):
+        rows = (
+            self.spark.range(0, len(tasks), 1, len(tasks))
+            .mapInArrow(_run_pickled(tasks), "i long, result binary")
+            .toArrow()
+            .sort_by("i")
+        )
+        return [pickle.loads(b) for b in rows.column("result").to_pylist()]
 
     def release(self, source) -> None:
         pass  # everything is unpersisted at the end (lineage may still need a layer)
 
     def release_all(self) -> None:
-        for rdd in self.persisted:
-            rdd.unpersist()
+        for df in self.persisted:
+            df.unpersist()
         self.persisted = []
 
 
@@ -200,6 +300,7 @@ def build(
     range_keys: int = dist.DEFAULT_RANGE_KEYS,
     one_place_keys: int = dist.DEFAULT_ONE_PLACE_KEYS,
     batch_keys: int = ROUTE_BATCH_KEYS,
+    filesystem=None,
     _fail_first_attempt: Sequence[Tuple[int, int, str]] = (),
 ) -> dist.BuildStats:
     """Builds the default (bumped) filter of the keys in ``df[column]`` into ``path``.
@@ -208,12 +309,14 @@ def build(
     (integer columns as ``--format u64``, string/binary columns as byte strings), whatever
     the partitioning, the number of executors, the order of rows and task retries. Repeated
     keys count once. ``range_keys``: keys per range task (its memory: about 40 bytes per key);
-    ``one_place_keys``: layers this small are finished on the driver. ``path`` must be on a
-    file system that the executors and the driver share; it is written through a temporary
-    file and a rename, so it is either the complete file or untouched.
+    ``one_place_keys``: layers this small are finished on the driver. ``path``: a path on a
+    file system that the executors and the driver share, or a URI that ``pyarrow.fs``
+    resolves (``s3://bucket/key``, ``hdfs://...``; credentials from the usual environment
+    variables) or a path on ``filesystem`` (a ``pyarrow.fs.FileSystem``). The file is either
+    complete or untouched (a rename, or on object stores a copy once it is whole).
     """
-    path = os.fspath(path)
-    dist.check_output_path(path)
+    destination = dist.Destination(path, filesystem)
+    destination.check()
     key_kind = key_kind_of_column(df, column)
     params = dist.build_params(
         key_kind,
@@ -232,7 +335,7 @@ def build(
         return dist.run_build(
             engine,
             params,
-            path,
+            destination,
             range_keys=range_keys,
             one_place_keys=one_place_keys,
             threads=threads,

@@ -15,6 +15,7 @@
 #include "errors.hpp"
 #include "keys.hpp"
 #include "options.hpp"
+#include "ribbon/detail/xxhash64.hpp"
 #include "ribbon/distributed.hpp"
 
 namespace nb = nanobind;
@@ -37,6 +38,25 @@ numpy_u64 to_numpy(std::vector<std::uint64_t>&& v) {
 
 std::vector<std::uint64_t> to_vector(const hash_array& a) {
   return std::vector<std::uint64_t>(a.data(), a.data() + a.shape(0));
+}
+
+/// The arrays concatenated: one copy, which the solver then sorts in place.
+std::vector<std::uint64_t> concatenated(const std::vector<hash_array>& arrays) {
+  std::uint64_t total = 0;
+  for (const hash_array& a : arrays) total += a.shape(0);
+  std::vector<std::uint64_t> out;
+  out.reserve(total);
+  for (const hash_array& a : arrays) out.insert(out.end(), a.data(), a.data() + a.shape(0));
+  return out;
+}
+
+using numpy_bytes = nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>;
+
+numpy_bytes to_numpy_bytes(std::vector<unsigned char>&& v) {
+  auto* owned = new std::vector<unsigned char>(std::move(v));
+  nb::capsule owner(owned,
+                    [](void* p) noexcept { delete static_cast<std::vector<unsigned char>*>(p); });
+  return numpy_bytes(owned->data(), {owned->size()}, owner);
 }
 
 using params_state = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
@@ -142,6 +162,8 @@ void bind_plan(nb::module_& m) {
       .def_prop_ro("num_ranges", &dist::layer_plan::num_ranges)
       .def_prop_ro("num_shards", [](const dist::layer_plan& p) { return p.geometry.num_shards(); })
       .def("part_bytes", &dist::layer_plan::part_bytes, nb::arg("params"), nb::arg("range"))
+      .def("threshold_bytes", &dist::layer_plan::threshold_bytes, nb::arg("params"),
+           nb::arg("range"))
       .def("__getstate__", &plan_to_state)
       .def("__setstate__", [](dist::layer_plan* self, const plan_state& s) {
         new (self) dist::layer_plan(plan_from_state(s));
@@ -185,20 +207,22 @@ void bind_steps(nb::module_& m) {
   m.def(
       "solve_range",
       [](const filter_params& p, const dist::layer_plan& plan, std::uint64_t range,
-         const hash_array& hashes, const std::string& part_path, bool skip_if_repeats,
-         std::uint32_t threads) {
-        std::vector<std::uint64_t> copy = to_vector(hashes);
+         const std::vector<hash_array>& hash_arrays, const std::string& part_path,
+         bool skip_if_repeats, std::uint32_t threads) {
+        std::vector<std::uint64_t> hashes = concatenated(hash_arrays);
         dist::range_outcome outcome = translating(failure::generic, [&] {
           nb::gil_scoped_release release;
-          return dist::solve_range(p, plan, range, std::move(copy), part_path, skip_if_repeats,
+          return dist::solve_range(p, plan, range, std::move(hashes), part_path, skip_if_repeats,
                                    threads);
         });
         return std::make_tuple(outcome.received_keys, outcome.distinct_keys, outcome.solved,
-                               to_numpy(std::move(outcome.bumped)));
+                               to_numpy(std::move(outcome.bumped)),
+                               to_numpy_bytes(std::move(outcome.part)));
       },
-      nb::arg("params"), nb::arg("plan"), nb::arg("range"), nb::arg("hashes"), nb::arg("part_path"),
-      nb::arg("skip_if_repeats") = false, nb::arg("threads") = 0,
-      "Solves one range into its part file; returns (received, distinct, solved, bumped).");
+      nb::arg("params"), nb::arg("plan"), nb::arg("range"), nb::arg("hash_arrays"),
+      nb::arg("part_path"), nb::arg("skip_if_repeats") = false, nb::arg("threads") = 0,
+      "Solves one range from its hash arrays into its part file (part_path empty: no file, the "
+      "part's bytes returned); returns (received, distinct, solved, bumped, part bytes).");
 
   nb::class_<dist::finished_layers>(m, "FinishedLayers",
                                     "The last layers of a build, built in memory.")
@@ -230,6 +254,49 @@ void bind_steps(nb::module_& m) {
       nb::arg("rest").none(),
       "Writes the file from (plan, bumped_keys, part paths) per distributed layer and the "
       "finished layers.");
+  m.def(
+      "frame_file",
+      [](const filter_params& p, std::uint64_t key_count,
+         const std::vector<
+             std::tuple<dist::layer_plan, std::uint64_t, std::uint64_t, std::uint64_t>>& layers,
+         const dist::finished_layers* rest) {
+        std::vector<dist::solved_layer> solved;
+        std::vector<dist::section_checksums> checksums;
+        for (const auto& [plan, bumped, threshold_sum, solution_sum] : layers) {
+          solved.push_back({plan, bumped, {}});
+          checksums.push_back({threshold_sum, solution_sum});
+        }
+        dist::file_frame frame = translating(failure::generic, [&] {
+          return dist::frame_file(p, key_count, solved, checksums, rest);
+        });
+        std::vector<std::tuple<std::uint64_t, nb::bytes>> pieces;
+        for (const auto& piece : frame.pieces) {
+          pieces.emplace_back(piece.offset, nb::bytes(piece.bytes.data(), piece.bytes.size()));
+        }
+        std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t, std::uint32_t>> holes;
+        for (const auto& hole : frame.holes) {
+          holes.emplace_back(hole.offset, hole.bytes, hole.layer,
+                             static_cast<std::uint32_t>(hole.which));
+        }
+        return std::make_tuple(frame.file_bytes, pieces, holes);
+      },
+      nb::arg("params"), nb::arg("key_count"), nb::arg("layers"), nb::arg("rest").none(),
+      "The file around its distributed sections, from (plan, bumped_keys, threshold checksum, "
+      "solution checksum) per distributed layer: (file_bytes, [(offset, bytes)], [(offset, "
+      "size, layer, section: 0 thresholds, 1 solution)]).");
+
+  nb::class_<detail::xxh64_stream>(m, "SectionChecksum",
+                                   "The format's section checksum (XXH64), over pieces in order.")
+      .def(nb::init<>())
+      .def(
+          "update",
+          [](detail::xxh64_stream& sum, const nb::ndarray<nb::ro, std::uint8_t, nb::ndim<1>,
+                                                          nb::c_contig, nb::device::cpu>& bytes) {
+            nb::gil_scoped_release release;
+            sum.update(bytes.data(), bytes.shape(0));
+          },
+          nb::arg("bytes"))
+      .def("digest", &detail::xxh64_stream::digest);
 }
 
 }  // namespace

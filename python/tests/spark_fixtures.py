@@ -107,3 +107,88 @@ def spark():
     assert pyspark.__version__
     yield session
     session.stop()
+
+
+class S3Server:
+    """An S3-compatible server (moto in server mode) on 127.0.0.1 that checks credentials:
+    a bucket `ribbon-test` and an IAM user whose keys may do anything."""
+
+    bucket = "ribbon-test"
+
+    def __init__(self, directory: str):
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.endpoint = f"127.0.0.1:{self.port}"
+        # Requests after the first four (bucket, user, policy, key) need valid credentials.
+        env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="4")
+        server = os.path.join(os.path.dirname(sys.executable), "moto_server")
+        with open(os.path.join(directory, "moto.log"), "wb") as log:
+            self.process = subprocess.Popen(
+                [server, "-H", "127.0.0.1", "-p", str(self.port)], env=env, stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self._wait_until_up()
+        self.access_key, self.secret_key = self._provision()
+
+    def _wait_until_up(self) -> None:
+        import socket
+        import time
+
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("moto_server did not start")
+
+    def _provision(self):
+        import boto3
+
+        kw = dict(endpoint_url=f"http://{self.endpoint}", region_name="us-east-1",
+                  aws_access_key_id="setup", aws_secret_access_key="setup")
+        boto3.client("s3", **kw).create_bucket(Bucket=self.bucket)
+        iam = boto3.client("iam", **kw)
+        iam.create_user(UserName="ribbon")
+        iam.put_user_policy(UserName="ribbon", PolicyName="all", PolicyDocument=(
+            '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}'))
+        key = iam.create_access_key(UserName="ribbon")["AccessKey"]
+        return key["AccessKeyId"], key["SecretAccessKey"]
+
+    def filesystem(self, access_key=None, secret_key=None):
+        import pyarrow.fs as pafs
+
+        return pafs.S3FileSystem(
+            access_key=access_key or self.access_key, secret_key=secret_key or self.secret_key,
+            endpoint_override=self.endpoint, scheme="http", region="us-east-1",
+        )
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}?endpoint_override={self.endpoint}&scheme=http&region=us-east-1"
+
+    def objects(self) -> list:
+        import pyarrow.fs as pafs
+
+        selector = pafs.FileSelector(self.bucket, recursive=True)
+        return sorted(info.path for info in self.filesystem().get_file_info(selector))
+
+    def read(self, key: str) -> bytes:
+        with self.filesystem().open_input_stream(f"{self.bucket}/{key}") as f:
+            return f.read()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """A running S3Server for the session (skips without moto[server])."""
+    pytest.importorskip("moto")
+    pytest.importorskip("boto3")
+    server = S3Server(str(tmp_path_factory.mktemp("s3")))
+    yield server
+    server.stop()

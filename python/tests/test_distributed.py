@@ -102,8 +102,10 @@ def test_a_misrouted_hash_is_refused_and_writes_nothing(tmp_path):
     params = dist.build_params("u64", shard_size=4096)
     plan = dist.plan_layer(params, 0, 20000, 3000)
     routed = dict(dist.route_batch(plan, ribbon.hash_keys(random_u64(20000, seed=7))))
+    destination = dist.Destination(str(tmp_path / "x.ribbon"))
+    destination.parts_dir = str(tmp_path)
     with pytest.raises(ribbon.Error, match="a hash of range 2 was given to range 1"):
-        dist.solve_task(params, plan, str(tmp_path), 1, [routed[1], routed[2][:1]])
+        dist.solve_task(params, plan, destination, 1, [routed[1], routed[2][:1]])
     assert os.listdir(tmp_path) == []
 
 
@@ -128,7 +130,7 @@ def test_a_failed_build_leaves_the_old_file_and_no_parts(tmp_path):
     assert out.read_bytes() == b"the previous file"
     assert parts_left(tmp_path) == []
     # A parts directory left by a driver that died is removed by the next build.
-    stale = dist.parts_directory_prefix(str(out)) + "dead"
+    stale = str(tmp_path / (dist.Destination(str(out)).parts_prefix() + "dead"))
     os.mkdir(stale)
     open(os.path.join(stale, "L00-1-R000000000.part"), "wb").close()
     dist.build([random_u64(100, seed=9)], str(out), key_kind="u64")
@@ -156,3 +158,32 @@ def test_the_process_pool_example_equals_the_cli(tmp_path):
     out = str(tmp_path / "p.ribbon")
     process_pool_engine.build(np.array_split(keys, 5), out, workers=2, **SMALL)
     assert open(out, "rb").read() == cli_build(keys, str(tmp_path), *CLI_SMALL)
+
+
+KILL_BEFORE_RENAME = """
+import os, signal, sys
+import numpy as np
+from ribbon import distributed as dist
+
+def killed(self, path):  # the file is assembled: the driver dies before the rename
+    os.kill(os.getpid(), signal.SIGKILL)
+
+dist.Destination.file_bytes = killed
+keys = np.random.default_rng(1).integers(0, 2**64, 40000, dtype=np.uint64)
+dist.build(np.array_split(keys, 3), sys.argv[1], key_kind="u64", shard_size=4096,
+           range_keys=3000, one_place_keys=300)
+"""
+
+
+def test_a_driver_killed_before_the_rename_leaves_the_old_file(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "k.ribbon"
+    out.write_bytes(b"the previous file")
+    run = subprocess.run([sys.executable, "-c", KILL_BEFORE_RENAME, str(out)], check=False)
+    assert run.returncode == -9  # killed, after assembling the file under its temporary name
+    assert out.read_bytes() == b"the previous file"
+    assert len(parts_left(tmp_path)) == 1  # the dead build's parts and temporary file
+    dist.build([random_u64(100, seed=9)], str(out), key_kind="u64")  # the next build: removed
+    assert parts_left(tmp_path) == [] and len(ribbon.load(str(out))) == 100

@@ -96,6 +96,7 @@ struct range_outcome {
   std::uint64_t distinct_keys = 0;    ///< distinct hashes (what the layer's key count counts)
   bool solved = false;                ///< false: skipped (repeats found and skip_if_repeats)
   std::vector<std::uint64_t> bumped;  ///< the range's bumped layer hashes, in shard order
+  std::vector<unsigned char> part;    ///< the part's bytes, when solve_range wrote no file
 };
 
 /// Solves range `range` of a layer over `hashes` (layer hashes of that range, in any order,
@@ -104,7 +105,9 @@ struct range_outcome {
 /// speculative task leaves one complete part). Repeated hashes are dropped first. With
 /// `skip_if_repeats`, a range that finds repeats returns their count and solves nothing: the
 /// layer's key count was too high (the engine planned layer 0 before it knew the distinct
-/// count) and the layer must be planned again. `threads`: worker threads (0: all).
+/// count) and the layer must be planned again. `threads`: worker threads (0: all). An empty
+/// `part_path` writes no file: the part's bytes come back in range_outcome::part (for an
+/// engine that stores parts itself, e.g. in an object store).
 range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::uint64_t range,
                           std::vector<std::uint64_t> hashes, const std::string& part_path,
                           bool skip_if_repeats = false, std::uint32_t threads = 0);
@@ -139,10 +142,42 @@ struct solved_layer {
   std::vector<std::string> parts;
 };
 
+/// XXH64 of a distributed layer's two sections (its parts' windows in range order).
+struct section_checksums {
+  std::uint64_t thresholds = 0;
+  std::uint64_t solution = 0;
+};
+
 /// Writes the file: header, the distributed layers (their sections concatenated from the part
 /// files, whose sizes are checked), then the finished layers; to a temporary file renamed
 /// over `path`. `key_count` is layer 0's input_keys (or 0 for an empty build).
 void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
               const std::vector<solved_layer>& layers, const finished_layers* rest);
+
+/// The file around its distributed layers' sections, for engines that place those sections
+/// themselves (range tasks writing their windows at their offsets, or one writer streaming
+/// them): the bytes of the header, the descriptors (with the checksums in `layers`), the
+/// zero padding and the finished layers, and where each distributed section goes.
+struct file_frame {
+  struct piece {
+    std::uint64_t offset = 0;
+    std::vector<unsigned char> bytes;
+  };
+  struct hole {
+    std::uint64_t offset = 0;
+    std::uint64_t bytes = 0;
+    std::uint32_t layer = 0;
+    format::section which = format::section::thresholds;
+  };
+  std::uint64_t file_bytes = 0;
+  std::vector<piece> pieces;  ///< in file order; with the holes, they tile the file
+  std::vector<hole> holes;    ///< the distributed layers' sections, in file order
+};
+
+/// The frame of the file that assemble() would write, `checksums[l]` being layer l's
+/// (`layers[l].parts` are not read).
+file_frame frame_file(const filter_params& p, std::uint64_t key_count,
+                      const std::vector<solved_layer>& layers,
+                      const std::vector<section_checksums>& checksums, const finished_layers* rest);
 
 }  // namespace ribbon::distributed
