@@ -6,9 +6,9 @@
 # `java -jar ribbon.jar verify`, which must throw nothing but its own exception type.
 # Usage: compare_corrupt.sh RIBBON_CLI JAVA RIBBON_JAR
 set -euo pipefail
-ribbon=$1
+ribbon=$(realpath "$1")
 java=$2
-jar=$3
+jar=$(realpath "$3")
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tmp=$(mktemp -d)
 trap 'rm -rf "${tmp}"' EXIT

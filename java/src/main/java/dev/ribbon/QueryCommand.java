@@ -16,6 +16,9 @@ import java.util.List;
  */
 public final class QueryCommand {
     private static final int BATCH = 4096;
+    /** The charset the JVM decoded the arguments with: encoding with it gives their bytes back. */
+    private static final java.nio.charset.Charset ARGUMENT_CHARSET =
+            java.nio.charset.Charset.forName(System.getProperty("sun.jnu.encoding", "UTF-8"));
 
     private String filterPath;
     private final List<String> inputs = new ArrayList<>();
@@ -147,7 +150,7 @@ public final class QueryCommand {
         private int size;
 
         void addArgument(String key, int position) {
-            byte[] text = key.getBytes();
+            byte[] text = key.getBytes(ARGUMENT_CHARSET);
             if (format == KeyInput.Format.LINES) {
                 addBytes(text);
                 return;
