@@ -89,41 +89,63 @@ final class CodeRegions {
         }
 
         long field(int field) {
-            return readBits(file, offset, (long) field * (indexBits + 1), indexBits + 1);
+            return CodeRegions.this.field(file, offset, field);
         }
 
         long entriesOffset() {
-            return offset + 8 * (headerWords + bitWords(buckets));
+            return CodeRegions.this.entriesOffset(offset, buckets);
         }
 
         long entry(long i) {
-            return readBits(file, entriesOffset(), i * indexBits, indexBits);
+            return CodeRegions.this.entry(file, entriesOffset(), i);
         }
+    }
 
-        /** Is `bucket` among the list's entries? The search starts where its index would put it. */
-        boolean lists(long bucket) {
-            long count = field(COUNT);
-            if (count == 0) return false;
-            long i = (bucket * count) >>> indexBits;
-            if (entry(i) < bucket) {
-                do i++; while (i < count && entry(i) < bucket);
-            } else {
-                while (i > 0 && entry(i - 1) >= bucket) i--;
-            }
-            return i < count && entry(i) == bucket;
-        }
+    long field(MappedFile file, long region, int field) {
+        return readBits(file, region, (long) field * (indexBits + 1), indexBits + 1);
+    }
 
-        boolean all(long bucket) {
-            return bucket >= field(ALL_FROM) || bucket == field(ALL_A) || bucket == field(ALL_B);
-        }
+    long entriesOffset(long region, long buckets) {
+        return region + 8 * (headerWords + bitWords(buckets));
+    }
 
-        boolean heavy(long bucket) {
-            return bucket >= field(HEAVY_FROM) || lists(bucket);
+    long entry(MappedFile file, long entries, long i) {
+        return readBits(file, entries, i * indexBits, indexBits);
+    }
+
+    /** Is `bucket` among the list's entries? The search starts where its index would put it. */
+    boolean lists(MappedFile file, long region, long buckets, long bucket) {
+        long count = field(file, region, COUNT);
+        if (count == 0) return false;
+        long entries = entriesOffset(region, buckets);
+        long i = (bucket * count) >>> indexBits;
+        if (entry(file, entries, i) < bucket) {
+            do i++; while (i < count && entry(file, entries, i) < bucket);
+        } else {
+            while (i > 0 && entry(file, entries, i - 1) >= bucket) i--;
         }
+        return i < count && entry(file, entries, i) == bucket;
+    }
+
+    /** Does `bucket`, whose bit is 1, have code 3? */
+    boolean all(MappedFile file, long region, long bucket) {
+        return bucket >= field(file, region, ALL_FROM) || bucket == field(file, region, ALL_A)
+                || bucket == field(file, region, ALL_B);
+    }
+
+    /** Does `bucket`, whose bit is 1 and whose code is not 3, have code 2? */
+    boolean heavy(MappedFile file, long region, long buckets, long bucket) {
+        return bucket >= field(file, region, HEAVY_FROM) || lists(file, region, buckets, bucket);
     }
 
     Region region(MappedFile file, long section, long shard) {
         return new Region(file, regionOffset(section, shard), shardBuckets(shard));
+    }
+
+    /** The word holding layer bucket `bucket`'s bit. */
+    long bitWord(MappedFile file, long section, long bucket) {
+        long local = bucket & ((1L << indexBits) - 1);
+        return file.getLong(regionOffset(section, bucket >>> indexBits) + 8 * (headerWords + (local >>> 6)));
     }
 
     /** Is the key at `offset` in layer bucket `bucket` bumped? */
@@ -131,11 +153,9 @@ final class CodeRegions {
         long shard = bucket >>> indexBits;
         long local = bucket & ((1L << indexBits) - 1);
         long regionAt = regionOffset(section, shard);
-        long bitWord = file.getLong(regionAt + 8 * (headerWords + (local >>> 6)));
-        if (((bitWord >>> (local & 63)) & 1) == 0) return false;
+        if (((bitWord(file, section, bucket) >>> (local & 63)) & 1) == 0) return false;
         if (offset < light) return true;
-        Region region = new Region(file, regionAt, shardBuckets(shard));
-        if (region.all(local)) return true;
-        return offset < heavy && region.heavy(local);
+        if (all(file, regionAt, local)) return true;
+        return offset < heavy && heavy(file, regionAt, shardBuckets(shard), local);
     }
 }

@@ -24,6 +24,8 @@ final class Layer {
     private final MappedFile file;
     private final long shardMask;
     private final int bucketBits;
+    /** log2(w): blocks and shifts by shifting, not dividing (a division per query is slow). */
+    private final int widthBits;
     /** 1+-bit codes: constants of the region layout (docs/format.md, section 6). */
     final CodeRegions regions;
 
@@ -41,6 +43,7 @@ final class Layer {
         this.upperStartBlock = numBlocks - upper;
         this.shardMask = shardBits >= 63 ? -1L >>> 1 : (1L << shardBits) - 1;
         this.bucketBits = Integer.numberOfTrailingZeros(p.bucketSize);
+        this.widthBits = Integer.numberOfTrailingZeros(p.width);
         this.regions = kind == KIND_BUMPED && !p.twoBitCodes
                 ? new CodeRegions(numBuckets(), shardBits - bucketBits) : null;
     }
@@ -95,14 +98,21 @@ final class Layer {
 
     /** Result bits of the block of `start`: r, or r + 1 in the upper blocks. */
     int resultBits(long start) {
-        return p.resultBits + (start / p.width >= upperStartBlock ? 1 : 0);
+        return p.resultBits + ((start >>> widthBits) >= upperStartBlock ? 1 : 0);
+    }
+
+    /** Does the key's row result equal its right side (fingerprint; 0 in homogeneous filters)? */
+    boolean matches(long start, long hash) {
+        int result = result(start, hash);
+        if (p.variant == Variant.HOMOGENEOUS) return result == 0;
+        return result == Rows.fingerprint(hash, resultBits(start));
     }
 
     /** The row result of the key with layer hash `hash` starting at `start` (not bumped here). */
     int result(long start, long hash) {
-        long block = start / p.width;
+        long block = start >>> widthBits;
         int bits = resultBits(start);
-        int shift = (int) (start % p.width);
+        int shift = (int) (start & (p.width - 1));
         long at = solutionOffset + blockWord(block) * (p.width / 8);
         switch (p.width) {
             case 32: return Rows.result32(file, at, bits, shift, hash);

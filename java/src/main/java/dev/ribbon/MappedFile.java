@@ -21,12 +21,15 @@ final class MappedFile {
     static final int DEFAULT_CHUNK_BITS = 30;
 
     private final ByteBuffer[] chunks;
+    /** The one window of a file that fits in one, else null. */
+    private final ByteBuffer single;
     private final int chunkBits;
     private final long chunkMask;
     private final long size;
 
     private MappedFile(ByteBuffer[] chunks, int chunkBits, long size) {
         this.chunks = chunks;
+        this.single = chunks.length == 1 ? chunks[0] : null;
         this.chunkBits = chunkBits;
         this.chunkMask = (1L << chunkBits) - 1;
         this.size = size;
@@ -62,10 +65,12 @@ final class MappedFile {
     }
 
     long getLong(long offset) {
+        if (single != null) return single.getLong((int) offset);  // files under 1 GiB
         return chunks[(int) (offset >>> chunkBits)].getLong((int) (offset & chunkMask));
     }
 
     int getInt(long offset) {
+        if (single != null) return single.getInt((int) offset);
         return chunks[(int) (offset >>> chunkBits)].getInt((int) (offset & chunkMask));
     }
 

@@ -145,39 +145,34 @@ public final class RibbonFilter {
         }
     }
 
-    /**
-     * The first layer that does not bump the key, or -1 if every layer does; `state[0]` holds
-     * the key's hash there and `state[1]` its start.
-     */
-    private int findLayer(long keyHash, long[] state) {
-        if (layers.length == 0) return -1;
-        long hash = layers[0].salt != 0 ? Hashing.remix(keyHash, layers[0].salt) : keyHash;
+    /** Layer 0's hash of a key hash: the key hash, or its remix where layer 0 has a salt. */
+    private long layer0Hash(long keyHash) {
+        return layers[0].salt != 0 ? Hashing.remix(keyHash, layers[0].salt) : keyHash;
+    }
+
+    /** Membership: the first layer that does not bump the key answers; none: absent. */
+    private boolean containsHash(long keyHash) {
+        if (layers.length == 0) return false;
+        long hash = layer0Hash(keyHash);
         for (int l = 0; l < layers.length; l++) {
             Layer layer = layers[l];
             if (l > 0) hash = Hashing.remix(hash, layer.salt);
             long start = layer.start(hash);
-            if (!layer.bumps(start)) {
-                state[0] = hash;
-                state[1] = start;
-                return l;
-            }
+            if (!layer.bumps(start)) return layer.matches(start, hash);
         }
-        return -1;
+        return false;
     }
 
-    private boolean containsHash(long keyHash) {
-        long[] state = new long[2];  // escape analysis keeps this off the heap
-        int l = findLayer(keyHash, state);
-        if (l < 0) return false;
-        Layer layer = layers[l];
-        int result = layer.result(state[1], state[0]);
-        if (p.variant == Variant.HOMOGENEOUS) return result == 0;
-        return result == Rows.fingerprint(state[0], layer.resultBits(state[1]));
-    }
-
+    /** Retrieval: the result of the first layer that does not bump the key; none: 0. */
     private int lookupHash(long keyHash) {
-        long[] state = new long[2];
-        int l = findLayer(keyHash, state);
-        return l < 0 ? 0 : layers[l].result(state[1], state[0]);
+        if (layers.length == 0) return 0;
+        long hash = layer0Hash(keyHash);
+        for (int l = 0; l < layers.length; l++) {
+            Layer layer = layers[l];
+            if (l > 0) hash = Hashing.remix(hash, layer.salt);
+            long start = layer.start(hash);
+            if (!layer.bumps(start)) return layer.result(start, hash);
+        }
+        return 0;
     }
 }
