@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.function.LongSupplier;
 
 /**
  * Query benchmark (not a test): {@code bench FILTER KEYS.u64 [--rounds N]} queries every key of
@@ -31,7 +32,7 @@ final class Bench {
             report("batched members", rounds, () -> batched(f, members), members.length);
             report("batched random", rounds, () -> batched(f, others), others.length);
             return 0;
-        } catch (RibbonException | IOException e) {
+        } catch (RibbonException | IOException | NumberFormatException e) {
             System.err.println("ribbon: " + e.getMessage());
             return 2;
         }
@@ -57,7 +58,7 @@ final class Bench {
         return positives;
     }
 
-    private static void report(String what, int rounds, java.util.function.LongSupplier query, long keys) {
+    private static void report(String what, int rounds, LongSupplier query, long keys) {
         double[] rates = new double[rounds];
         long positives = 0;
         for (int r = 0; r < rounds; r++) {

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.Arrays;
 
@@ -25,10 +26,20 @@ final class KeyInput implements AutoCloseable {
     private long lineNumber;
     private long byteOffset;
 
-    KeyInput(String path, Format format) throws IOException {
+    KeyInput(String path, Format format) {
         this.name = path.equals("-") ? "<stdin>" : path;
-        this.in = new BufferedInputStream(path.equals("-") ? System.in : Files.newInputStream(Path.of(path)), 1 << 16);
+        this.in = new BufferedInputStream(path.equals("-") ? System.in : open(path), 1 << 16);
         this.format = format;
+    }
+
+    private static InputStream open(String path) {
+        try {
+            return Files.newInputStream(Path.of(path));
+        } catch (NoSuchFileException e) {
+            throw new RibbonException("cannot open " + path + ": No such file or directory");
+        } catch (IOException e) {
+            throw new RibbonException("cannot open " + path + ": " + e.getMessage(), e);
+        }
     }
 
     /** The next line's bytes without its line end, or null at the end of the input. */

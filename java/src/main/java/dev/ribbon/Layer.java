@@ -48,10 +48,6 @@ final class Layer {
                 ? new CodeRegions(numBuckets(), shardBits - bucketBits) : null;
     }
 
-    boolean sharded() {
-        return kind != KIND_PLAIN;
-    }
-
     long numShards() {
         return shardBits >= 63 ? 1 : (numStarts + shardMask) >>> shardBits;
     }

@@ -18,7 +18,7 @@ public final class Main {
             status = Bench.run(rest);
         } else {
             System.err.println("usage: java -jar ribbon.jar query FILTER [-i FILE ...|-] [--format lines|u64|hex64]"
-                    + " [--count] [--values] [KEY ...]\n       java -jar ribbon.jar verify FILTER ...\n       java -jar ribbon.jar bench FILTER [--keys N]");
+                    + " [--count] [--values] [KEY ...]\n       java -jar ribbon.jar verify FILTER ...\n       java -jar ribbon.jar bench FILTER KEYS.u64 [--rounds N]");
             status = 2;
         }
         System.exit(status);

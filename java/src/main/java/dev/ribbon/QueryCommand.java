@@ -4,9 +4,11 @@ import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
+import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -17,8 +19,8 @@ import java.util.List;
 public final class QueryCommand {
     private static final int BATCH = 4096;
     /** The charset the JVM decoded the arguments with: encoding with it gives their bytes back. */
-    private static final java.nio.charset.Charset ARGUMENT_CHARSET =
-            java.nio.charset.Charset.forName(System.getProperty("sun.jnu.encoding", "UTF-8"));
+    private static final Charset ARGUMENT_CHARSET =
+            Charset.forName(System.getProperty("sun.jnu.encoding", "UTF-8"));
 
     private String filterPath;
     private final List<String> inputs = new ArrayList<>();
@@ -188,8 +190,8 @@ public final class QueryCommand {
 
         private void writePositives() throws IOException {
             boolean[] found = format == KeyInput.Format.LINES
-                    ? filter.contains(java.util.Arrays.copyOf(byteKeys, size))
-                    : filter.contains(java.util.Arrays.copyOf(intKeys, size));
+                    ? filter.contains(Arrays.copyOf(byteKeys, size))
+                    : filter.contains(Arrays.copyOf(intKeys, size));
             for (int i = 0; i < size; i++) {
                 if (!found[i]) continue;
                 positive++;
@@ -201,8 +203,8 @@ public final class QueryCommand {
 
         private void writeValues() throws IOException {
             int[] stored = format == KeyInput.Format.LINES
-                    ? filter.lookup(java.util.Arrays.copyOf(byteKeys, size))
-                    : filter.lookup(java.util.Arrays.copyOf(intKeys, size));
+                    ? filter.lookup(Arrays.copyOf(byteKeys, size))
+                    : filter.lookup(Arrays.copyOf(intKeys, size));
             for (int i = 0; i < size; i++) {
                 out.write(texts[i]);
                 out.write(('\t' + Integer.toUnsignedString(stored[i]) + '\n').getBytes(StandardCharsets.US_ASCII));
