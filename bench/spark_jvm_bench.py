@@ -1,0 +1,82 @@
+"""The pre-filter of a join on local[2]: ribbon_contains (the JVM UDF, ribbon.spark_jvm)
+against ribbon.spark.contains (the Arrow UDF) and Spark's broadcast left-semi join.
+
+A filter of 10^6 keys (xxhash64 of ids 0..10^6-1, built by `ribbon build --format u64`) and
+2*10^7 probe rows (xxhash64 of ids 0..2*10^7-1, cached in memory first); each method counts
+the rows it keeps, in alternating rounds; prints each time and the medians, in rows/s.
+Usage (repository root, after a build with the jar):
+  PYTHONPATH=build/python RIBBON_JAVA_JAR=build/java/ribbon.jar .venv/bin/python \
+      bench/spark_jvm_bench.py [--rows N] [--keys N] [--rounds N]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ribbon", default="build/tools/ribbon")
+    args = parser.parse_args()
+
+    import ribbon.spark
+    import ribbon.spark_jvm
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "4g")
+        .config("spark.jars", ribbon.spark_jvm.jar_path())
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", 1 << 16)
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    ribbon.spark_jvm.register(spark)
+
+    tmp = tempfile.mkdtemp()
+    keys = spark.range(args.keys).select(F.xxhash64("id").alias("k")).cache()
+    members = np.array([row.k for row in keys.collect()], dtype=np.int64)
+    members.astype("<i8").tofile(os.path.join(tmp, "keys.u64"))
+    path = os.path.join(tmp, "keys.ribbon")
+    subprocess.run([args.ribbon, "build", "-q", "--format", "u64", "-i", os.path.join(tmp, "keys.u64"),
+                    "-o", path], check=True)
+    probes = spark.range(args.rows).select(F.xxhash64("id").alias("k")).cache()
+    probes.count()
+
+    methods = {
+        "ribbon_contains (JVM UDF)": lambda: probes.where(ribbon.spark_jvm.contains_column(path, "k")).count(),
+        "ribbon.spark.contains (Arrow UDF)": lambda: probes.where(ribbon.spark.contains("k", path)).count(),
+        "broadcast left-semi join": lambda: probes.join(F.broadcast(keys), "k", "left_semi").count(),
+    }
+    times = {name: [] for name in methods}
+    counts = {}
+    for run in range(args.rounds + 1):  # round 0 warms up (JIT, Python workers, caches)
+        for name, method in methods.items():
+            start = time.perf_counter()
+            counts[name] = method()
+            elapsed = time.perf_counter() - start
+            if run > 0:
+                times[name].append(elapsed)
+                print("round %d %-36s %7.2f s  %6.2f M rows/s  (%d rows kept)"
+                      % (run, name, elapsed, args.rows / elapsed / 1e6, counts[name]), flush=True)
+    for name in methods:
+        median = statistics.median(times[name])
+        print("median %-36s %7.2f s  %6.2f M rows/s  rounds %s"
+              % (name, median, args.rows / median / 1e6, " ".join("%.2f" % t for t in times[name])))
+    spark.stop()
+
+
+main()

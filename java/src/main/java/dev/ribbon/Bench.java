@@ -1,0 +1,74 @@
+package dev.ribbon;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import java.util.function.LongSupplier;
+
+/**
+ * Query benchmark (not a test): {@code bench FILTER KEYS.u64 [--rounds N]} queries every key of
+ * a u64 key file (the members) and as many random integers (mostly non-members), one at a time
+ * and in one batched call, and prints each round's throughput and the median.
+ */
+final class Bench {
+    private Bench() {}
+
+    static int run(String[] args) {
+        if (args.length < 2) {
+            System.err.println("usage: bench FILTER KEYS.u64 [--rounds N]");
+            return 2;
+        }
+        try {
+            RibbonFilter f = RibbonFilter.open(Path.of(args[0]));
+            long[] members = readU64(Path.of(args[1]));
+            int rounds = args.length >= 4 && args[2].equals("--rounds") ? Integer.parseInt(args[3]) : 5;
+            long[] others = new SplittableRandom(42).longs(members.length).toArray();
+            report("scalar members", rounds, () -> scalar(f, members), members.length);
+            report("scalar random", rounds, () -> scalar(f, others), others.length);
+            report("batched members", rounds, () -> batched(f, members), members.length);
+            report("batched random", rounds, () -> batched(f, others), others.length);
+            return 0;
+        } catch (RibbonException | IOException | NumberFormatException e) {
+            System.err.println("ribbon: " + e.getMessage());
+            return 2;
+        }
+    }
+
+    static long[] readU64(Path path) throws IOException {
+        byte[] bytes = Files.readAllBytes(path);
+        long[] keys = new long[bytes.length / 8];
+        ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(keys);
+        return keys;
+    }
+
+    private static long scalar(RibbonFilter f, long[] keys) {
+        long positives = 0;
+        for (long key : keys) positives += f.contains(key) ? 1 : 0;
+        return positives;
+    }
+
+    /** One batched call over all keys, as `ribbon bench` times its batched queries. */
+    private static long batched(RibbonFilter f, long[] keys) {
+        long positives = 0;
+        for (boolean found : f.contains(keys)) positives += found ? 1 : 0;
+        return positives;
+    }
+
+    private static void report(String what, int rounds, LongSupplier query, long keys) {
+        double[] rates = new double[rounds];
+        long positives = 0;
+        for (int r = 0; r < rounds; r++) {
+            long t0 = System.nanoTime();
+            positives = query.getAsLong();
+            rates[r] = keys / ((System.nanoTime() - t0) / 1e9) / 1e6;
+            System.out.printf("%s round %d: %.2f M queries/s%n", what, r, rates[r]);
+        }
+        Arrays.sort(rates);
+        System.out.printf("%s: median %.2f M queries/s (%.1f ns/query), %d of %d positive%n",
+                what, rates[rounds / 2], 1e3 / rates[rounds / 2], positives, keys);
+    }
+}

@@ -1,0 +1,50 @@
+package dev.ribbon;
+
+import net.jpountz.xxhash.XXHash64;
+import net.jpountz.xxhash.XXHashFactory;
+
+/** The hash functions of the format (docs/format.md, section 7). */
+final class Hashing {
+    /** lz4-java's pure-Java XXH64 (no JNI), the reference algorithm. */
+    static final XXHash64 XXH64 = XXHashFactory.fastestJavaInstance().hash64();
+
+    private static final long SEED_MIX_CONSTANT = 0x5851F42D4C957F2DL;
+    private static final long KEY_MULTIPLIER = 0x9E3779B97F4A7C15L;
+
+    private Hashing() {}
+
+    /** MurmurHash3's 64-bit finalizer, a bijection. */
+    static long mix64(long x) {
+        x ^= x >>> 33;
+        x *= 0xFF51AFD7ED558CCDL;
+        x ^= x >>> 33;
+        x *= 0xC4CEB9FE1A85EC53L;
+        x ^= x >>> 33;
+        return x;
+    }
+
+    /** The per-filter constant that integer keys are hashed with. */
+    static long seedMix(long seed) {
+        return mix64(seed ^ SEED_MIX_CONSTANT) | 1;
+    }
+
+    /** Key hash of an integer key. */
+    static long hashLong(long key, long seedMixed) {
+        return mix64((key + seedMixed) * KEY_MULTIPLIER);
+    }
+
+    /** Key hash of a byte-string key: XXH64 with the file's seed. */
+    static long hashBytes(byte[] key, long seed) {
+        return XXH64.hash(key, 0, key.length, seed);
+    }
+
+    /** A key's hash in the next layer. */
+    static long remix(long hash, long salt) {
+        return mix64(hash ^ salt);
+    }
+
+    /** The high 64 bits of the unsigned 128-bit product (Math.unsignedMultiplyHigh is Java 18). */
+    static long unsignedMultiplyHigh(long a, long b) {
+        return Math.multiplyHigh(a, b) + ((a >> 63) & b) + ((b >> 63) & a);
+    }
+}

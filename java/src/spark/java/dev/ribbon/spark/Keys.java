@@ -1,0 +1,34 @@
+package dev.ribbon.spark;
+
+import dev.ribbon.RibbonException;
+import dev.ribbon.RibbonFilter;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Spark values as ribbon keys, as ribbon.spark reads them: integer columns (long, int, short,
+ * byte) as 64-bit integer keys (two's complement), string columns as their UTF-8 bytes and
+ * binary columns as their bytes.
+ */
+final class Keys {
+    private Keys() {}
+
+    static boolean isInteger(Object key) {
+        return key instanceof Long || key instanceof Integer || key instanceof Short || key instanceof Byte;
+    }
+
+    static byte[] bytes(Object key) {
+        if (key instanceof byte[]) return (byte[]) key;
+        if (key instanceof String) return ((String) key).getBytes(StandardCharsets.UTF_8);
+        throw new RibbonException("ribbon keys are integers (long, int) or byte strings (string, binary), not "
+                + key.getClass().getSimpleName());
+    }
+
+    static boolean contains(RibbonFilter f, Object key) {
+        return isInteger(key) ? f.contains(((Number) key).longValue()) : f.contains(bytes(key));
+    }
+
+    static long lookup(RibbonFilter f, Object key) {
+        int value = isInteger(key) ? f.lookup(((Number) key).longValue()) : f.lookup(bytes(key));
+        return Integer.toUnsignedLong(value);
+    }
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The Java reader's answers against the C++ reader's: files of every variant, width, threshold
+# encoding (format versions 2 and 3), fractional setting and key kind, built by `ribbon build`,
+# and the version-1 golden files of tests/data, each queried with members and random
+# non-members by `ribbon query` and `java -jar ribbon.jar query`: output and exit status must
+# be identical (so the false positives are the same keys too).
+# Usage: compare_answers.sh RIBBON_CLI JAVA RIBBON_JAR
+set -euo pipefail
+ribbon=$(realpath "$1")
+java=$2
+jar=$(realpath "$3")
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+tmp=$(mktemp -d)
+trap 'rm -rf "${tmp}"' EXIT
+cd "${tmp}"
+
+# Keys: 30000 text members (some with \r, tabs, spaces, empty, non-ASCII bytes), 30000 text
+# probes that are not members, integer members and probes as u64 and hex64.
+python3 - <<'PY'
+import random, struct
+rng = random.Random(24)
+def text(i):
+    return b"k%d-%x" % (i, rng.getrandbits(40)) + bytes(rng.choice([b"", b" x", b"\xc3\xa9", b"\t1", b"\xff", b"\r"]))
+members = list(dict.fromkeys(text(i) for i in range(30000))) + [b""]
+others = [b"other-%d-%x" % (i, rng.getrandbits(32)) for i in range(30000)]
+open("lines.txt", "wb").write(b"\n".join(members) + b"\n")
+probes = members[::3] + others
+rng.shuffle(probes)
+open("lines-probes.txt", "wb").write(b"\n".join(probes) + b"\n")
+ints = list({rng.getrandbits(64) for _ in range(30000)}) + [0, 2**64 - 1]
+open("keys.u64", "wb").write(b"".join(struct.pack("<Q", k) for k in ints))
+iprobes = ints[::3] + [rng.getrandbits(64) for _ in range(30000)]
+rng.shuffle(iprobes)
+open("probes.u64", "wb").write(b"".join(struct.pack("<Q", k) for k in iprobes))
+open("probes.hex", "w").write("".join("%x\n" % k if k % 2 else "0X%X\r\n" % k for k in iprobes))
+open("values.tsv", "wb").write(b"".join(b"%s\t%d\n" % (k.replace(b"\t", b" "), rng.getrandbits(32)) for k in members[:20000]))
+open("values-probes.txt", "wb").write(b"\n".join(k.replace(b"\t", b" ") for k in members[:20000:2] + others[:5000]) + b"\n")
+open("hexvalues.tsv", "w").write("".join("%x\t%d\n" % (k, k % 4096) for k in ints[:20000]))
+PY
+
+failures=0
+checked=0
+# compare NAME FILE QUERY-ARGS...: both readers, same stdout and exit status.
+compare() {
+  local name=$1 file=$2
+  shift 2
+  local c_rc=0 j_rc=0
+  "${ribbon}" query "${file}" "$@" >c.out 2>c.err || c_rc=$?
+  "${java}" -jar "${jar}" query "${file}" "$@" >j.out 2>j.err || j_rc=$?
+  checked=$((checked + 1))
+  if [[ ${c_rc} -ne ${j_rc} ]] || ! cmp -s c.out j.out; then
+    echo "MISMATCH ${name} ($*): exit ${c_rc} vs ${j_rc}, $(wc -l <c.out) vs $(wc -l <j.out) lines"
+    head -3 c.err j.err
+    failures=$((failures + 1))
+  elif [[ ${c_rc} -eq 2 ]]; then
+    echo "ERROR in both readers for ${name}: $(cat c.err)"
+    failures=$((failures + 1))
+  else
+    echo "ok ${name}: exit ${c_rc}, $(wc -l <c.out) lines"
+  fi
+}
+
+# Filters from text keys: every variant, width, encoding, fractional setting; small shards so
+# that layers have many shards and the 1+-bit regions a short last shard.
+for w in 32 64 128; do
+  shard=$((w == 32 ? 1024 : w == 64 ? 4096 : 16384))
+  for variant in bumped standard homogeneous; do
+    for bits in "-r 7" "--fpr 0.003" "-r 1" "-r 32"; do
+      [[ ${variant} == homogeneous && ${bits} == "-r 32" ]] && continue
+      codes_list="1+-bit"
+      [[ ${variant} == bumped ]] && codes_list="1+-bit 2-bit"
+      for codes in ${codes_list}; do
+        name="lines-w${w}-${variant}-${bits// /}-${codes}"
+        "${ribbon}" build -q -i lines.txt -o f.rbn -w "${w}" --variant "${variant}" ${bits} \
+          --threshold-codes "${codes}" --shard-size "${shard}" --seed $((w * 7 + ${#variant}))
+        compare "${name}" f.rbn -i lines-probes.txt
+      done
+    done
+  done
+done
+compare "lines-count" f.rbn --count -i lines-probes.txt
+# (Argument keys in ASCII: a JVM decodes arguments in the platform charset, losing other bytes.)
+compare "lines-arguments" f.rbn -- "$(grep -a -m1 '^k[0-9]*-[0-9a-f]* x$' lines.txt)" nothing -x
+
+# Filters from integer keys, queried as u64 and as hex64.
+for w in 32 64 128; do
+  for variant in bumped standard homogeneous; do
+    "${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn -w "${w}" --variant "${variant}" --fpr 0.02
+    compare "u64-w${w}-${variant}" f.rbn --format u64 -i probes.u64
+    compare "hex64-w${w}-${variant}" f.rbn --format hex64 -i probes.hex
+  done
+done
+"${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn --threshold-codes 2-bit -r 16 --seed 99
+compare "u64-2bit-r16" f.rbn --format u64 -i probes.u64
+compare "u64-arguments" f.rbn --format u64 0 18446744073709551615 12345
+
+# Retrieval structures: bumped and standard, every width, text and hex64 keys.
+for w in 32 64 128; do
+  for variant in retrieval standard-retrieval; do
+    "${ribbon}" build -q --values -i values.tsv -o f.rbn -w "${w}" --variant "${variant}"
+    compare "values-w${w}-${variant}" f.rbn --values -i values-probes.txt
+    "${ribbon}" build -q --values -i hexvalues.tsv --format hex64 -o f.rbn -w "${w}" --variant "${variant}"
+    compare "hexvalues-w${w}-${variant}" f.rbn --values --format hex64 -i probes.hex
+  done
+done
+
+# The golden files of format version 1.
+golden="${here}/../../tests/data"
+compare "golden-v1-lines" "${golden}/v1_lines_3000.rbn" -i lines-probes.txt
+seq 1 6000 >golden-probes.txt  # members: 1 to 3000
+compare "golden-v1-lines-keys" "${golden}/v1_lines_3000.rbn" -i golden-probes.txt
+compare "golden-v1-u64" "${golden}/v1_u64_5000_w128_r13.rbn" --format u64 -i probes.u64
+python3 -c 'print("".join("%x\n" % (i * 0x9E3779B97F4A7C15 % 2**64) for i in range(10000)), end="")' >golden-probes.hex
+compare "golden-v1-hex" "${golden}/v1_u64_5000_w128_r13.rbn" --format hex64 -i golden-probes.hex
+
+# Refusals: wrong key kind, --values on a filter, a missing file (exit 2 in both).
+for args in "--format u64 -i probes.u64" "--values -i lines-probes.txt"; do
+  c_rc=0 j_rc=0
+  "${ribbon}" query "${golden}/v1_lines_3000.rbn" ${args} >/dev/null 2>&1 || c_rc=$?
+  "${java}" -jar "${jar}" query "${golden}/v1_lines_3000.rbn" ${args} >/dev/null 2>&1 || j_rc=$?
+  checked=$((checked + 1))
+  [[ ${c_rc} -eq 2 && ${j_rc} -eq 2 ]] || { echo "MISMATCH refusal (${args}): ${c_rc} vs ${j_rc}"; failures=$((failures + 1)); }
+done
+
+echo "${checked} comparisons, ${failures} failed"
+[[ ${failures} -eq 0 ]]

@@ -1,0 +1,96 @@
+"""Corrupted copies of ribbon files: single bit flips, truncations, an appended byte, and bit
+flips with every checksum recomputed (so that the structural checks, not the checksums, must
+catch them). Usage: mutate.py OUT_DIR FILE... (writes OUT_DIR/<name>.<mutation>.rbn)."""
+import os
+import random
+import struct
+import sys
+
+M = (1 << 64) - 1
+P1, P2, P3, P4, P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                      0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5)
+
+
+def rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & M
+
+
+def round_(acc, lane):
+    return (rotl((acc + lane * P2) & M, 31) * P1) & M
+
+
+def xxh64(data, seed=0):
+    """XXH64 as specified (the checksums of the format, seed 0)."""
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + P1 + P2) & M, (seed + P2) & M, seed, (seed - P1) & M]
+        while i + 32 <= n:
+            for k in range(4):
+                v[k] = round_(v[k], struct.unpack_from("<Q", data, i + 8 * k)[0])
+            i += 32
+        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18)) & M
+        for k in range(4):
+            h = ((h ^ round_(0, v[k])) * P1 + P4) & M
+    else:
+        h = (seed + P5) & M
+    h = (h + n) & M
+    while i + 8 <= n:
+        h = (rotl(h ^ round_(0, struct.unpack_from("<Q", data, i)[0]), 27) * P1 + P4) & M
+        i += 8
+    if i + 4 <= n:
+        h = (rotl(h ^ (struct.unpack_from("<I", data, i)[0] * P1 & M), 23) * P2 + P3) & M
+        i += 4
+    while i < n:
+        h = (rotl(h ^ (data[i] * P5 & M), 11) * P1) & M
+        i += 1
+    h ^= h >> 33
+    h = h * P2 & M
+    h ^= h >> 29
+    h = h * P3 & M
+    return h ^ (h >> 32)
+
+
+def rechecksum(b):
+    """Recomputes every checksum a file records (as far as its descriptors make sense)."""
+    if len(b) < 128:
+        return
+    layers = struct.unpack_from("<I", b, 80)[0]
+    if layers <= 16 and 128 + 128 * layers <= len(b):
+        for l in range(layers):
+            d = 128 + 128 * l
+            for off_at, size_at, sum_at in ((40, 48, 56), (64, 72, 80)):
+                off, size = struct.unpack_from("<QQ", b, d + off_at)
+                if off + size <= len(b):
+                    struct.pack_into("<Q", b, d + sum_at, xxh64(bytes(b[off:off + size])))
+        struct.pack_into("<Q", b, 88, xxh64(bytes(b[128:128 + 128 * layers])))
+    struct.pack_into("<Q", b, 120, xxh64(bytes(b[:120])))
+
+
+def main():
+    out = sys.argv[1]
+    rng = random.Random(2024)
+    for path in sys.argv[2:]:
+        data = open(path, "rb").read()
+        name = os.path.basename(path)
+        mutants = {}
+        for k in range(24):
+            b = bytearray(data)
+            bit = rng.randrange(len(b) * 8) if k % 2 else rng.randrange(min(len(b), 128 * 3) * 8)
+            b[bit // 8] ^= 1 << (bit % 8)
+            mutants["flip%d" % k] = b
+        for k in range(48):  # the structural checks: flips in the header, descriptors, codes
+            b = bytearray(data)
+            limit = len(b) if k % 3 == 0 else min(len(b), 128 * 4)
+            bit = rng.randrange(limit * 8)
+            b[bit // 8] ^= 1 << (bit % 8)
+            rechecksum(b)
+            mutants["resum%d" % k] = b
+        for k, size in enumerate(sorted({0, 7, 127, 128, len(data) - 1, len(data) // 2,
+                                         rng.randrange(len(data))})):
+            mutants["cut%d" % k] = bytearray(data[:size])
+        mutants["append"] = bytearray(data + b"\0")
+        for what, b in mutants.items():
+            open(os.path.join(out, "%s.%s.rbn" % (name, what)), "wb").write(b)
+
+
+main()
