@@ -29,10 +29,10 @@ using detail::query_plan;
 #define RIBBON_X86_ROW_CHECKS 1
 /// w=64, r=8, the default: a row reads 16 words, two 512-bit registers, and VPOPCNTQ gives
 /// its 8 parities at once (about 6 instructions instead of about 60). Same result as
-/// portable_rows. Not inlined: the caller is portable code that calls this only where the CPU
-/// has AVX-512 VPOPCNTDQ (see bench/RESULTS.md).
+/// portable_rows. Inlined into callers compiled for AVX-512 as a whole (contains_range_avx512,
+/// planned_contains_avx512), which run only where the CPU has AVX-512 VPOPCNTDQ.
 struct avx512_rows_w64_r8 {
-  __attribute__((target("avx512f,avx512vpopcntdq"), noinline)) std::uint32_t operator()(
+  __attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t operator()(
       const void* solution, std::uint32_t, std::uint64_t start, std::uint64_t coeff) const {
     const auto* block = static_cast<const std::uint64_t*>(solution) + (start / 64) * 8;
     const unsigned shift = static_cast<unsigned>(start % 64);
@@ -109,12 +109,14 @@ struct pending_key {
 
 /// Prefetches what deciding `start`'s bump out of `layer` reads: the word of its bucket's
 /// 2-bit code, or its bucket's bit and its shard's header (1+-bit; the list, rarely read, is
-/// not).
+/// not). `Rule`: the layer's rule, or any.
+template <bump_rule Rule>
 RIBBON_FORCE_INLINE void prefetch_code(const detail::layer_plan& layer, std::uint64_t start) {
   const std::uint64_t bucket = start >> layer.bucket_bits;
-  if (layer.rule == bump_rule::two_bit) {
+  const bump_rule rule = Rule == bump_rule::any ? layer.rule : Rule;
+  if (rule == bump_rule::two_bit) {
     __builtin_prefetch(layer.thresholds + bucket / 32);
-  } else if (layer.rule == bump_rule::one_plus_bit) {
+  } else if (rule == bump_rule::one_plus_bit) {
     __builtin_prefetch(layer.regions.region_of(layer.thresholds, bucket));
     __builtin_prefetch(layer.regions.bit_word_of(layer.thresholds, bucket));
   }
@@ -143,8 +145,9 @@ RIBBON_FORCE_INLINE void prefetch_row(const query_plan& q, std::uint32_t layer, 
 /// Answers keys [begin, end) through a software pipeline: key i + 2D is hashed and its layer-0
 /// threshold word prefetched; key i + D finds its layer (layer 0 for most keys) and its rows
 /// there are prefetched; key i is answered by answer(index, pending_key) from cache.
-/// Bits > 0: blocks of Bits words, known at compile time (no fractional bits).
-template <unsigned Width, std::uint32_t Bits, class KeyHash, class Answer>
+/// Bits > 0: blocks of Bits words, known at compile time (no fractional bits). `Rule`: layer 0's
+/// bump rule, or any.
+template <unsigned Width, std::uint32_t Bits, bump_rule Rule, class KeyHash, class Answer>
 void pipelined_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                      const KeyHash& key_hash, const Answer& answer) {
   constexpr std::uint64_t ahead = prefetch_distance;
@@ -156,11 +159,11 @@ void pipelined_range(const query_plan& q, std::uint64_t begin, std::uint64_t end
     pending_key& k = ring[i % ring_size];
     k.hash = q.first_hash(key_hash(i));
     k.start = fastrange64(k.hash, first.geometry.num_starts);
-    prefetch_code(first, k.start);
+    prefetch_code<Rule>(first, k.start);
   };
   auto locate_ahead = [&](std::uint64_t i) {
     pending_key& k = ring[i % ring_size];
-    k.layer = first.bumps(k.start) ? q.find_layer_from(1, k.hash, k.start) : 0;
+    k.layer = first.bumps<Rule>(k.start) ? q.find_layer_from(1, k.hash, k.start) : 0;
     if (k.layer < q.num_layers) prefetch_row<Width>(q, k.layer, k.start, Bits);
   };
 
@@ -179,27 +182,36 @@ void pipelined_range(const query_plan& q, std::uint64_t begin, std::uint64_t end
 /// Bits > 0: r known at compile time (the common sizes of filters whose blocks all hold r words,
 /// with fingerprints), so the r-word loop unrolls. Bits == 0: any filter (fractional bits,
 /// homogeneous).
-template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>, class KeyHash,
-          class Out>
+template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>,
+          bump_rule Rule = bump_rule::any, class KeyHash, class Out>
 void contains_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                     const KeyHash& key_hash, Out* out, const Rows& rows = {}) {
-  pipelined_range<Width, Bits>(q, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
-    // num_layers: bumped out of every layer, where no key of the set goes.
-    out[i] =
-        k.layer != q.num_layers && q.matches<Width, Bits, Rows>(k.layer, k.start, k.hash, rows);
-  });
+  pipelined_range<Width, Bits, Rule>(
+      q, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
+        // num_layers: bumped out of every layer, where no key of the set goes.
+        out[i] =
+            k.layer != q.num_layers && q.matches<Width, Bits, Rows>(k.layer, k.start, k.hash, rows);
+      });
 }
 
 #ifdef RIBBON_X86_ROW_CHECKS
-/// contains_range() with the AVX2 row check, compiled for AVX2 as a whole so that the row check
-/// inlines into the loop (a call per key costs about 10 instructions).
-template <class KeyHash, class Out>
+/// contains_range() with the AVX2 row check and layer 0's rule, compiled for AVX2 as a whole so
+/// that the row check inlines into the loop (a call per key costs about 10 instructions).
+template <bump_rule Rule, class KeyHash, class Out>
 __attribute__((target("avx2,bmi2"), flatten)) void contains_range_avx2(const query_plan& q,
                                                                        std::uint64_t begin,
                                                                        std::uint64_t end,
                                                                        const KeyHash& key_hash,
                                                                        Out* out) {
-  contains_range<64, 8, avx2_rows_w64_r8>(q, begin, end, key_hash, out);
+  contains_range<64, 8, avx2_rows_w64_r8, Rule>(q, begin, end, key_hash, out);
+}
+
+/// The same with the AVX-512 row check.
+template <bump_rule Rule, class KeyHash, class Out>
+__attribute__((target("avx512f,avx512vpopcntdq,avx2,bmi2"), flatten)) void contains_range_avx512(
+    const query_plan& q, std::uint64_t begin, std::uint64_t end, const KeyHash& key_hash,
+    Out* out) {
+  contains_range<64, 8, avx512_rows_w64_r8, Rule>(q, begin, end, key_hash, out);
 }
 #endif
 
@@ -207,10 +219,11 @@ __attribute__((target("avx2,bmi2"), flatten)) void contains_range_avx2(const que
 template <unsigned Width, class KeyHash>
 void lookup_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                   const KeyHash& key_hash, std::uint32_t* out) {
-  pipelined_range<Width, 0>(q, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
-    std::uint32_t bits = 0;
-    out[i] = k.layer == q.num_layers ? 0 : q.result<Width, 0>(k.layer, k.start, k.hash, bits);
-  });
+  pipelined_range<Width, 0, bump_rule::any>(
+      q, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
+        std::uint32_t bits = 0;
+        out[i] = k.layer == q.num_layers ? 0 : q.result<Width, 0>(k.layer, k.start, k.hash, bits);
+      });
 }
 
 /// Calls f(std::integral_constant<unsigned, W>{}) for width `width` (32, 64 or 128).
@@ -220,6 +233,23 @@ void with_width(std::uint32_t width, const F& f) {
     case 32: return f(std::integral_constant<unsigned, 32>{});
     case 64: return f(std::integral_constant<unsigned, 64>{});
     default: return f(std::integral_constant<unsigned, 128>{});
+  }
+}
+
+/// Calls f(std::integral_constant<bump_rule, R>{}) for layer 0's rule where a routine
+/// specialised for it applies (an unsalted sharded layer 0: every filter written), else for
+/// bump_rule::any.
+template <class F>
+auto with_first_rule(const query_plan& q, const F& f) {
+  const bump_rule rule =
+      q.num_layers == 0 || q.layers[0].salt != 0 ? bump_rule::any : q.layers[0].rule;
+  switch (rule) {
+    case bump_rule::shard_heads:
+      return f(std::integral_constant<bump_rule, bump_rule::shard_heads>{});
+    case bump_rule::two_bit: return f(std::integral_constant<bump_rule, bump_rule::two_bit>{});
+    case bump_rule::one_plus_bit:
+      return f(std::integral_constant<bump_rule, bump_rule::one_plus_bit>{});
+    default: return f(std::integral_constant<bump_rule, bump_rule::any>{});
   }
 }
 
@@ -236,10 +266,16 @@ void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
         if (chosen_row_check() == row_check::portable) {
           return contains_range<w, 8>(q, begin, end, key_hash, out);
         }
-        if (w == 64 && cpu_has_avx512_popcount()) {
-          return contains_range<64, 8, avx512_rows_w64_r8>(q, begin, end, key_hash, out);
+        if (w == 64 && (cpu_has_avx512_popcount() || cpu_has_avx2())) {
+          // The default filter: layer 0's rule at compile time too.
+          return with_first_rule(q, [&](auto rule) {
+            constexpr bump_rule first = decltype(rule)::value;
+            if (cpu_has_avx512_popcount()) {
+              return contains_range_avx512<first>(q, begin, end, key_hash, out);
+            }
+            return contains_range_avx2<first>(q, begin, end, key_hash, out);
+          });
         }
-        if (w == 64 && cpu_has_avx2()) return contains_range_avx2(q, begin, end, key_hash, out);
 #endif
         return contains_range<w, 8>(q, begin, end, key_hash, out);
       case 16: return contains_range<w, 16>(q, begin, end, key_hash, out);
@@ -282,6 +318,12 @@ __attribute__((target("avx2,bmi2"), flatten)) bool planned_contains_avx2(const q
                                                                          std::uint64_t hash) {
   return q.contains<64, Rule, 8, avx2_rows_w64_r8>(hash);
 }
+/// The same with the AVX-512 row check.
+template <bump_rule Rule>
+__attribute__((target("avx512f,avx512vpopcntdq,avx2,bmi2"), flatten)) bool planned_contains_avx512(
+    const query_plan& q, std::uint64_t hash) {
+  return q.contains<64, Rule, 8, avx512_rows_w64_r8>(hash);
+}
 #endif
 template <unsigned Width, bump_rule Rule>
 std::uint32_t planned_lookup(const query_plan& q, std::uint64_t hash) {
@@ -301,30 +343,13 @@ contains_routine contains_routine_for(const query_plan& q) {
         if (chosen_row_check() == row_check::portable) {
           return &planned_contains<64, Rule, 8, portable_rows<64>>;
         }
-        if (cpu_has_avx512_popcount()) return &planned_contains<64, Rule, 8, avx512_rows_w64_r8>;
+        if (cpu_has_avx512_popcount()) return &planned_contains_avx512<Rule>;
         if (cpu_has_avx2()) return &planned_contains_avx2<Rule>;
       }
 #endif
       return &planned_contains<Width, Rule, 8, portable_rows<Width>>;
     case 16: return &planned_contains<Width, Rule, 16, portable_rows<Width>>;
     default: return &planned_contains<Width, Rule, 0, portable_rows<Width>>;
-  }
-}
-
-/// Calls f(std::integral_constant<bump_rule, R>{}) for layer 0's rule where a routine
-/// specialised for it applies (an unsalted sharded layer 0: every filter written), else for
-/// bump_rule::any.
-template <class F>
-auto with_first_rule(const query_plan& q, const F& f) {
-  const bump_rule rule =
-      q.num_layers == 0 || q.layers[0].salt != 0 ? bump_rule::any : q.layers[0].rule;
-  switch (rule) {
-    case bump_rule::shard_heads:
-      return f(std::integral_constant<bump_rule, bump_rule::shard_heads>{});
-    case bump_rule::two_bit: return f(std::integral_constant<bump_rule, bump_rule::two_bit>{});
-    case bump_rule::one_plus_bit:
-      return f(std::integral_constant<bump_rule, bump_rule::one_plus_bit>{});
-    default: return f(std::integral_constant<bump_rule, bump_rule::any>{});
   }
 }
 
