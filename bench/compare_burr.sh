@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Side by side with BuRR (bumped ribbon retrieval, github.com/lorenzhs/BuRR, branch `parallel`):
-# runs `ribbon bench` and BuRR's benchmark alternately and prints medians and ratios.
+# Side by side with BuRR (bumped ribbon retrieval, github.com/lorenzhs/BuRR, branch `parallel`)
+# and, optionally, binary fuse8 (github.com/FastFilter/xor_singleheader): runs `ribbon bench`
+# and the peers' benchmarks alternately (the order flips each pair) and prints medians and
+# ratios.
 #
 # Usage: bench/compare_burr.sh BURR_BENCH [RIBBON]
 #   BURR_BENCH  BuRR's benchmark binary for r = 8, built outside this repository:
@@ -11,7 +13,11 @@
 #   RIBBON      the ribbon CLI (default build/tools/ribbon)
 # Environment: KEYS (default 10000000), PAIRS (default 3), THREADS (default "1 2"), NEGATIVES
 # (ribbon's non-member queries, default KEYS; BuRR always queries KEYS per thread),
-# RIBBON_OPTIONS (more `ribbon bench` options, e.g. "--threshold-codes 2-bit").
+# RIBBON_OPTIONS (more `ribbon bench` options, e.g. "--threshold-codes 2-bit"), FUSE8 (a binary
+# fuse8 benchmark, built outside this repository, with this contract: `FUSE8 N` builds a
+# binary_fuse8 filter of the keys 0..N-1, queries them and then N..2N-1 one key at a time on
+# one thread, and prints a line `RESULT n=N build_ns=B pos_ns=P neg_ns=Q bits_per_key=S`, the
+# times in ns per key; it runs once per pair, beside the 1-thread rows).
 #
 # Both build w = 64, r = 8 filters of KEYS keys (BuRR with 2-bit thresholds, ribbon with its
 # default 1+-bit ones unless RIBBON_OPTIONS says otherwise) and interleaved storage
@@ -23,13 +29,14 @@
 set -euo pipefail
 
 if [[ $# -lt 1 || ! -x "$1" ]]; then
-  sed -n '2,15p' "$0" >&2
+  sed -n '2,23p' "$0" >&2
   exit 2
 fi
 burr=$1
 ribbon=${2:-build/tools/ribbon}
 keys=${KEYS:-10000000}
-pairs=${PAIRS:-3}
+pairs=${PAIRS:-5}
+fuse8=${FUSE8:-}
 threads=${THREADS:-"1 2"}
 negatives=${NEGATIVES:-$keys}
 results=$(mktemp)
@@ -48,7 +55,27 @@ print(f"ribbon {t} overhead {r['overhead_pct']}")
 print(f"ribbon {t} scalar_pos {q['scalar_positive']}")
 print(f"ribbon {t} scalar_neg {q['scalar_negative']}")
 print(f"ribbon {t} batched_neg {q['batched_negative_per_thread']}")
+if t == "1":
+    print(f"ribbon {t} batched_pos {q['batched_positive_one_thread']}")
 EOF
+}
+
+run_fuse8() {
+  local line
+  line=$("$fuse8" "$keys" | grep '^RESULT ')
+  python3 - "$line" >>"$results" <<'EOF'
+import sys
+f = dict(kv.split("=", 1) for kv in sys.argv[1].split()[1:] if "=" in kv)
+print(f"fuse8 1 build {f['build_ns']}")
+print(f"fuse8 1 overhead {100 * (float(f['bits_per_key']) / 8 - 1)}")
+print(f"fuse8 1 scalar_pos {f['pos_ns']}")
+print(f"fuse8 1 scalar_neg {f['neg_ns']}")
+EOF
+}
+
+run_peers() {  # threads: BuRR, and binary fuse8 beside the 1-thread rows
+  run_burr "$1"
+  if [[ -n $fuse8 && $1 == 1 ]]; then run_fuse8; fi
 }
 
 run_burr() {  # threads
@@ -68,14 +95,14 @@ print(f"burr {t} scalar_neg {f['tnegpq']}")
 EOF
 }
 
-echo "ribbon vs BuRR: $keys keys, $pairs pairs, threads: $threads; $(uptime)" >&2
+echo "ribbon vs BuRR${fuse8:+ and binary fuse8}: $keys keys, $pairs pairs, threads: $threads; $(uptime)" >&2
 for ((pair = 1; pair <= pairs; ++pair)); do
   for t in $threads; do
     if ((pair % 2)); then  # alternate which one runs first
       run_ribbon "$t"
-      run_burr "$t"
+      run_peers "$t"
     else
-      run_burr "$t"
+      run_peers "$t"
       run_ribbon "$t"
     fi
     echo "pair $pair, $t threads done" >&2
@@ -92,17 +119,20 @@ for line in open(sys.argv[1]):
 names = {"build": "build ns/key", "overhead": "space overhead %",
          "scalar_pos": "scalar positive query ns/key per thread",
          "scalar_neg": "scalar negative query ns/key per thread",
-         "batched_neg": "batched negative query ns/key per thread"}
+         "batched_neg": "batched negative query ns/key per thread",
+         "batched_pos": "batched positive query ns/key per thread"}
 print(f"keys = {sys.argv[2]}, w = 64, r = 8, medians of {sys.argv[3]} alternating pairs")
-print("| figure | threads | ribbon | BuRR | ribbon / BuRR |")
-print("|---|---|---|---|---|")
+print("| figure | threads | ribbon | BuRR | fuse8 | ribbon / BuRR | ribbon / fuse8 |")
+print("|---|---|---|---|---|---|---|")
 def med(key):
     return statistics.median(series[key]) if key in series else None
+def cell(v):
+    return f"{v:.3f}" if v is not None else "-"
+def ratio(a, b):
+    return f"{a / b:.2f}" if a is not None and b else "-"
 for metric in names:
     for threads in sorted({k[1] for k in series if k[0] == metric}):
-        a, b = med((metric, threads, "ribbon")), med((metric, threads, "burr"))
-        fa = f"{a:.3f}" if a is not None else "-"
-        fb = f"{b:.3f}" if b is not None else "- (no batched path)"
-        ratio = f"{a / b:.2f}" if a is not None and b else "-"
-        print(f"| {names[metric]} | {threads} | {fa} | {fb} | {ratio} |")
+        a, b, c = (med((metric, threads, who)) for who in ("ribbon", "burr", "fuse8"))
+        print(f"| {names[metric]} | {threads} | {cell(a)} | {cell(b)} | {cell(c)} | "
+              f"{ratio(a, b)} | {ratio(a, c)} |")
 EOF

@@ -1,13 +1,18 @@
-// The C ABI of ribbon/c.h over ribbon::filter's loading and scalar queries (no oneTBB: this
-// file, filter.cpp and common/ make the ribbon_reader library).
+// The C ABI of ribbon/c.h over ribbon::filter's loading and query plan (no oneTBB: this file,
+// filter.cpp and common/ make the ribbon_reader library; batched calls run the prefetching
+// pipeline of query_kernels.hpp on std::threads).
 #include "ribbon/c.h"
 
+#include <algorithm>
 #include <exception>
 #include <functional>
 #include <new>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
+#include "query_kernels.hpp"
 #include "ribbon/filter.hpp"
 
 struct ribbon_reader {
@@ -54,11 +59,60 @@ const ribbon::filter& checked(const ribbon_reader* reader, ribbon::key_kind kind
   return f;
 }
 
-/// Key i of an Arrow-layout batch.
-std::string_view key_at(const void* data, const uint64_t* offsets, uint64_t i) {
-  require(offsets[i] <= offsets[i + 1], "byte-string key offsets must not decrease");
-  return {static_cast<const char*>(data) + offsets[i],
-          static_cast<std::size_t>(offsets[i + 1] - offsets[i])};
+/// Checks that Arrow-layout offsets do not decrease (the key hashes read them unchecked).
+void check_offsets(const void* data, const uint64_t* offsets, uint64_t count) {
+  require(count == 0 || data != nullptr || offsets[count] == offsets[0], "data is NULL");
+  for (uint64_t i = 0; i < count; ++i) {
+    require(offsets[i] <= offsets[i + 1], "byte-string key offsets must not decrease");
+  }
+}
+
+/// Runs run(begin, end) over [0, count) on `threads` threads (0: every hardware thread), the
+/// calling thread one of them; batches too small to share run on the calling thread alone.
+template <class Run>
+void run_on_threads(uint64_t count, uint32_t threads, const Run& run) {
+  constexpr uint64_t min_keys_per_thread = uint64_t{1} << 15;
+  const uint64_t wanted =
+      threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t n = std::max<uint64_t>(1, std::min(wanted, count / min_keys_per_thread));
+  std::vector<std::thread> helpers;
+  for (uint64_t t = 1; t < n; ++t) {
+    helpers.emplace_back([&run, t, n, count] { run(count * t / n, count * (t + 1) / n); });
+  }
+  run(0, count / n);
+  for (std::thread& helper : helpers) helper.join();
+}
+
+/// Batched membership through the filter's plan on `threads` threads.
+template <class KeyHash>
+void contains_on_threads(const ribbon::filter& f, uint64_t count, const KeyHash& key_hash,
+                         uint8_t* out, uint32_t threads) {
+  run_on_threads(count, threads, [&](uint64_t begin, uint64_t end) {
+    ribbon::detail::kernels::contains_keys(f.queries().plan, begin, end, key_hash, out);
+  });
+}
+
+/// Batched retrieval through the filter's plan on `threads` threads.
+template <class KeyHash>
+void lookup_on_threads(const ribbon::filter& f, uint64_t count, const KeyHash& key_hash,
+                       uint32_t* out, uint32_t threads) {
+  run_on_threads(count, threads, [&](uint64_t begin, uint64_t end) {
+    ribbon::detail::kernels::lookup_keys(f.queries().plan, begin, end, key_hash, out);
+  });
+}
+
+/// Key hashes of integer keys.
+struct u64_key_hash {
+  const ribbon::filter_ref& f;
+  const uint64_t* keys;
+  uint64_t operator()(uint64_t i) const { return f.key_hash(keys[i]); }
+};
+
+/// Key hashes of Arrow-layout byte-string keys.
+ribbon::detail::kernels::offset_key_hash<uint64_t> bytes_key_hash(const ribbon::filter& f,
+                                                                  const void* data,
+                                                                  const uint64_t* offsets) {
+  return {f.ref(), offsets, static_cast<const unsigned char*>(data)};
 }
 
 void check_batch(const void* keys, const void* out, uint64_t count) {
@@ -148,20 +202,31 @@ int ribbon_contains_bytes(const ribbon_reader* reader, const void* key, uint64_t
 
 int ribbon_contains_u64_batch(const ribbon_reader* reader, const uint64_t* keys, uint64_t count,
                               uint8_t* out) {
-  return guarded([&] {
-    const ribbon::filter& f = checked(reader, ribbon::key_kind::u64, false);
-    check_batch(keys, out, count);
-    for (uint64_t i = 0; i < count; ++i) out[i] = f.contains(keys[i]) ? 1 : 0;
-  });
+  return ribbon_contains_u64_batch_threads(reader, keys, count, out, 1);
 }
 
 int ribbon_contains_bytes_batch(const ribbon_reader* reader, const void* data,
                                 const uint64_t* offsets, uint64_t count, uint8_t* out) {
+  return ribbon_contains_bytes_batch_threads(reader, data, offsets, count, out, 1);
+}
+
+int ribbon_contains_u64_batch_threads(const ribbon_reader* reader, const uint64_t* keys,
+                                      uint64_t count, uint8_t* out, uint32_t threads) {
+  return guarded([&] {
+    const ribbon::filter& f = checked(reader, ribbon::key_kind::u64, false);
+    check_batch(keys, out, count);
+    contains_on_threads(f, count, u64_key_hash{f.ref(), keys}, out, threads);
+  });
+}
+
+int ribbon_contains_bytes_batch_threads(const ribbon_reader* reader, const void* data,
+                                        const uint64_t* offsets, uint64_t count, uint8_t* out,
+                                        uint32_t threads) {
   return guarded([&] {
     const ribbon::filter& f = checked(reader, ribbon::key_kind::bytes, false);
     check_batch(offsets, out, count);
-    require(count == 0 || data != nullptr || offsets[count] == offsets[0], "data is NULL");
-    for (uint64_t i = 0; i < count; ++i) out[i] = f.contains(key_at(data, offsets, i)) ? 1 : 0;
+    check_offsets(data, offsets, count);
+    contains_on_threads(f, count, bytes_key_hash(f, data, offsets), out, threads);
   });
 }
 
@@ -183,20 +248,31 @@ int ribbon_lookup_bytes(const ribbon_reader* reader, const void* key, uint64_t s
 
 int ribbon_lookup_u64_batch(const ribbon_reader* reader, const uint64_t* keys, uint64_t count,
                             uint32_t* out) {
-  return guarded([&] {
-    const ribbon::filter& f = checked(reader, ribbon::key_kind::u64, true);
-    check_batch(keys, out, count);
-    for (uint64_t i = 0; i < count; ++i) out[i] = f.lookup(keys[i]);
-  });
+  return ribbon_lookup_u64_batch_threads(reader, keys, count, out, 1);
 }
 
 int ribbon_lookup_bytes_batch(const ribbon_reader* reader, const void* data,
                               const uint64_t* offsets, uint64_t count, uint32_t* out) {
+  return ribbon_lookup_bytes_batch_threads(reader, data, offsets, count, out, 1);
+}
+
+int ribbon_lookup_u64_batch_threads(const ribbon_reader* reader, const uint64_t* keys,
+                                    uint64_t count, uint32_t* out, uint32_t threads) {
+  return guarded([&] {
+    const ribbon::filter& f = checked(reader, ribbon::key_kind::u64, true);
+    check_batch(keys, out, count);
+    lookup_on_threads(f, count, u64_key_hash{f.ref(), keys}, out, threads);
+  });
+}
+
+int ribbon_lookup_bytes_batch_threads(const ribbon_reader* reader, const void* data,
+                                      const uint64_t* offsets, uint64_t count, uint32_t* out,
+                                      uint32_t threads) {
   return guarded([&] {
     const ribbon::filter& f = checked(reader, ribbon::key_kind::bytes, true);
     check_batch(offsets, out, count);
-    require(count == 0 || data != nullptr || offsets[count] == offsets[0], "data is NULL");
-    for (uint64_t i = 0; i < count; ++i) out[i] = f.lookup(key_at(data, offsets, i));
+    check_offsets(data, offsets, count);
+    lookup_on_threads(f, count, bytes_key_hash(f, data, offsets), out, threads);
   });
 }
 

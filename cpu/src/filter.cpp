@@ -1,13 +1,31 @@
 #include "ribbon/filter.hpp"
 
+#include <atomic>
 #include <cstring>
 
 #include "output_file.hpp"
+#include "query_kernels.hpp"
 #include "storage.hpp"
 
 namespace ribbon {
 
-filter::filter() = default;
+namespace {
+std::atomic<detail::row_check> row_check_choice{detail::row_check::fastest};
+}  // namespace
+
+detail::row_check detail::kernels::chosen_row_check() {
+  return row_check_choice.load(std::memory_order_relaxed);
+}
+
+void detail::set_row_check(row_check which) {
+  row_check_choice.store(which);
+}
+
+detail::planned_queries detail::plan_queries(const filter_ref& f) {
+  return kernels::plan(f);
+}
+
+filter::filter() : queries_(detail::plan_queries(ref_)) {}
 filter::~filter() = default;
 filter::filter(filter&&) noexcept = default;
 filter& filter::operator=(filter&&) noexcept = default;
@@ -21,6 +39,7 @@ filter builder_access::make(const filter_params& params, std::uint64_t key_count
   f.layers_ = std::move(layers);
   format::filter_image image{params, key_count, f.layers_};
   f.ref_ = format::make_ref(image);
+  f.queries_ = detail::plan_queries(f.ref_);
   return f;
 }
 
@@ -40,6 +59,7 @@ void filter::adopt_image(const unsigned char* data, std::uint64_t size, const lo
                          const std::string& source) {
   format::parsed_image parsed = format::parse_image(data, size, options.verify_checksums, source);
   ref_ = parsed.ref;
+  queries_ = detail::plan_queries(ref_);
   format_version_ = parsed.header.format_version;
   layers_.clear();
   for (std::uint32_t l = 0; l < ref_.num_layers; ++l) {

@@ -170,10 +170,15 @@ void require_retrieval(const filter& f, bool retrieval) {
 
 nb::ndarray<nb::numpy, bool, nb::ndim<1>> contains(const filter& f, nb::handle keys) {
   require_retrieval(f, false);
-  const key_views views = to_key_views(keys, f.params().keys);
+  const key_views views = to_query_key_views(keys, f.params().keys);
   return new_array<bool>(views.size(), [&](bool* out) {
+    const arrow_strings& a = views.arrow();
     if (views.kind() == key_kind::u64) {
       f.contains(views.integers(), views.size(), out);
+    } else if (a.offset_bytes == 4) {
+      f.contains_offsets(reinterpret_cast<const std::int32_t*>(a.offsets), a.data, a.count, out);
+    } else if (a.offset_bytes == 8) {
+      f.contains_offsets(reinterpret_cast<const std::int64_t*>(a.offsets), a.data, a.count, out);
     } else {
       f.contains(views.strings(), views.size(), out);
     }
@@ -182,10 +187,15 @@ nb::ndarray<nb::numpy, bool, nb::ndim<1>> contains(const filter& f, nb::handle k
 
 nb::ndarray<nb::numpy, std::uint32_t, nb::ndim<1>> lookup(const filter& f, nb::handle keys) {
   require_retrieval(f, true);
-  const key_views views = to_key_views(keys, f.params().keys);
+  const key_views views = to_query_key_views(keys, f.params().keys);
   return new_array<std::uint32_t>(views.size(), [&](std::uint32_t* out) {
+    const arrow_strings& a = views.arrow();
     if (views.kind() == key_kind::u64) {
       f.lookup(views.integers(), views.size(), out);
+    } else if (a.offset_bytes == 4) {
+      f.lookup_offsets(reinterpret_cast<const std::int32_t*>(a.offsets), a.data, a.count, out);
+    } else if (a.offset_bytes == 8) {
+      f.lookup_offsets(reinterpret_cast<const std::int64_t*>(a.offsets), a.data, a.count, out);
     } else {
       f.lookup(views.strings(), views.size(), out);
     }

@@ -26,7 +26,9 @@ std::string text_of(nb::handle object) {
 /// Gathers the keys of one or more sources (array chunks) into a key_views.
 class key_collector {
  public:
-  explicit key_collector(std::optional<key_kind> expected) : expected_(expected) {}
+  /// `in_place`: a single Arrow string array stays in its buffers (key_views::arrow()).
+  key_collector(std::optional<key_kind> expected, bool in_place)
+      : expected_(expected), in_place_(in_place) {}
 
   void add(nb::handle keys) {
     if (PyUnicode_Check(keys.ptr()) || PyBytes_Check(keys.ptr()) || PyLong_Check(keys.ptr())) {
@@ -51,7 +53,11 @@ class key_collector {
     check_expected(*kind_);
     key_views v;
     v.kind_ = *kind_;
-    if (*kind_ == key_kind::bytes) {
+    if (*kind_ == key_kind::bytes && in_place_ && arrow_chunks_.size() == 1 && strings_.empty()) {
+      v.arrow_ = arrow_chunks_[0];
+      v.size_ = v.arrow_.count;
+    } else if (*kind_ == key_kind::bytes) {
+      for (const arrow_strings& chunk : arrow_chunks_) append_views(chunk);
       v.size_ = strings_.size();
       v.strings_ = std::move(strings_);
     } else if (arrays_.size() == 1 && integer_copy_.empty() && is_u64_contiguous(arrays_[0])) {
@@ -195,7 +201,7 @@ class key_collector {
     add_arrow_strings(array, offset_bytes);
   }
 
-  /// Views of an Arrow (large_)string/binary array, read from its offsets and data buffers.
+  /// An Arrow (large_)string/binary array's offsets and data buffers, offsets checked.
   void add_arrow_strings(nb::handle array, std::uint64_t offset_bytes) {
     const std::uint64_t n = nb::len(array);
     if (n == 0) return;
@@ -228,17 +234,27 @@ class key_collector {
       std::memcpy(&v, offsets + i * 8, 8);
       return v;
     };
-    strings_.reserve(strings_.size() + n);
     std::int64_t begin = offset_at(first);
     for (std::uint64_t i = 0; i < n; ++i) {
       const std::int64_t end = offset_at(first + i + 1);
       if (begin < 0 || end < begin || static_cast<std::uint64_t>(end) > data_size) {
         raise(failure::keys, "the Arrow array's offsets are out of order or out of range");
       }
-      strings_.emplace_back(data + begin, static_cast<std::uint64_t>(end - begin));
       begin = end;
     }
+    arrow_chunks_.push_back({offsets + first * offset_bytes, static_cast<unsigned>(offset_bytes),
+                             reinterpret_cast<const unsigned char*>(data), n});
     owners_.push_back(nb::borrow(array));
+  }
+
+  /// Appends views of the keys of an Arrow chunk (offsets checked).
+  void append_views(const arrow_strings& chunk) {
+    strings_.reserve(strings_.size() + chunk.count);
+    for (std::uint64_t i = 0; i < chunk.count; ++i) {
+      const std::int64_t begin = chunk.offset(i), end = chunk.offset(i + 1);
+      strings_.emplace_back(reinterpret_cast<const char*>(chunk.data) + begin,
+                            static_cast<std::uint64_t>(end - begin));
+    }
   }
 
   /// Any iterable of int, bytes or str (str as UTF-8).
@@ -303,7 +319,9 @@ class key_collector {
   }
 
   std::optional<key_kind> expected_;
+  bool in_place_ = false;
   std::optional<key_kind> kind_;
+  std::vector<arrow_strings> arrow_chunks_;
   std::vector<integer_array> arrays_;
   std::vector<std::uint64_t> integer_copy_;
   std::vector<std::string_view> strings_;
@@ -311,7 +329,13 @@ class key_collector {
 };
 
 key_views to_key_views(nb::handle keys, std::optional<key_kind> expected) {
-  key_collector collector(expected);
+  key_collector collector(expected, false);
+  collector.add(keys);
+  return collector.finish();
+}
+
+key_views to_query_key_views(nb::handle keys, key_kind expected) {
+  key_collector collector(expected, true);
   collector.add(keys);
   return collector.finish();
 }

@@ -31,14 +31,31 @@ namespace ribbon::python {
 /// Keys of one kind as the C++ API takes them. Points into the Python objects it keeps
 /// references to, or into its own converted copy. Make it with the GIL held (to_key_views);
 /// read it with or without the GIL; destroy it with the GIL held.
+/// An Arrow string or binary array (offset_bytes 4) or a large_ one (8), in its buffers:
+/// key i is the bytes [offset(i), offset(i + 1)) of `data`.
+struct arrow_strings {
+  const unsigned char* offsets = nullptr;  ///< the array's first offset (its slice offset applied)
+  unsigned offset_bytes = 0;               ///< 0: none
+  const unsigned char* data = nullptr;
+  std::uint64_t count = 0;
+
+  std::int64_t offset(std::uint64_t i) const {
+    if (offset_bytes == 4) return reinterpret_cast<const std::int32_t*>(offsets)[i];
+    return reinterpret_cast<const std::int64_t*>(offsets)[i];
+  }
+};
+
 class key_views {
  public:
   key_kind kind() const { return kind_; }
   std::uint64_t size() const { return size_; }
   /// kind() == key_kind::u64: size() integer keys.
   const std::uint64_t* integers() const { return integers_; }
-  /// kind() == key_kind::bytes: size() byte strings.
+  /// kind() == key_kind::bytes: size() byte strings (unless arrow() holds them).
   const std::string_view* strings() const { return strings_.data(); }
+  /// Keys of to_query_key_views() that are one Arrow string array, read in its buffers
+  /// (offset_bytes 0 otherwise, and strings() holds the keys).
+  const arrow_strings& arrow() const { return arrow_; }
 
  private:
   friend class key_collector;
@@ -47,6 +64,7 @@ class key_views {
   const std::uint64_t* integers_ = nullptr;
   std::vector<std::uint64_t> integer_copy_;
   std::vector<std::string_view> strings_;
+  arrow_strings arrow_;
   /// What integers_ and strings_ point into.
   std::vector<nanobind::ndarray<nanobind::ro, nanobind::ndim<1>, nanobind::device::cpu>> arrays_;
   std::vector<nanobind::object> owners_;
@@ -57,6 +75,10 @@ class key_views {
 /// for unsupported types or mixed kinds, ribbon.KeysError for nulls and integers out of range,
 /// ribbon.QueryError for keys of the other kind than `expected`.
 key_views to_key_views(nanobind::handle keys, std::optional<key_kind> expected = std::nullopt);
+
+/// to_key_views() for queries: a single Arrow string or binary array (not chunked into
+/// several) is read in its buffers, without a view per key (key_views::arrow()).
+key_views to_query_key_views(nanobind::handle keys, key_kind expected);
 
 /// out[i] = the key hash `ribbon build` uses for keys[i] with this seed: hash_u64(key,
 /// seed_mix(seed)) for integers, hash_bytes(data, size, seed) for byte strings. No GIL needed.

@@ -44,6 +44,13 @@ def lib():
     c.ribbon_lookup_u64.argtypes = [ctypes.c_void_p, ctypes.c_uint64, u32p]
     c.ribbon_lookup_u64_batch.argtypes = [ctypes.c_void_p, u64p, ctypes.c_uint64, u32p]
     c.ribbon_lookup_bytes_batch.argtypes = [ctypes.c_void_p, ctypes.c_char_p, u64p, ctypes.c_uint64, u32p]
+    threads = ctypes.c_uint32
+    c.ribbon_contains_u64_batch_threads.argtypes = [ctypes.c_void_p, u64p, ctypes.c_uint64, u8p, threads]
+    c.ribbon_contains_bytes_batch_threads.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, u64p, ctypes.c_uint64, u8p, threads]
+    c.ribbon_lookup_u64_batch_threads.argtypes = [ctypes.c_void_p, u64p, ctypes.c_uint64, u32p, threads]
+    c.ribbon_lookup_bytes_batch_threads.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, u64p, ctypes.c_uint64, u32p, threads]
     return c
 
 
@@ -99,6 +106,46 @@ def test_byte_strings_and_retrieval_from_ctypes(lib, random_words):
         flags = np.zeros(len(words), np.uint8)
         assert lib.ribbon_contains_bytes_batch(h, data, ptr(offsets, ctypes.c_uint64), len(words), ptr(flags, ctypes.c_uint8)) == -1
         assert b"lookup()" in lib.ribbon_last_error()
+    finally:
+        lib.ribbon_close(h)
+
+
+def test_batched_calls_on_threads_answer_as_the_scalar_calls(lib, random_u64, random_words):
+    keys = random_u64(50000)
+    probes = np.concatenate([keys, random_u64(150000, seed=11)])  # above one thread's share
+    f = ribbon.build(keys)
+    image = f.to_bytes()
+    h = ctypes.c_void_p()
+    assert lib.ribbon_open_buffer(image, len(image), 1, ctypes.byref(h)) == 0
+    try:
+        scalar = np.array([lib.ribbon_contains_u64(h, int(k)) for k in probes], np.uint8)
+        for threads in (0, 1, 2, 3):
+            out = np.full(len(probes), 7, np.uint8)
+            assert lib.ribbon_contains_u64_batch_threads(
+                h, ptr(probes, ctypes.c_uint64), len(probes), ptr(out, ctypes.c_uint8), threads) == 0
+            assert np.array_equal(out, scalar), threads
+    finally:
+        lib.ribbon_close(h)
+    words = list(dict.fromkeys(random_words(100000)))
+    data = b"".join(words)
+    offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.uint64)
+    r = ribbon.build(words[:50000], values=np.arange(50000) % 200)
+    image = r.to_bytes()
+    assert lib.ribbon_open_buffer(image, len(image), 1, ctypes.byref(h)) == 0
+    try:
+        expected = r.lookup(words)
+        for threads in (0, 2):
+            out = np.zeros(len(words), np.uint32)
+            assert lib.ribbon_lookup_bytes_batch_threads(
+                h, data, ptr(offsets, ctypes.c_uint64), len(words), ptr(out, ctypes.c_uint32), threads) == 0
+            assert np.array_equal(out, expected)
+        # Decreasing offsets are an error, not a crash.
+        bad = offsets.copy()
+        bad[10] = bad[12]
+        out = np.zeros(len(words), np.uint32)
+        assert lib.ribbon_lookup_bytes_batch_threads(
+            h, data, ptr(bad, ctypes.c_uint64), len(words), ptr(out, ctypes.c_uint32), 2) == -1
+        assert b"offsets must not decrease" in lib.ribbon_last_error()
     finally:
         lib.ribbon_close(h)
 

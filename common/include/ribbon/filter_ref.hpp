@@ -15,6 +15,8 @@
 
 namespace ribbon {
 
+struct filter_ref;
+
 namespace detail {
 
 /// Is a key whose layer hash starts at `start` bumped out of layer `layer`?
@@ -160,6 +162,183 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup_hash(const filter_params& p,
   return lookup_from_layer<Width>(p, layers, num_layers, 0, layer0_hash(layers[0], hash));
 }
 
+/// The r-bit result of a row (row_result), as the batched and planned queries call it; the
+/// CPU adds SIMD forms of the same function (cpu/src/query.cpp).
+template <unsigned Width>
+struct portable_rows {
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t operator()(const void* solution,
+                                                         std::uint32_t result_bits,
+                                                         std::uint64_t start,
+                                                         word_t<Width> coeff) const {
+    return row_result<Width>(solution, result_bits, start, coeff);
+  }
+};
+
+/// How a layer decides that a key starting at a position is bumped (is_bumped()).
+enum class bump_rule : std::uint32_t {
+  none,          ///< a plain layer: never
+  shard_heads,   ///< a standard layer: the first w starts of shards k > 0
+  two_bit,       ///< a bumped layer with 2-bit codes: shard heads, then the bucket's code
+  one_plus_bit,  ///< a bumped layer with 1+-bit codes: shard heads, then the bucket's code
+  any,           ///< (template argument only) whichever `rule` the layer has
+};
+
+/// What a query needs of one layer that does not depend on the key, worked out once when the
+/// filter is opened (query_plan), so that a query does no more than the key's own work.
+struct layer_plan {
+  layer_geometry geometry;
+  std::uint64_t salt = 0;
+  const void* solution = nullptr;
+  const std::uint64_t* thresholds = nullptr;
+  bump_rule rule = bump_rule::none;
+  std::uint32_t bucket_bits = 0;  ///< log2 B
+  std::uint64_t shard_mask = ~std::uint64_t{0};
+  std::uint64_t head_width = 0;  ///< w for sharded layers: their heads are bumped
+  std::uint32_t cut[4] = {};     ///< filter_params::threshold(code)
+  code_region_layout regions;    ///< 1+-bit codes
+
+  layer_plan() = default;
+  RIBBON_HD layer_plan(const filter_params& p, const layer_ref& layer)
+      : geometry(layer.geometry), salt(layer.salt), solution(layer.solution) {
+    if (!geometry.sharded()) return;
+    rule = bump_rule::shard_heads;
+    shard_mask = geometry.shard_size() - 1;
+    head_width = p.width;
+    if (!geometry.bumping()) return;
+    thresholds = layer.thresholds;
+    rule = geometry.codes == threshold_encoding::two_bit ? bump_rule::two_bit
+                                                         : bump_rule::one_plus_bit;
+    bucket_bits = static_cast<std::uint32_t>(count_trailing_zeros(p.bucket_size));
+    for (unsigned code = 0; code < 4; ++code) cut[code] = p.threshold(code);
+    regions = geometry.code_regions(p.bucket_size);
+  }
+
+  /// Is the key starting at `start` bumped out of this layer? (is_bumped(); `Rule` the
+  /// layer's rule, or any.)
+  template <bump_rule Rule = bump_rule::any>
+  RIBBON_HD RIBBON_FORCE_INLINE bool bumps(std::uint64_t start) const {
+    if constexpr (Rule == bump_rule::any) {
+      switch (rule) {
+        case bump_rule::none: return false;
+        case bump_rule::shard_heads: return bumps<bump_rule::shard_heads>(start);
+        case bump_rule::two_bit: return bumps<bump_rule::two_bit>(start);
+        default: return bumps<bump_rule::one_plus_bit>(start);
+      }
+    } else if constexpr (Rule == bump_rule::none) {
+      return false;
+    } else {
+      const bool shard_head = start > shard_mask && (start & shard_mask) < head_width;
+      if constexpr (Rule == bump_rule::shard_heads) return shard_head;
+      const std::uint64_t bucket = start >> bucket_bits;
+      const auto offset =
+          static_cast<std::uint32_t>(start & ((std::uint64_t{1} << bucket_bits) - 1));
+      if constexpr (Rule == bump_rule::two_bit) {
+        const unsigned code =
+            static_cast<unsigned>(thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
+        return shard_head || offset < cut[code];
+      }
+      return shard_head || regions.bumps(thresholds, bucket, offset, cut[1], cut[2]);
+    }
+  }
+};
+
+/// A filter's queries with everything that does not depend on the key resolved once: the
+/// layers' constants (layer_plan), r, and what a key's result is compared with.
+struct query_plan {
+  std::uint32_t num_layers = 0;
+  std::uint32_t width = 0;
+  std::uint32_t result_bits = 0;
+  /// r where every block of every layer holds r words and the right side is the
+  /// fingerprint (no fractional bits, not homogeneous): rows of r words known at compile time
+  /// for the common r = 8 and 16. 0 otherwise.
+  std::uint32_t fixed_bits = 0;
+  /// Masks the fingerprint: 0 in a homogeneous filter (its rows are solved for 0), all ones
+  /// otherwise (record_rhs()).
+  std::uint32_t rhs_mask = 0;
+  layer_plan layers[max_layers];
+
+  query_plan() = default;
+  RIBBON_HD explicit query_plan(const filter_ref& f);
+
+  /// Layer 0's hash of a key hash (layer0_hash()).
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t first_hash(std::uint64_t key_hash) const {
+    return layers[0].salt != 0 ? remix(key_hash, layers[0].salt) : key_hash;
+  }
+
+  /// The first layer from `first` on that does not bump the key whose hash in layer
+  /// `first - 1` is `hash` (num_layers: every layer bumps it), and the key's hash and start
+  /// there. Not inlined: about 6 % of keys come here, and the query's hot path stays short.
+  RIBBON_HD RIBBON_NOINLINE std::uint32_t find_layer_from(std::uint32_t first, std::uint64_t& hash,
+                                                          std::uint64_t& start) const {
+    for (std::uint32_t l = first; l < num_layers; ++l) {
+      hash = remix(hash, layers[l].salt);
+      start = fastrange64(hash, layers[l].geometry.num_starts);
+      if (!layers[l].bumps(start)) return l;
+    }
+    return num_layers;
+  }
+
+  /// The layer that holds the key whose key hash is `hash` (num_layers: none), with its
+  /// hash and start there. `Rule`: layer 0's rule (or any); layer 0 must be unsalted unless
+  /// `Rule` is any.
+  template <bump_rule Rule>
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t locate(std::uint64_t& hash,
+                                                     std::uint64_t& start) const {
+    const layer_plan& first = layers[0];
+    if constexpr (Rule == bump_rule::any) hash = first_hash(hash);
+    start = fastrange64(hash, first.geometry.num_starts);
+    if (!first.bumps<Rule>(start)) return 0;
+    return find_layer_from(1, hash, start);
+  }
+
+  /// The result of the key (hash, start) in layer `layer`, and in `bits` its width (r, or
+  /// r + 1 in upper blocks of a layer with fractional bits). `Bits` > 0: every block holds
+  /// Bits words (known at compile time); 0: any layer.
+  template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>>
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t result(std::uint32_t layer, std::uint64_t start,
+                                                     std::uint64_t hash, std::uint32_t& bits,
+                                                     const Rows& rows = {}) const {
+    const layer_plan& l = layers[layer];
+    if constexpr (Bits != 0) {
+      bits = Bits;
+      return rows(l.solution, Bits, start, coefficients<Width>(hash));
+    } else {
+      const std::uint64_t block = start / Width;
+      bits = l.geometry.block_bits(block, result_bits);
+      const auto* words =
+          static_cast<const word_t<Width>*>(l.solution) + l.geometry.block_word(block, result_bits);
+      return block_result<Width>(words, bits, static_cast<unsigned>(start % Width),
+                                 coefficients<Width>(hash));
+    }
+  }
+
+  /// Is the key (hash, start) of layer `layer` a member? (Its result equals its right side.)
+  template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>>
+  RIBBON_HD RIBBON_FORCE_INLINE bool matches(std::uint32_t layer, std::uint64_t start,
+                                             std::uint64_t hash, const Rows& rows = {}) const {
+    std::uint32_t bits = 0;
+    const std::uint32_t r = result<Width, Bits, Rows>(layer, start, hash, bits, rows);
+    return r == (fingerprint(hash, bits) & rhs_mask);
+  }
+
+  /// Membership of the key whose key hash is `hash`: the filter_ref::contains_hash() answer.
+  template <unsigned Width, bump_rule Rule, std::uint32_t Bits, class Rows = portable_rows<Width>>
+  RIBBON_HD RIBBON_FORCE_INLINE bool contains(std::uint64_t hash) const {
+    std::uint64_t start = 0;
+    const std::uint32_t layer = locate<Rule>(hash, start);
+    return layer != num_layers && matches<Width, Bits, Rows>(layer, start, hash);
+  }
+
+  /// The value stored for the key whose key hash is `hash`: filter_ref::lookup_hash().
+  template <unsigned Width, bump_rule Rule>
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup(std::uint64_t hash) const {
+    std::uint64_t start = 0;
+    const std::uint32_t layer = locate<Rule>(hash, start);
+    std::uint32_t bits = 0;
+    return layer == num_layers ? 0 : result<Width, 0>(layer, start, hash, bits);
+  }
+};
+
 }  // namespace detail
 
 /// Non-owning view of a filter (or retrieval structure): parameters and per-layer pointers.
@@ -205,5 +384,18 @@ struct filter_ref {
     return contains_hash(key_hash(data, length));
   }
 };
+
+namespace detail {
+RIBBON_HD inline query_plan::query_plan(const filter_ref& f)
+    : num_layers(f.num_layers),
+      width(f.params.width),
+      result_bits(f.params.result_bits),
+      fixed_bits(f.params.extra_bit_fraction == 0 && f.params.variant != filter_variant::homogeneous
+                     ? f.params.result_bits
+                     : 0),
+      rhs_mask(f.params.variant == filter_variant::homogeneous ? 0u : ~0u) {
+  for (std::uint32_t l = 0; l < f.num_layers; ++l) layers[l] = layer_plan(f.params, f.layers[l]);
+}
+}  // namespace detail
 
 }  // namespace ribbon

@@ -79,6 +79,16 @@ layer_sizing sizing_from(const build_options& options, const filter_params& p, s
 /// the default) or the portable one. Process-wide; tests compare the two, benchmarks time them.
 enum class row_check { fastest, portable };
 void set_row_check(row_check which);
+/// A filter's queries, resolved once when it is built or opened: the constants of its layers
+/// (query_plan) and the scalar routines specialised for its width, layer 0's threshold codes,
+/// r and this CPU's row check (AVX-512, AVX2 or portable, chosen here, never per query).
+struct planned_queries {
+  query_plan plan;
+  bool (*contains)(const query_plan&, std::uint64_t hash) = nullptr;
+  std::uint32_t (*lookup)(const query_plan&, std::uint64_t hash) = nullptr;
+};
+/// The plan of the filter `f` views (with the row check set_row_check() chose).
+planned_queries plan_queries(const filter_ref& f);
 /// Throws ribbon::error naming the first value that does not fit in r bits.
 void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits);
 /// The error of check_values(): value `value` of key number `index` needs more than r bits.
@@ -168,26 +178,38 @@ class filter {
   /// Membership of one integer key: true for every key of the set.
   bool contains(std::uint64_t key) const {
     check_query(key_kind::u64, false);
-    return ref_.contains(key);
+    return queries_.contains(queries_.plan, ref_.key_hash(key));
   }
   /// Membership of one byte-string key.
   bool contains(std::string_view key) const {
     check_query(key_kind::bytes, false);
-    return ref_.contains(key.data(), key.size());
+    return queries_.contains(queries_.plan, ref_.key_hash(key.data(), key.size()));
   }
   /// Batched membership: out[i] = contains(keys[i]). Hashes ahead and prefetches; runs in
   /// parallel for large batches.
   void contains(const std::uint64_t* keys, std::uint64_t count, bool* out) const;
   void contains(const std::string_view* keys, std::uint64_t count, bool* out) const;
 
+  /// Batched membership of byte-string keys laid out as Arrow lays out string and binary
+  /// arrays (Offset = std::int32_t) or large_string and large_binary ones (std::int64_t): key
+  /// i is the bytes [offsets[i], offsets[i + 1]) of `data`, read in place (no view per key).
+  /// The offsets must not decrease (not checked).
+  template <class Offset>
+  void contains_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,
+                        bool* out) const;
+  /// Batched retrieval of keys laid out as contains_offsets() takes them.
+  template <class Offset>
+  void lookup_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,
+                      std::uint32_t* out) const;
+
   /// Retrieval: the value stored for a key (arbitrary for keys not in the set).
   std::uint32_t lookup(std::uint64_t key) const {
     check_query(key_kind::u64, true);
-    return ref_.lookup_hash(ref_.key_hash(key));
+    return queries_.lookup(queries_.plan, ref_.key_hash(key));
   }
   std::uint32_t lookup(std::string_view key) const {
     check_query(key_kind::bytes, true);
-    return ref_.lookup_hash(ref_.key_hash(key.data(), key.size()));
+    return queries_.lookup(queries_.plan, ref_.key_hash(key.data(), key.size()));
   }
   /// Batched retrieval: out[i] = lookup(keys[i]), in parallel for large batches.
   void lookup(const std::uint64_t* keys, std::uint64_t count, std::uint32_t* out) const;
@@ -205,6 +227,8 @@ class filter {
   }
   bool is_retrieval() const { return ribbon::is_retrieval(ref_.params.variant); }
 
+  /// The plan every query of this filter goes through (built when it was built or opened).
+  const detail::planned_queries& queries() const { return queries_; }
   /// The view used by queries (and usable in device code after copying the image).
   const filter_ref& ref() const { return ref_; }
   const filter_params& params() const { return ref_.params; }
@@ -235,6 +259,7 @@ class filter {
   std::unique_ptr<storage> storage_;
   std::vector<format::layer_image> layers_;
   filter_ref ref_{};
+  detail::planned_queries queries_;  // of ref_: set wherever ref_ is
   std::uint32_t query_threads_ = 0;
   std::uint32_t format_version_ = 0;  // 0: built here, the version its codes are written in
 

@@ -187,6 +187,17 @@ RIBBON_HD inline unsigned bucket_code(const std::uint64_t* region, std::uint64_t
   return list.heavy(bucket) ? 2 : 1;
 }
 
+/// region_bumps() (below) for a bucket whose bit is 1.
+RIBBON_HD RIBBON_FORCE_INLINE bool set_bucket_bumps(const std::uint64_t* region,
+                                                    std::uint64_t buckets, unsigned index_bits,
+                                                    std::uint64_t bucket, std::uint32_t offset,
+                                                    std::uint32_t light, std::uint32_t heavy) {
+  if (offset < light) return true;
+  const exception_list list = exception_list::of(region, buckets, index_bits);
+  if (list.all(bucket)) return true;
+  return offset < heavy && list.heavy(bucket);
+}
+
 /// Is the key at `offset` in bucket `bucket` of a shard region bumped? Keys in buckets with
 /// bit 0, or below light, need only the bucket bit; keys at or above heavy the header too;
 /// the others (about 8 % of keys) the list. (Deciding without branches from the bit and the
@@ -196,10 +207,7 @@ RIBBON_HD RIBBON_FORCE_INLINE bool region_bumps(const std::uint64_t* region, std
                                                 std::uint32_t offset, std::uint32_t light,
                                                 std::uint32_t heavy) {
   if (!bucket_bit(region, index_bits, bucket)) return false;
-  if (offset < light) return true;
-  const exception_list list = exception_list::of(region, buckets, index_bits);
-  if (list.all(bucket)) return true;
-  return offset < heavy && list.heavy(bucket);
+  return set_bucket_bumps(region, buckets, index_bits, bucket, offset, light, heavy);
 }
 
 /// Where the 1+-bit regions of a bumped layer lie, from constants of the layer worked out
@@ -210,6 +218,7 @@ struct code_region_layout {
   std::uint64_t region_words = 0;        ///< words of a full shard's region
   std::uint64_t last_shard = 0;          ///< the shard of the layer's last bucket
   std::uint64_t last_shard_buckets = 0;  ///< its buckets
+  std::uint64_t header_words = 0;        ///< code_header_words(index_bits)
 
   code_region_layout() = default;
   /// The layout of a layer of `num_buckets` buckets, 2^`bucket_index_bits` a full shard.
@@ -217,7 +226,8 @@ struct code_region_layout {
       : index_bits(bucket_index_bits),
         region_words(code_region_words(std::uint64_t{1} << bucket_index_bits, bucket_index_bits)),
         last_shard(num_buckets == 0 ? 0 : (num_buckets - 1) >> bucket_index_bits),
-        last_shard_buckets(num_buckets - (last_shard << bucket_index_bits)) {}
+        last_shard_buckets(num_buckets - (last_shard << bucket_index_bits)),
+        header_words(code_header_words(bucket_index_bits)) {}
 
   /// Buckets of shard `shard` (the last shard may hold fewer than 2^index_bits).
   RIBBON_HD std::uint64_t shard_buckets(std::uint64_t shard) const {
@@ -243,8 +253,7 @@ struct code_region_layout {
   /// The word of bucket `bucket`'s bit.
   RIBBON_HD const std::uint64_t* bit_word_of(const std::uint64_t* thresholds,
                                              std::uint64_t bucket) const {
-    return region_of(thresholds, bucket) + code_header_words(index_bits) +
-           local_bucket(bucket) / 64;
+    return region_of(thresholds, bucket) + header_words + local_bucket(bucket) / 64;
   }
 
   /// The code (0 to 3) of layer bucket `bucket`.
@@ -256,8 +265,11 @@ struct code_region_layout {
   RIBBON_HD RIBBON_FORCE_INLINE bool bumps(const std::uint64_t* thresholds, std::uint64_t bucket,
                                            std::uint32_t offset, std::uint32_t light,
                                            std::uint32_t heavy) const {
-    return region_bumps(region_of(thresholds, bucket), shard_buckets(shard_of(bucket)), index_bits,
-                        local_bucket(bucket), offset, light, heavy);
+    // Most keys need only the bucket's bit: its word first, from constants of the layer.
+    const std::uint64_t local = local_bucket(bucket);
+    if (((*bit_word_of(thresholds, bucket) >> (local % 64)) & 1) == 0) return false;
+    return set_bucket_bumps(region_of(thresholds, bucket), shard_buckets(shard_of(bucket)),
+                            index_bits, local, offset, light, heavy);
   }
 };
 

@@ -1,0 +1,371 @@
+// The batched query pipeline and the row checks of CPU queries, shared by the oneTBB batched
+// queries (query.cpp), the scalar plans (filter.cpp) and the C ABI's batched calls (c_api.cpp),
+// which need no oneTBB.
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "ribbon/filter.hpp"
+
+namespace ribbon::detail::kernels {
+
+/// How many keys ahead of its answer a key's rows are prefetched: enough cache misses in
+/// flight to keep the memory busy (about 100 ns of latency over a few ns of work per key).
+/// Its bucket's threshold word is prefetched twice as far ahead, since deciding the layer
+/// needs it before the rows can be prefetched. A power of two (ring index by mask).
+constexpr std::uint64_t prefetch_distance = 32;
+
+using detail::bump_rule;
+using detail::portable_rows;
+using detail::query_plan;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RIBBON_X86_ROW_CHECKS 1
+/// w=64, r=8, the default: a row reads 16 words, two 512-bit registers, and VPOPCNTQ gives
+/// its 8 parities at once (about 6 instructions instead of about 60). Same result as
+/// portable_rows. Inlined into callers compiled for AVX-512 as a whole (contains_range_avx512,
+/// planned_contains_avx512), which run only where the CPU has AVX-512 VPOPCNTDQ.
+struct avx512_rows_w64_r8 {
+  __attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t operator()(
+      const void* solution, std::uint32_t, std::uint64_t start, std::uint64_t coeff) const {
+    const auto* block = static_cast<const std::uint64_t*>(solution) + (start / 64) * 8;
+    const unsigned shift = static_cast<unsigned>(start % 64);
+    const std::uint64_t low = coeff << shift;
+    const std::uint64_t high = (coeff >> 1) >> (63 - shift);
+    const __m512i here =
+        _mm512_and_si512(_mm512_loadu_si512(block), _mm512_set1_epi64(static_cast<long long>(low)));
+    const __m512i next = _mm512_and_si512(_mm512_loadu_si512(block + 8),
+                                          _mm512_set1_epi64(static_cast<long long>(high)));
+    const __m512i counts = _mm512_popcnt_epi64(_mm512_xor_si512(here, next));
+    return _mm512_test_epi64_mask(counts, _mm512_set1_epi64(1));
+  }
+};
+
+/// The same for CPUs with AVX2 but no AVX-512 (AMD Zen 2/3, older Intel): the row's 8 words
+/// in two 256-bit registers, each 64-bit lane folded to its parity by shifts and xors (AVX2
+/// has no vector popcount), the 8 parities gathered by a movemask. About 30 instructions.
+struct avx2_rows_w64_r8 {
+  __attribute__((target("avx2,bmi2"))) std::uint32_t operator()(const void* solution, std::uint32_t,
+                                                                std::uint64_t start,
+                                                                std::uint64_t coeff) const {
+    const auto* block = static_cast<const std::uint64_t*>(solution) + (start / 64) * 8;
+    const unsigned shift = static_cast<unsigned>(start % 64);
+    const __m256i low = _mm256_set1_epi64x(static_cast<long long>(coeff << shift));
+    const __m256i high = _mm256_set1_epi64x(static_cast<long long>((coeff >> 1) >> (63 - shift)));
+    // The row's words 0-3 and 4-7 (a lambda would lose the target attribute).
+    const auto* here = reinterpret_cast<const __m256i*>(block);
+    const auto* next = reinterpret_cast<const __m256i*>(block + 8);
+    const __m256i words0to3 = _mm256_xor_si256(_mm256_and_si256(_mm256_loadu_si256(here), low),
+                                               _mm256_and_si256(_mm256_loadu_si256(next), high));
+    const __m256i words4to7 =
+        _mm256_xor_si256(_mm256_and_si256(_mm256_loadu_si256(here + 1), low),
+                         _mm256_and_si256(_mm256_loadu_si256(next + 1), high));
+    // Fold each 64-bit word to 32 bits (same parity): words 0-3 into the even 32-bit lanes,
+    // words 4-7 into the odd ones, so one register carries all 8.
+    __m256i x =
+        _mm256_blend_epi32(_mm256_xor_si256(words0to3, _mm256_srli_epi64(words0to3, 32)),
+                           _mm256_xor_si256(words4to7, _mm256_slli_epi64(words4to7, 32)), 0xAA);
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 8));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 4));
+    // 0x6996 holds the parity of each 4-bit value at that bit position.
+    const __m256i parities =
+        _mm256_srlv_epi32(_mm256_set1_epi32(0x6996), _mm256_and_si256(x, _mm256_set1_epi32(15)));
+    const auto lanes = static_cast<std::uint32_t>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(parities, 31))));
+    // Lane 2j holds word j, lane 2j + 1 word j + 4.
+    return _pext_u32(lanes, 0x55) | (_pext_u32(lanes, 0xAA) << 4);
+  }
+};
+
+inline bool cpu_has_avx512_popcount() {
+  static const bool yes =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
+  return yes;
+}
+
+inline bool cpu_has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+  return yes;
+}
+#endif
+
+/// The row check set_row_check() chose (filter.cpp).
+row_check chosen_row_check();
+
+/// A key on its way through the query pipeline: its hash and start, first in layer 0, then
+/// in the layer that holds it (num_layers: none, every layer bumps it).
+struct pending_key {
+  std::uint64_t hash;
+  std::uint64_t start;
+  std::uint32_t layer;
+};
+
+/// Prefetches what deciding `start`'s bump out of `layer` reads: the word of its bucket's
+/// 2-bit code, or its bucket's bit and its shard's header (1+-bit; the list, rarely read, is
+/// not). `Rule`: the layer's rule, or any.
+template <bump_rule Rule>
+RIBBON_FORCE_INLINE void prefetch_code(const detail::layer_plan& layer, std::uint64_t start) {
+  const std::uint64_t bucket = start >> layer.bucket_bits;
+  const bump_rule rule = Rule == bump_rule::any ? layer.rule : Rule;
+  if (rule == bump_rule::two_bit) {
+    __builtin_prefetch(layer.thresholds + bucket / 32);
+  } else if (rule == bump_rule::one_plus_bit) {
+    __builtin_prefetch(layer.regions.region_of(layer.thresholds, bucket));
+    __builtin_prefetch(layer.regions.bit_word_of(layer.thresholds, bucket));
+  }
+}
+
+/// Prefetches every cache line a row starting at `start` in layer `layer` reads: its block and
+/// the next one, `2 * bits` words (at most; upper blocks of fractional-bit layers hold r + 1
+/// words).
+template <unsigned Width>
+RIBBON_FORCE_INLINE void prefetch_row(const query_plan& q, std::uint32_t layer, std::uint64_t start,
+                                      std::uint32_t bits) {
+  const std::uint64_t block = start / Width;
+  const detail::layer_plan& l = q.layers[layer];
+  const auto* first = reinterpret_cast<const char*>(
+      static_cast<const detail::word_t<Width>*>(l.solution) +
+      (bits != 0 ? block * bits : l.geometry.block_word(block, q.result_bits)));
+  const std::uint32_t words = 2 * (bits != 0 ? bits : q.result_bits + 1);
+  const std::uint64_t bytes = std::uint64_t{words} * (Width / 8);
+  // The span may straddle one more line than bytes / 64 when it is not line-aligned.
+  const auto misalignment = reinterpret_cast<std::uintptr_t>(first) % 64;
+  for (std::uint64_t offset = 0; offset < misalignment + bytes; offset += 64) {
+    __builtin_prefetch(first - misalignment + offset);
+  }
+}
+
+/// Answers keys [begin, end) through a software pipeline: key i + 2D is hashed and its layer-0
+/// threshold word prefetched; key i + D finds its layer (layer 0 for most keys) and its rows
+/// there are prefetched; key i is answered by answer(index, pending_key) from cache.
+/// Bits > 0: blocks of Bits words, known at compile time (no fractional bits). `Rule`: layer 0's
+/// bump rule, or any.
+template <unsigned Width, std::uint32_t Bits, bump_rule Rule, class KeyHash, class Answer>
+void pipelined_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
+                     const KeyHash& key_hash, const Answer& answer) {
+  constexpr std::uint64_t ahead = prefetch_distance;
+  constexpr std::uint64_t ring_size = 2 * ahead;
+  const detail::layer_plan& first = q.layers[0];
+  pending_key ring[ring_size];
+
+  auto hash_ahead = [&](std::uint64_t i) {
+    pending_key& k = ring[i % ring_size];
+    k.hash = q.first_hash(key_hash(i));
+    k.start = fastrange64(k.hash, first.geometry.num_starts);
+    prefetch_code<Rule>(first, k.start);
+  };
+  auto locate_ahead = [&](std::uint64_t i) {
+    pending_key& k = ring[i % ring_size];
+    k.layer = first.bumps<Rule>(k.start) ? q.find_layer_from(1, k.hash, k.start) : 0;
+    if (k.layer < q.num_layers) prefetch_row<Width>(q, k.layer, k.start, Bits);
+  };
+
+  const std::uint64_t hashed_first = std::min(end, begin + ring_size);
+  const std::uint64_t located_first = std::min(end, begin + ahead);
+  for (std::uint64_t i = begin; i < hashed_first; ++i) hash_ahead(i);
+  for (std::uint64_t i = begin; i < located_first; ++i) locate_ahead(i);
+  for (std::uint64_t i = begin; i < end; ++i) {
+    answer(i, ring[i % ring_size]);
+    // Slot i is free now: key i + 2D takes it.
+    if (i + ring_size < end) hash_ahead(i + ring_size);
+    if (i + ahead < end) locate_ahead(i + ahead);
+  }
+}
+
+/// Bits > 0: r known at compile time (the common sizes of filters whose blocks all hold r words,
+/// with fingerprints), so the r-word loop unrolls. Bits == 0: any filter (fractional bits,
+/// homogeneous).
+template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>,
+          bump_rule Rule = bump_rule::any, class KeyHash, class Out>
+void contains_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
+                    const KeyHash& key_hash, Out* out, const Rows& rows = {}) {
+  pipelined_range<Width, Bits, Rule>(
+      q, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
+        // num_layers: bumped out of every layer, where no key of the set goes.
+        out[i] =
+            k.layer != q.num_layers && q.matches<Width, Bits, Rows>(k.layer, k.start, k.hash, rows);
+      });
+}
+
+#ifdef RIBBON_X86_ROW_CHECKS
+/// contains_range() with the AVX2 row check and layer 0's rule, compiled for AVX2 as a whole so
+/// that the row check inlines into the loop (a call per key costs about 10 instructions).
+template <bump_rule Rule, class KeyHash, class Out>
+__attribute__((target("avx2,bmi2"), flatten)) void contains_range_avx2(const query_plan& q,
+                                                                       std::uint64_t begin,
+                                                                       std::uint64_t end,
+                                                                       const KeyHash& key_hash,
+                                                                       Out* out) {
+  contains_range<64, 8, avx2_rows_w64_r8, Rule>(q, begin, end, key_hash, out);
+}
+
+/// The same with the AVX-512 row check.
+template <bump_rule Rule, class KeyHash, class Out>
+__attribute__((target("avx512f,avx512vpopcntdq,avx2,bmi2"), flatten)) void contains_range_avx512(
+    const query_plan& q, std::uint64_t begin, std::uint64_t end, const KeyHash& key_hash,
+    Out* out) {
+  contains_range<64, 8, avx512_rows_w64_r8, Rule>(q, begin, end, key_hash, out);
+}
+#endif
+
+/// Batched retrieval over keys [begin, end).
+template <unsigned Width, class KeyHash>
+void lookup_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
+                  const KeyHash& key_hash, std::uint32_t* out) {
+  pipelined_range<Width, 0, bump_rule::any>(
+      q, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
+        std::uint32_t bits = 0;
+        out[i] = k.layer == q.num_layers ? 0 : q.result<Width, 0>(k.layer, k.start, k.hash, bits);
+      });
+}
+
+/// Calls f(std::integral_constant<unsigned, W>{}) for width `width` (32, 64 or 128).
+template <class F>
+void with_width(std::uint32_t width, const F& f) {
+  switch (width) {
+    case 32: return f(std::integral_constant<unsigned, 32>{});
+    case 64: return f(std::integral_constant<unsigned, 64>{});
+    default: return f(std::integral_constant<unsigned, 128>{});
+  }
+}
+
+/// Calls f(std::integral_constant<bump_rule, R>{}) for layer 0's rule where a routine
+/// specialised for it applies (an unsalted sharded layer 0: every filter written), else for
+/// bump_rule::any.
+template <class F>
+auto with_first_rule(const query_plan& q, const F& f) {
+  const bump_rule rule =
+      q.num_layers == 0 || q.layers[0].salt != 0 ? bump_rule::any : q.layers[0].rule;
+  switch (rule) {
+    case bump_rule::shard_heads:
+      return f(std::integral_constant<bump_rule, bump_rule::shard_heads>{});
+    case bump_rule::two_bit: return f(std::integral_constant<bump_rule, bump_rule::two_bit>{});
+    case bump_rule::one_plus_bit:
+      return f(std::integral_constant<bump_rule, bump_rule::one_plus_bit>{});
+    default: return f(std::integral_constant<bump_rule, bump_rule::any>{});
+  }
+}
+
+/// Batched membership of keys [begin, end) through the plan, with the row check chosen once
+/// per range. `Out`: bool, or std::uint8_t (the C ABI's 1 and 0).
+template <class KeyHash, class Out>
+void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
+                   const KeyHash& key_hash, Out* out) {
+  with_width(q.width, [&](auto width) {
+    constexpr unsigned w = decltype(width)::value;
+    switch (q.fixed_bits) {
+      case 8:
+#ifdef RIBBON_X86_ROW_CHECKS
+        if (chosen_row_check() == row_check::portable) {
+          return contains_range<w, 8>(q, begin, end, key_hash, out);
+        }
+        if (w == 64 && (cpu_has_avx512_popcount() || cpu_has_avx2())) {
+          // The default filter: layer 0's rule at compile time too.
+          return with_first_rule(q, [&](auto rule) {
+            constexpr bump_rule first = decltype(rule)::value;
+            if (cpu_has_avx512_popcount()) {
+              return contains_range_avx512<first>(q, begin, end, key_hash, out);
+            }
+            return contains_range_avx2<first>(q, begin, end, key_hash, out);
+          });
+        }
+#endif
+        return contains_range<w, 8>(q, begin, end, key_hash, out);
+      case 16: return contains_range<w, 16>(q, begin, end, key_hash, out);
+      default: return contains_range<w, 0>(q, begin, end, key_hash, out);
+    }
+  });
+}
+
+/// Batched retrieval of keys [begin, end) through the plan.
+template <class KeyHash>
+void lookup_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
+                 const KeyHash& key_hash, std::uint32_t* out) {
+  with_width(q.width, [&](auto width) {
+    lookup_range<decltype(width)::value>(q, begin, end, key_hash, out);
+  });
+}
+
+/// Key hashes of byte-string keys laid out as Arrow lays them out: key i is the bytes
+/// [offsets[i], offsets[i + 1]) of `data`.
+template <class Offset>
+struct offset_key_hash {
+  const filter_ref& f;
+  const Offset* offsets;
+  const unsigned char* data;
+  RIBBON_FORCE_INLINE std::uint64_t operator()(std::uint64_t i) const {
+    return f.key_hash(data + offsets[i], static_cast<std::size_t>(offsets[i + 1] - offsets[i]));
+  }
+};
+
+/// The scalar routines, one instantiation per width, layer-0 rule, r and row check.
+template <unsigned Width, bump_rule Rule, std::uint32_t Bits, class Rows>
+bool planned_contains(const query_plan& q, std::uint64_t hash) {
+  return q.contains<Width, Rule, Bits, Rows>(hash);
+}
+#ifdef RIBBON_X86_ROW_CHECKS
+/// planned_contains() compiled for AVX2 as a whole, so that the AVX2 row check inlines (the
+/// walk to later layers stays a call: query_plan::find_layer_from is not inlined).
+template <bump_rule Rule>
+__attribute__((target("avx2,bmi2"), flatten)) bool planned_contains_avx2(const query_plan& q,
+                                                                         std::uint64_t hash) {
+  return q.contains<64, Rule, 8, avx2_rows_w64_r8>(hash);
+}
+/// The same with the AVX-512 row check.
+template <bump_rule Rule>
+__attribute__((target("avx512f,avx512vpopcntdq,avx2,bmi2"), flatten)) bool planned_contains_avx512(
+    const query_plan& q, std::uint64_t hash) {
+  return q.contains<64, Rule, 8, avx512_rows_w64_r8>(hash);
+}
+#endif
+template <unsigned Width, bump_rule Rule>
+std::uint32_t planned_lookup(const query_plan& q, std::uint64_t hash) {
+  return q.lookup<Width, Rule>(hash);
+}
+
+using contains_routine = bool (*)(const query_plan&, std::uint64_t);
+using lookup_routine = std::uint32_t (*)(const query_plan&, std::uint64_t);
+
+/// The membership routine of a filter of width `Width` whose layer 0 has rule `Rule`.
+template <unsigned Width, bump_rule Rule>
+contains_routine contains_routine_for(const query_plan& q) {
+  switch (q.fixed_bits) {
+    case 8:
+#ifdef RIBBON_X86_ROW_CHECKS
+      if constexpr (Width == 64) {
+        if (chosen_row_check() == row_check::portable) {
+          return &planned_contains<64, Rule, 8, portable_rows<64>>;
+        }
+        if (cpu_has_avx512_popcount()) return &planned_contains_avx512<Rule>;
+        if (cpu_has_avx2()) return &planned_contains_avx2<Rule>;
+      }
+#endif
+      return &planned_contains<Width, Rule, 8, portable_rows<Width>>;
+    case 16: return &planned_contains<Width, Rule, 16, portable_rows<Width>>;
+    default: return &planned_contains<Width, Rule, 0, portable_rows<Width>>;
+  }
+}
+
+/// The plan of `f`: its constants and the scalar routines chosen for it and this CPU.
+inline planned_queries plan(const filter_ref& f) {
+  planned_queries out;
+  out.plan = query_plan(f);
+  with_width(f.params.width, [&](auto width) {
+    constexpr unsigned w = decltype(width)::value;
+    with_first_rule(out.plan, [&](auto rule) {
+      constexpr bump_rule first = decltype(rule)::value;
+      out.contains = contains_routine_for<w, first>(out.plan);
+      out.lookup = &planned_lookup<w, first>;
+    });
+  });
+  return out;
+}
+
+}  // namespace ribbon::detail::kernels

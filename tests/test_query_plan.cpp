@@ -1,0 +1,258 @@
+// The query plan (filter_ref.hpp query_plan, chosen routines in cpu/src/query_kernels.hpp):
+// scalar and batched answers through the plan against the unplanned filter_ref path (the
+// oracle), for every variant, width, threshold encoding and fractional setting; batched
+// answers at every length 0..200 at odd offsets; Arrow-layout byte-string batches; the files
+// of older format versions.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ribbon/error.hpp"
+#include "ribbon/filter.hpp"
+#include "ribbon/params.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using ribbon::filter_variant;
+
+/// Small shards (several per filter, so shard heads and every layer are exercised).
+std::uint64_t small_shard(unsigned width) {
+  return std::max<std::uint64_t>(4096,
+                                 32 * std::uint64_t{ribbon::detail::default_bucket_size(width)});
+}
+using ribbon::threshold_encoding;
+
+struct shape {
+  filter_variant variant;
+  unsigned width;
+  threshold_encoding codes;
+  double target_fpr;  // > 0: fractional bits (filters only)
+};
+
+std::string describe(const shape& s) {
+  return "variant " + std::to_string(static_cast<unsigned>(s.variant)) +
+         " w=" + std::to_string(s.width) + " codes " + ribbon::threshold_encoding_name(s.codes) +
+         " fpr " + std::to_string(s.target_fpr);
+}
+
+/// Every shape the plan chooses a routine for; 2-bit codes only where the builder takes them.
+std::vector<shape> all_shapes() {
+  std::vector<shape> out;
+  for (filter_variant v :
+       {filter_variant::bumped, filter_variant::standard, filter_variant::homogeneous,
+        filter_variant::bumped_retrieval, filter_variant::standard_retrieval}) {
+    for (unsigned w : {32u, 64u, 128u}) {
+      for (threshold_encoding c : {threshold_encoding::one_plus_bit, threshold_encoding::two_bit}) {
+        out.push_back({v, w, c, 0});
+        if (!ribbon::is_retrieval(v)) out.push_back({v, w, c, 0.01});
+      }
+    }
+  }
+  return out;
+}
+
+/// Builds the shape from `keys` (values: the keys' low r bits) with small shards, so that
+/// several shards and layers are exercised; nullopt-like empty filter when the builder
+/// refuses the combination (an error, reported).
+bool build(const shape& s, const std::vector<std::uint64_t>& keys, ribbon::filter* out) {
+  ribbon::build_options o;
+  o.width = s.width;
+  o.result_bits = 8;
+  o.target_fpr = s.target_fpr;
+  o.threshold_codes = s.codes;
+  o.shard_size = small_shard(s.width);
+  o.variant = s.variant == filter_variant::bumped_retrieval     ? filter_variant::bumped
+              : s.variant == filter_variant::standard_retrieval ? filter_variant::standard
+                                                                : s.variant;
+  try {
+    if (ribbon::is_retrieval(s.variant)) {
+      std::vector<std::uint32_t> values(keys.size());
+      for (std::size_t i = 0; i < keys.size(); ++i) values[i] = keys[i] & 0xFF;
+      *out = ribbon::filter::build(keys.data(), values.data(), keys.size(), o);
+    } else {
+      *out = ribbon::filter::build(keys.data(), keys.size(), o);
+    }
+  } catch (const ribbon::error& e) {
+    std::cout << describe(s) << ": not built (" << e.what() << ")\n";
+    return false;
+  }
+  return true;
+}
+
+/// The unplanned answer (filter_ref) of an integer key, as a number: membership or value.
+std::uint32_t oracle(const ribbon::filter& f, std::uint64_t key) {
+  const std::uint64_t hash = f.ref().key_hash(key);
+  return f.is_retrieval() ? f.ref().lookup_hash(hash) : f.ref().contains_hash(hash);
+}
+
+std::uint32_t planned(const ribbon::filter& f, std::uint64_t key) {
+  return f.is_retrieval() ? f.lookup(key) : f.contains(key);
+}
+
+/// Batched answers of keys [offset, offset + length) of `probes`, as numbers.
+std::vector<std::uint32_t> batched(const ribbon::filter& f, const std::uint64_t* keys,
+                                   std::size_t length) {
+  std::vector<std::uint32_t> out(length);
+  if (f.is_retrieval()) {
+    f.lookup(keys, length, out.data());
+  } else {
+    std::unique_ptr<bool[]> in(new bool[length + 1]);
+    f.contains(keys, length, in.get());
+    for (std::size_t i = 0; i < length; ++i) out[i] = in[i];
+  }
+  return out;
+}
+
+/// Members and non-members alternating in runs of 3, so that keys bumped to every layer and
+/// layer-0 keys follow each other through the batched pipeline.
+std::vector<std::uint64_t> probes_of(const std::vector<std::uint64_t>& members) {
+  const std::vector<std::uint64_t> others = ribbon_test::keys_range(21, 1u << 20, 2000);
+  std::vector<std::uint64_t> probes;
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    probes.push_back(i % 6 < 3 ? members[(i * 37) % members.size()] : others[i]);
+  }
+  return probes;
+}
+
+TEST(QueryPlan, ScalarEqualsUnplannedPathForEveryShape) {
+  const std::vector<std::uint64_t> members = ribbon_test::keys_range(21, 0, 20000);
+  int built = 0;
+  for (const shape& s : all_shapes()) {
+    ribbon::filter f;
+    if (!build(s, members, &f)) continue;
+    ++built;
+    for (std::uint64_t k : members) {
+      ASSERT_EQ(planned(f, k), oracle(f, k)) << describe(s) << " member " << k;
+      // Independent of both paths: members are found, with their values.
+      const std::uint32_t expected = f.is_retrieval() ? k & 0xFF : 1;
+      ASSERT_EQ(planned(f, k), expected) << describe(s) << " member " << k;
+    }
+    for (std::uint64_t k : probes_of(members)) {
+      ASSERT_EQ(planned(f, k), oracle(f, k)) << describe(s) << " probe " << k;
+    }
+  }
+  EXPECT_GE(built, 40);  // 5 variants x 3 widths x codes x fractional, less refused pairs
+}
+
+TEST(QueryPlan, BatchedEqualsScalarAtEveryLengthForEveryShape) {
+  const std::vector<std::uint64_t> members = ribbon_test::keys_range(21, 0, 20000);
+  const std::vector<std::uint64_t> probes = probes_of(members);
+  for (const shape& s : all_shapes()) {
+    ribbon::filter f;
+    if (!build(s, members, &f)) continue;
+    std::vector<std::uint32_t> scalar(probes.size());
+    for (std::size_t i = 0; i < probes.size(); ++i) scalar[i] = planned(f, probes[i]);
+    for (const auto row_check :
+         {ribbon::detail::row_check::fastest, ribbon::detail::row_check::portable}) {
+      ribbon::detail::set_row_check(row_check);
+      for (std::size_t offset : {1, 3, 7}) {
+        for (std::size_t length = 0; length <= 200; ++length) {
+          const std::vector<std::uint32_t> out = batched(f, probes.data() + offset, length);
+          for (std::size_t i = 0; i < length; ++i) {
+            ASSERT_EQ(out[i], scalar[offset + i])
+                << describe(s) << " offset " << offset << " length " << length << " key " << i;
+          }
+        }
+      }
+    }
+    ribbon::detail::set_row_check(ribbon::detail::row_check::fastest);
+  }
+}
+
+/// The scalar routine chosen with the portable row check answers as the fastest one.
+TEST(QueryPlan, EveryRowCheckGivesTheSameScalarAnswers) {
+  const std::vector<std::uint64_t> members = ribbon_test::keys_range(22, 0, 20000);
+  for (unsigned w : {32u, 64u, 128u}) {
+    ribbon::build_options o;
+    o.width = w;
+    o.shard_size = small_shard(w);
+    const ribbon::filter f = ribbon::filter::build(members.data(), members.size(), o);
+    const ribbon::detail::planned_queries fastest = ribbon::detail::plan_queries(f.ref());
+    ribbon::detail::set_row_check(ribbon::detail::row_check::portable);
+    const ribbon::detail::planned_queries portable = ribbon::detail::plan_queries(f.ref());
+    ribbon::detail::set_row_check(ribbon::detail::row_check::fastest);
+    for (std::uint64_t k : probes_of(members)) {
+      const std::uint64_t hash = f.ref().key_hash(k);
+      ASSERT_EQ(fastest.contains(fastest.plan, hash), f.ref().contains_hash(hash)) << w;
+      ASSERT_EQ(portable.contains(portable.plan, hash), f.ref().contains_hash(hash)) << w;
+    }
+  }
+}
+
+/// Arrow-layout byte-string batches (32- and 64-bit offsets) answer as the views do.
+TEST(QueryPlan, OffsetBatchesEqualViewBatches) {
+  const std::vector<std::string> keys = ribbon_test::string_keys(23, 0, 5000);
+  const std::vector<std::string> probes = ribbon_test::string_keys(23, 2500, 5000);
+  for (bool retrieval : {false, true}) {
+    const std::vector<std::string_view> views = ribbon_test::views(keys);
+    ribbon::build_options o;
+    o.shard_size = 4096;
+    std::vector<std::uint32_t> values(keys.size());
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::uint32_t>(i % 251);
+    const ribbon::filter f =
+        retrieval ? ribbon::filter::build(views.data(), values.data(), views.size(), o)
+                  : ribbon::filter::build(views.data(), views.size(), o);
+    std::string data;
+    std::vector<std::int32_t> offsets32{0};
+    std::vector<std::int64_t> offsets64{0};
+    for (const std::string& p : probes) {
+      data += p;
+      offsets32.push_back(static_cast<std::int32_t>(data.size()));
+      offsets64.push_back(static_cast<std::int64_t>(data.size()));
+    }
+    const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+    const std::vector<std::string_view> probe_views = ribbon_test::views(probes);
+    const std::size_t n = probes.size();
+    if (retrieval) {
+      std::vector<std::uint32_t> a(n), b(n), c(n);
+      f.lookup(probe_views.data(), n, a.data());
+      f.lookup_offsets(offsets32.data(), bytes, n, b.data());
+      f.lookup_offsets(offsets64.data(), bytes, n, c.data());
+      EXPECT_EQ(a, b);
+      EXPECT_EQ(a, c);
+    } else {
+      std::unique_ptr<bool[]> a(new bool[n]), b(new bool[n]), c(new bool[n]);
+      f.contains(probe_views.data(), n, a.get());
+      f.contains_offsets(offsets32.data(), bytes, n, b.get());
+      f.contains_offsets(offsets64.data(), bytes, n, c.get());
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(a[i], f.contains(probe_views[i])) << i;
+        ASSERT_EQ(b[i], a[i]) << i;
+        ASSERT_EQ(c[i], a[i]) << i;
+      }
+    }
+  }
+}
+
+/// Files of format version 1 (tests/data) and 2 (2-bit codes, written here) answer through
+/// the plan as through the unplanned path.
+TEST(QueryPlan, OlderFormatVersionsAnswerAsBefore) {
+  const std::string dir = RIBBON_TEST_DATA_DIR;
+  const ribbon::filter lines = ribbon::filter::load(dir + "/v1_lines_3000.rbn");
+  for (int i = 1; i <= 20000; ++i) {
+    const std::string key = std::to_string(i);
+    ASSERT_EQ(lines.contains(key), lines.ref().contains(key.data(), key.size())) << key;
+  }
+  const ribbon::filter wide = ribbon::filter::load(dir + "/v1_u64_5000_w128_r13.rbn");
+  for (std::uint64_t i = 0; i < 20000; ++i) {
+    const std::uint64_t key = i * 0x9E3779B97F4A7C15ULL;
+    ASSERT_EQ(wide.contains(key), wide.ref().contains(key)) << i;
+  }
+  const std::vector<std::uint64_t> members = ribbon_test::keys_range(24, 0, 20000);
+  ribbon::build_options o;
+  o.threshold_codes = threshold_encoding::two_bit;
+  o.shard_size = 4096;
+  const std::vector<unsigned char> image =
+      ribbon::filter::build(members.data(), members.size(), o).serialize();
+  const ribbon::filter v2 = ribbon::filter::from_bytes(image.data(), image.size());
+  EXPECT_EQ(v2.format_version(), 2u);
+  for (std::uint64_t k : probes_of(members)) ASSERT_EQ(v2.contains(k), v2.ref().contains(k)) << k;
+}
+
+}  // namespace
