@@ -406,18 +406,45 @@ def _column_function(source, method: str, return_type: str):
         return pandas_udf(run_pandas, return_type)
 
 
-def contains(column, filter, *, spark=None):
+def _query_column(method: str, return_type: str, column, filter, spark, engine: str):
+    """The column of one query method: the JVM's ribbon_<method> (ribbon.spark_jvm) where it
+    can run, else the Arrow UDF over the batched query path."""
+    if engine not in ("auto", "jvm", "python"):
+        raise ValueError("engine must be 'auto', 'jvm' or 'python', not %r" % (engine,))
+    if engine != "python" and isinstance(filter, (str, os.PathLike)):
+        from pyspark.sql import SparkSession
+
+        from . import spark_jvm
+
+        session = spark or SparkSession.getActiveSession()
+        if session is None:
+            raise RuntimeError("no active Spark session: start one, or pass spark=")
+        if engine == "jvm" or spark_jvm.jvm_available(session):
+            os.stat(filter)  # a missing file is refused here, as the Arrow path refuses it
+            spark_jvm.register(session)
+            return getattr(spark_jvm, method + "_column")(filter, column)
+    if engine == "jvm":
+        raise TypeError("engine='jvm' needs a filter path (the JVM maps the file itself)")
+    return _column_function(_filter_source(filter, spark), method, return_type)(column)
+
+
+def contains(column, filter, *, spark=None, engine: str = "auto"):
     """A boolean column: may ``column``'s key be in the filter? (null for null keys).
 
-    ``filter``: a path that every executor can read (each Python worker maps it once), or a
-    ``ribbon.Filter`` (its file bytes are broadcast once). Keys go through the batched query
-    path in Arrow batches: the pre-filter of a join, e.g.
+    ``filter``: a path that every executor can read, or a ``ribbon.Filter`` (its file bytes
+    are broadcast once). The pre-filter of a join, e.g.
     ``big.where(ribbon.spark.contains("user_id", "/shared/users.ribbon"))``.
+
+    ``engine``: ``"auto"`` (default) queries a path inside the executors' JVMs
+    (``ribbon_contains`` of ribbon.jar, no Python worker) when the session's class path has
+    the jar (``spark.jars`` set to ``ribbon.spark_jvm.jar_path()``), else in Python workers
+    through an Arrow UDF over the batched query path; ``"jvm"`` and ``"python"`` force one.
     """
-    return _column_function(_filter_source(filter, spark), "contains", "boolean")(column)
+    return _query_column("contains", "boolean", column, filter, spark, engine)
 
 
-def lookup(column, filter, *, spark=None):
+def lookup(column, filter, *, spark=None, engine: str = "auto"):
     """A long column: the value a retrieval file (built on one machine) stores for each key
-    (an arbitrary value below 2^bits for keys outside its set; null for null keys)."""
-    return _column_function(_filter_source(filter, spark), "lookup", "long")(column)
+    (an arbitrary value below 2^bits for keys outside its set; null for null keys).
+    ``engine`` as for :func:`contains`."""
+    return _query_column("lookup", "long", column, filter, spark, engine)

@@ -90,3 +90,25 @@ def test_null_keys_and_sql(spark, spark_jvm, tmp_path):  # noqa: F811
     rows = spark.sql("select k, ribbon_contains('%s', k) as c from ribbon_jvm_keys" % path).collect()
     assert {row.k: row.c for row in rows} == {"a": True, None: None}
     assert os.path.isfile(spark_jvm.jar_path())
+
+
+def test_ribbon_spark_contains_picks_the_jvm_function_when_the_jar_is_loaded(spark, spark_jvm, tmp_path):  # noqa: F811
+    import ribbon.spark
+
+    members = random_u64(5000, seed=11)
+    path = str(tmp_path / "auto.ribbon")
+    with open(path, "wb") as f:
+        f.write(cli_build(members, str(tmp_path), "-r", "4"))
+    probes = np.concatenate([members[:1000], random_u64(4000, seed=12)])
+    expected = cli_query(path, probes, str(tmp_path)).tolist()
+    df = spark.createDataFrame(pd.DataFrame({"i": np.arange(len(probes)), "k": probes.view(np.int64)}))
+    for engine, jvm in (("auto", True), ("jvm", True), ("python", False)):
+        column = ribbon.spark.contains("k", path, engine=engine)
+        assert ("ribbon_contains" in str(column)) == jvm, (engine, str(column))
+        rows = df.select("i", column.alias("a")).collect()
+        by_index = {row.i: row.a for row in rows}
+        assert [by_index[i] for i in range(len(probes))] == expected, engine
+    with pytest.raises(ValueError, match="engine"):
+        ribbon.spark.contains("k", path, engine="gpu")
+    with pytest.raises(FileNotFoundError):
+        ribbon.spark.contains("k", str(tmp_path / "missing.ribbon"))
