@@ -109,7 +109,8 @@ class Destination:
                 raise ValueError(f"cannot write {shown!r}: {str(e).replace(path, shown)}") from e
         self.fs = filesystem or pafs.LocalFileSystem()
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
-        self.path = os.path.abspath(path) if self.local else path.rstrip("/")
+        # A local link is followed: its target is replaced, as `ribbon build` does.
+        self.path = os.path.realpath(path) if self.local else path.rstrip("/")
         self.directory, self.name = posixpath.split(self.path)
         self.parts_dir: Optional[str] = None
 
@@ -134,6 +135,16 @@ class Destination:
             if "cannot write" in str(e):
                 raise
             raise OSError(f"cannot write {where}: {e}") from e
+
+    def check_size(self, estimated_bytes: int) -> None:
+        """Refuses, before any solving, an S3 file past 5 GiB: the final move is one
+        server-side copy (CopyObject), which S3 limits to 5 GiB. ``estimated_bytes``: about
+        the file's size (rows x bits / 8: repeated keys make the file smaller)."""
+        limit = 5 * 2**30
+        if self.fs.type_name == "s3" and estimated_bytes > limit:
+            raise ValueError(
+                f"cannot write s3://{self.path}: about {estimated_bytes} bytes, over the 5 GiB "
+                "that S3 copies in one request; write to a shared file system or HDFS")
 
     def parts_prefix(self) -> str:
         """Parts of builds of this output live in directories named with this prefix."""
@@ -307,6 +318,14 @@ def checksum_task(destination: Destination, sections: Sequence[Sequence[Window]]
     return np.array(sums, dtype=np.uint64)
 
 
+def _pwrite_all(fd: int, data, offset: int) -> None:
+    """pwrite until every byte is written (a short write is no error: NFS, FUSE, signals)."""
+    view = memoryview(data).cast("B")
+    while len(view):
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
 def place_task(file_path: str, placements: Sequence[Tuple[Window, int]]) -> int:
     """Writes windows of parts at their offsets in a local file (positioned writes)."""
     fs = pafs.LocalFileSystem()
@@ -314,7 +333,8 @@ def place_task(file_path: str, placements: Sequence[Tuple[Window, int]]) -> int:
     try:
         for window, offset in placements:
             for chunk in _read_windows(fs, [window]):
-                offset += os.pwrite(fd, chunk, offset)
+                _pwrite_all(fd, chunk, offset)
+                offset += len(chunk)
     finally:
         os.close(fd)
     return 0
@@ -357,7 +377,10 @@ def assemble_file(engine: Engine, params, destination: Destination, key_count: i
     checksums = functools.partial(checksum_task, destination, sections)
     if destination.local:
         with open(temp, "wb") as f:
-            f.truncate(file_bytes)  # holes read as zeros: the tasks fill the sections
+            # The whole file's blocks now, so a full disk fails here and not as a short write;
+            # the tasks fill the sections.
+            if file_bytes:
+                os.posix_fallocate(f.fileno(), 0, file_bytes)
         places = [functools.partial(place_task, temp, p) for p in _placements(windows, holes)]
         sums = engine.run_tasks([checksums] + places)[0]
     else:
@@ -367,7 +390,7 @@ def assemble_file(engine: Engine, params, destination: Destination, key_count: i
     if destination.local:
         with open(temp, "r+b") as f:
             for offset, data in pieces:
-                os.pwrite(f.fileno(), data, offset)
+                _pwrite_all(f.fileno(), data, offset)
             os.fsync(f.fileno())
     else:
         items = sorted([(o, data) for o, data in pieces] +
@@ -460,6 +483,7 @@ def run_build(
     clock = time.monotonic()
     stats.rows = engine.count()
     stats.seconds["count"] = time.monotonic() - clock
+    destination.check_size(stats.rows * params.result_bits // 8)
     destination.make_parts_directory()
     try:
         layers, source, layer, n = _solve_layers(

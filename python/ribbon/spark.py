@@ -118,12 +118,27 @@ def _hash_views(column: pa.Array) -> List[np.ndarray]:
     for chunk in chunks:
         if len(chunk) == 0:
             continue
+        if pa.types.is_binary(chunk.type):
+            offset_type = np.int32
+        elif pa.types.is_large_binary(chunk.type):  # spark.sql.execution.arrow.useLargeVarTypes
+            offset_type = np.int64
+        else:
+            raise TypeError(f"hash blobs must be binary, not {chunk.type}")
         _, offsets, data = chunk.buffers()
-        ends = np.frombuffer(offsets, dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]
+        ends = np.frombuffer(offsets, dtype=offset_type)[chunk.offset : chunk.offset + len(chunk) + 1]
         views.append(
             np.frombuffer(data, dtype=np.uint64, count=(ends[-1] - ends[0]) // 8, offset=ends[0])
         )
     return views
+
+
+def _blob_ends(ends: np.ndarray) -> np.ndarray:
+    """A binary column's 32-bit offsets (Spark's Arrow binary type), refused past 2^31 bytes
+    instead of wrapping: lower batch_keys or range_keys."""
+    if len(ends) and int(ends[-1]) >= 2**31:
+        raise ValueError(f"a batch of {int(ends[-1])} bytes of hashes is over Arrow binary's "
+                         "2 GiB: lower batch_keys (or range_keys)")
+    return ends.astype(np.int32)
 
 
 def _routed_batch(plan, keys_of_ranges: np.ndarray, previous_hashes: np.ndarray) -> pa.RecordBatch:
@@ -131,7 +146,7 @@ def _routed_batch(plan, keys_of_ranges: np.ndarray, previous_hashes: np.ndarray)
     grouped, offsets = dist.group_by_range(plan, dist.to_layer_hashes(plan, previous_hashes))
     reached = np.flatnonzero(np.diff(offsets))
     # Reached ranges are in order and the others empty: blob i ends where blob i + 1 starts.
-    ends = (offsets[np.append(reached, plan.num_ranges)] * 8).astype(np.int32)
+    ends = _blob_ends(offsets[np.append(reached, plan.num_ranges)] * 8)
     blobs = pa.Array.from_buffers(
         pa.binary(), len(reached), [None, pa.py_buffer(ends), pa.py_buffer(grouped)]
     )
@@ -190,7 +205,7 @@ def _solve_ranges(task, layer: int, keys_of_ranges, fail_first_attempt):
             if (fault_layer, fault_range) == (layer, r) and context.attemptNumber() == 0:
                 open(marker, "w").close()  # a test's fault, after the part: tells it it fired
                 raise RuntimeError(f"injected fault in layer {layer}, range {r}")
-        ends = pa.py_buffer(np.array([0, 8 * len(bumped)], dtype=np.int32))
+        ends = pa.py_buffer(_blob_ends(np.array([0, 8 * len(bumped)])))
         blob = pa.Array.from_buffers(pa.binary(), 1, [None, ends, pa.py_buffer(bumped)])
         yield pa.RecordBatch.from_arrays(
             [pa.array([r]), pa.array([result.received]), pa.array([result.distinct]),

@@ -17,6 +17,7 @@ null key gives null. The file must be readable at the same path on every executo
 from __future__ import annotations
 
 import os
+import re
 
 __all__ = ["jar_path", "jvm_available", "register", "contains_column", "lookup_column"]
 
@@ -39,17 +40,21 @@ def jar_path() -> str:
 
 
 def jvm_available(spark) -> bool:
-    """Can this session's driver JVM load the ribbon UDF classes (the jar on its class path)?
-    False under Spark Connect, which has no driver JVM gateway."""
+    """Can this session query in the JVM: the driver loads the ribbon UDF classes and the jar
+    goes to the executors (``spark.jars``, ``ADD JAR`` or their extra class path)? False under
+    Spark Connect, which has no driver JVM gateway."""
     jvm = getattr(spark, "_jvm", None) or getattr(getattr(spark, "sparkContext", None), "_jvm", None)
     if jvm is None:
         return False
     try:
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         jvm.java.lang.Class.forName(_CONTAINS_CLASS, False, loader)
-        return True
     except Exception:  # py4j reports ClassNotFoundException as a Py4JJavaError
         return False
+    # The executors need it too: a jar only on spark.driver.extraClassPath is not shipped.
+    shipped = str(spark.sparkContext._jsc.sc().listJars())
+    shipped += " " + (spark.sparkContext.getConf().get("spark.executor.extraClassPath", "") or "")
+    return re.search(r"ribbon[^/\\\s,():]*\.jar", shipped) is not None
 
 
 def register(spark) -> None:

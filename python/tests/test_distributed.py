@@ -187,3 +187,26 @@ def test_a_driver_killed_before_the_rename_leaves_the_old_file(tmp_path):
     assert len(parts_left(tmp_path)) == 1  # the dead build's parts and temporary file
     dist.build([random_u64(100, seed=9)], str(out), key_kind="u64")  # the next build: removed
     assert parts_left(tmp_path) == [] and len(ribbon.load(str(out))) == 100
+
+
+def test_s3_outputs_past_five_gib_are_refused_before_solving():
+    import pyarrow.fs as pafs
+
+    s3 = pafs.S3FileSystem(endpoint_override="127.0.0.1:9", anonymous=True, scheme="http")
+    destination = dist.Destination("bucket/big.ribbon", s3)
+    destination.check_size(5 * 2**30)  # at the limit: allowed
+    with pytest.raises(ValueError, match="5 GiB"):
+        destination.check_size(5 * 2**30 + 1)
+    dist.Destination("/tmp/big.ribbon").check_size(10 * 2**30)  # local files have no such limit
+
+
+def test_hash_blobs_read_alike_with_32_and_64_bit_offsets():
+    from ribbon.spark import _hash_views
+
+    hashes = np.arange(1, 11, dtype=np.uint64)
+    blobs = [hashes[:3].tobytes(), b"", hashes[3:].tobytes()]
+    for kind in (pa.binary(), pa.large_binary()):
+        column = pa.array(blobs, type=kind).slice(1)  # an offset, as Spark's batches may have
+        assert np.array_equal(np.concatenate(_hash_views(column)), hashes[3:]), kind
+    with pytest.raises(TypeError, match="binary"):
+        _hash_views(pa.array(["x"]))
