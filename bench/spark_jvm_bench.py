@@ -58,7 +58,7 @@ def main():
 
     methods = {
         "ribbon_contains (JVM UDF)": lambda: probes.where(ribbon.spark_jvm.contains_column(path, "k")).count(),
-        "ribbon.spark.contains (Arrow UDF)": lambda: probes.where(ribbon.spark.contains("k", path)).count(),
+        "ribbon.spark.contains (Arrow UDF)": lambda: probes.where(ribbon.spark.contains("k", path, engine="python")).count(),
         "broadcast left-semi join": lambda: probes.join(F.broadcast(keys), "k", "left_semi").count(),
     }
     times = {name: [] for name in methods}
