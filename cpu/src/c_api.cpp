@@ -67,20 +67,30 @@ void check_offsets(const void* data, const uint64_t* offsets, uint64_t count) {
   }
 }
 
-/// Runs run(begin, end) over [0, count) on `threads` threads (0: every hardware thread), the
-/// calling thread one of them; batches too small to share run on the calling thread alone.
+/// Runs run(begin, end) over [0, count) on `threads` threads (0: every hardware thread; at
+/// most 8 a hardware thread, as the CLI allows), the calling thread one of them; batches too
+/// small to share run on the calling thread alone. A thread that cannot be started is an
+/// error (the started ones are joined first: a joinable std::thread must not be destroyed).
 template <class Run>
 void run_on_threads(uint64_t count, uint32_t threads, const Run& run) {
   constexpr uint64_t min_keys_per_thread = uint64_t{1} << 15;
-  const uint64_t wanted =
-      threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t wanted = threads != 0 ? std::min<uint64_t>(threads, 8 * cores) : cores;
   const uint64_t n = std::max<uint64_t>(1, std::min(wanted, count / min_keys_per_thread));
   std::vector<std::thread> helpers;
-  for (uint64_t t = 1; t < n; ++t) {
-    helpers.emplace_back([&run, t, n, count] { run(count * t / n, count * (t + 1) / n); });
+  auto join_all = [&helpers] {
+    for (std::thread& helper : helpers) helper.join();
+  };
+  try {
+    for (uint64_t t = 1; t < n; ++t) {
+      helpers.emplace_back([&run, t, n, count] { run(count * t / n, count * (t + 1) / n); });
+    }
+  } catch (...) {
+    join_all();
+    throw;
   }
   run(0, count / n);
-  for (std::thread& helper : helpers) helper.join();
+  join_all();
 }
 
 /// Batched membership through the filter's plan on `threads` threads.

@@ -89,9 +89,9 @@ RIBBON_C_API int ribbon_contains_bytes_batch(const ribbon_reader* reader, const 
                                              const uint64_t* offsets, uint64_t count, uint8_t* out);
 
 /** The batched calls on `threads` threads (0: every hardware thread; 1: the calling thread,
- * as the calls without _threads). Batches under about 32,768 keys per thread use fewer
- * threads. Same answers as the scalar calls. (Added without a version bump: the calls above
- * keep their signatures.) */
+ * as the calls without _threads; at most 8 per hardware thread). Batches under about 32,768 keys
+ * per thread use fewer threads. Same answers as the scalar calls. (Added without a version bump:
+ * the calls above keep their signatures.) */
 RIBBON_C_API int ribbon_contains_u64_batch_threads(const ribbon_reader* reader,
                                                    const uint64_t* keys, uint64_t count,
                                                    uint8_t* out, uint32_t threads);
