@@ -99,6 +99,18 @@ inline bool cpu_has_avx2() {
 /// The row check set_row_check() chose (filter.cpp).
 row_check chosen_row_check();
 
+/// The w = 64, r = 8 row check that the scalar and batched queries use: the fastest this CPU
+/// runs, unless set_row_check() asked for the portable one.
+enum class rows_w64_r8 { portable, avx2, avx512 };
+inline rows_w64_r8 rows_for_w64_r8() {
+#ifdef RIBBON_X86_ROW_CHECKS
+  if (chosen_row_check() == row_check::portable) return rows_w64_r8::portable;
+  if (cpu_has_avx512_popcount()) return rows_w64_r8::avx512;
+  if (cpu_has_avx2()) return rows_w64_r8::avx2;
+#endif
+  return rows_w64_r8::portable;
+}
+
 /// A key on its way through the query pipeline: its hash and start, first in layer 0, then
 /// in the layer that holds it (num_layers: none, every layer bumps it).
 struct pending_key {
@@ -263,14 +275,11 @@ void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
     switch (q.fixed_bits) {
       case 8:
 #ifdef RIBBON_X86_ROW_CHECKS
-        if (chosen_row_check() == row_check::portable) {
-          return contains_range<w, 8>(q, begin, end, key_hash, out);
-        }
-        if (w == 64 && (cpu_has_avx512_popcount() || cpu_has_avx2())) {
+        if (const rows_w64_r8 rows = rows_for_w64_r8(); w == 64 && rows != rows_w64_r8::portable) {
           // The default filter: layer 0's rule at compile time too.
           return with_first_rule(q, [&](auto rule) {
             constexpr bump_rule first = decltype(rule)::value;
-            if (cpu_has_avx512_popcount()) {
+            if (rows == rows_w64_r8::avx512) {
               return contains_range_avx512<first>(q, begin, end, key_hash, out);
             }
             return contains_range_avx2<first>(q, begin, end, key_hash, out);
@@ -340,11 +349,11 @@ contains_routine contains_routine_for(const query_plan& q) {
     case 8:
 #ifdef RIBBON_X86_ROW_CHECKS
       if constexpr (Width == 64) {
-        if (chosen_row_check() == row_check::portable) {
-          return &planned_contains<64, Rule, 8, portable_rows<64>>;
+        switch (rows_for_w64_r8()) {
+          case rows_w64_r8::avx512: return &planned_contains_avx512<Rule>;
+          case rows_w64_r8::avx2: return &planned_contains_avx2<Rule>;
+          case rows_w64_r8::portable: break;
         }
-        if (cpu_has_avx512_popcount()) return &planned_contains_avx512<Rule>;
-        if (cpu_has_avx2()) return &planned_contains_avx2<Rule>;
       }
 #endif
       return &planned_contains<Width, Rule, 8, portable_rows<Width>>;
