@@ -21,7 +21,8 @@ struct fd_closer {
 };
 
 [[noreturn]] void fail(const char* what, const std::string& path) {
-  throw error(std::string(what) + " " + path + ": " + std::strerror(errno));
+  const int cause = errno;  // before the message's allocations can change it
+  throw error(std::string(what) + " " + path + ": " + std::strerror(cause));
 }
 
 }  // namespace
