@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -44,6 +45,9 @@ public final class QueryCommand {
             return 2;
         } catch (OutOfMemoryError e) {
             stderr.println("ribbon: out of memory");
+            return 2;
+        } catch (InvalidPathException e) {  // e.g. a NUL byte in a file name
+            stderr.println("ribbon: " + e.getMessage());
             return 2;
         }
     }
