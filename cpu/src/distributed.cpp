@@ -44,38 +44,6 @@ void for_each_index(std::uint64_t n, const F& f) {
   });
 }
 
-/// Writes `pieces` to `path` through a temporary file in the same directory and a rename:
-/// readers (and a retried task's twin) see no part or a complete one.
-void write_atomically(const std::string& path,
-                      const std::vector<std::pair<const void*, std::uint64_t>>& pieces) {
-  std::string temp = path + ".tmp-XXXXXX";
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) fail_io("create a temporary file for", path);
-  const detail::temp_path removed_on_signal(temp, false);
-  struct guard {
-    int fd;
-    const std::string& temp;
-    bool committed = false;
-    ~guard() {
-      ::close(fd);
-      if (!committed) ::unlink(temp.c_str());
-    }
-  } cleanup{fd, temp};
-  for (const auto& [data, size] : pieces) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::uint64_t left = size; left > 0;) {
-      const ssize_t n = ::write(fd, p, std::min<std::uint64_t>(left, 1u << 30));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail_io("write", path);
-      p += n;
-      left -= static_cast<std::uint64_t>(n);
-    }
-  }
-  // No fsync: a part outlives only its build, and a lost machine fails the build anyway.
-  if (::rename(temp.c_str(), path.c_str()) != 0) fail_io("rename a temporary file to", path);
-  cleanup.committed = true;
-}
-
 /// A part file opened for reading, its size checked against the plan.
 class part_reader {
  public:
@@ -95,21 +63,9 @@ class part_reader {
   part_reader& operator=(const part_reader&) = delete;
 
   /// Passes bytes [offset, offset + bytes) to sink(data, size) in pieces of `buffer`.
-  template <class Sink>
   void stream(std::uint64_t offset, std::uint64_t bytes, std::vector<unsigned char>& buffer,
-              const Sink& sink) const {
-    while (bytes > 0) {
-      const ssize_t n = ::pread(fd_, buffer.data(), std::min<std::uint64_t>(bytes, buffer.size()),
-                                static_cast<off_t>(offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        if (n == 0) errno = EIO;
-        fail_io("read part file", path_);
-      }
-      sink(buffer.data(), static_cast<std::size_t>(n));
-      offset += static_cast<std::uint64_t>(n);
-      bytes -= static_cast<std::uint64_t>(n);
-    }
+              const format::byte_sink& sink) const {
+    detail::stream_file(fd_, offset, bytes, buffer, sink, "part file " + path_);
   }
 
  private:
@@ -118,9 +74,8 @@ class part_reader {
 };
 
 /// Streams one section of a distributed layer (its ranges' windows in order) to sink.
-template <class Sink>
 void stream_section(const filter_params& p, const solved_layer& layer, format::section which,
-                    std::vector<unsigned char>& buffer, const Sink& sink) {
+                    std::vector<unsigned char>& buffer, const format::byte_sink& sink) {
   const layer_plan& plan = layer.plan;
   for (std::uint64_t r = 0; r < plan.num_ranges(); ++r) {
     const part_reader part(layer.parts[r], plan.part_bytes(p, r));
@@ -181,23 +136,35 @@ std::uint64_t layer_plan::solution_bytes(const filter_params& p, std::uint64_t r
                                              p.result_bits);
 }
 
+namespace {
+
+/// Layer `layer` for `keys` keys in the sequence of a distributed build that finishes layers
+/// of at most `max_keys` keys in one place.
+detail::layer_step step_of(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
+                           std::uint64_t max_keys) {
+  return detail::layer_sequence::in_ranges(p, sizing_of(p), max_keys).at(layer, keys);
+}
+
+}  // namespace
+
 bool finish_in_one_place(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
                          std::uint64_t max_keys) {
-  return layer > 0 && (keys <= max_keys || is_plain_layer(layer, keys, p, sizing_of(p)));
+  return !step_of(p, layer, keys, max_keys).in_ranges;
 }
 
 layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
                       std::uint64_t range_keys) {
   if (keys == 0) throw error("plan_layer: a layer without keys has nothing to plan");
-  if (finish_in_one_place(p, layer, keys, 0)) {
+  const detail::layer_step step = step_of(p, layer, keys, 0);
+  if (!step.in_ranges) {
     throw error("plan_layer: layer " + std::to_string(layer) + " with " + std::to_string(keys) +
                 " keys is the final plain layer: finish it with finish_layers");
   }
   layer_plan plan;
   plan.layer = layer;
   plan.input_keys = keys;
-  plan.salt = bumped_layer_salt(p.seed, layer);
-  plan.geometry = bumped_layer_geometry(keys, p, sizing_of(p));
+  plan.salt = step.salt;
+  plan.geometry = step.geometry;
   const double keys_per_shard = static_cast<double>(keys) *
                                 static_cast<double>(plan.geometry.shard_size()) /
                                 static_cast<double>(plan.geometry.num_starts);
@@ -278,8 +245,10 @@ range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::u
                 plan.solution_bytes(p, range));
     return outcome;
   }
-  write_atomically(part_path, {{thresholds.get(), plan.threshold_bytes(p, range)},
-                               {solution.get(), plan.solution_bytes(p, range)}});
+  detail::write_atomically(part_path, [&](const format::byte_sink& sink) {
+    sink(thresholds.get(), plan.threshold_bytes(p, range));
+    sink(solution.get(), plan.solution_bytes(p, range));
+  });
   return outcome;
 }
 

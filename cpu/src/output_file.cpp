@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -95,22 +96,9 @@ void create_temp(std::optional<locked_temp>& temp, int directory_fd, const outpu
   }
 }
 
-void write_all(int fd, const void* data, std::size_t size, const std::string& path) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      refuse(path, std::strerror(errno));
-    }
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
-}
-
 /// Gives the temporary file the permissions a new file normally gets (mkstemp-like creation
 /// made it 0600), flushes it and renames it over the target while it is still locked (so no
-/// reclaimer can take it).
+/// reclaimer can take it), then flushes the directory entry.
 void commit(locked_temp& temp, int directory_fd, const output_target& target,
             const std::string& path) {
   const mode_t mask = ::umask(0);
@@ -122,20 +110,76 @@ void commit(locked_temp& temp, int directory_fd, const output_target& target,
     fail_io("rename: ");
   }
   temp.commit();
+  // The rename is done: a failed sync of the entry (a directory opened O_PATH, a file system
+  // that cannot sync directories) leaves the file in place, so it is no error.
+  ::fsync(directory_fd);
 }
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const format::filter_image& image,
-                           const format::section_source& external) {
+void write_atomically(const std::string& path,
+                      const std::function<void(const format::byte_sink&)>& write) {
   const output_target target = resolve(path);
   const unique_fd directory = open_output_directory(target, path);
   std::optional<locked_temp> temp;
   create_temp(temp, directory.get(), target, path);
-  format::write_image(
-      image, [&](const void* data, std::size_t size) { write_all(temp->fd(), data, size, path); },
-      external);
+  std::uint64_t written = 0;
+  write([&](const void* data, std::size_t size) {
+    write_fully(temp->fd(), data, size, written, path);
+    written += size;
+  });
   commit(*temp, directory.get(), target, path);
+}
+
+void write_file_atomically(const std::string& path, const format::filter_image& image,
+                           const format::section_source& external) {
+  write_atomically(
+      path, [&](const format::byte_sink& sink) { format::write_image(image, sink, external); });
+}
+
+void write_fully(int fd, const void* data, std::uint64_t bytes, std::uint64_t offset,
+                 const std::string& path) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  while (bytes > 0) {
+    const ssize_t n =
+        ::pwrite(fd, p, std::min<std::uint64_t>(bytes, 1u << 30), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      refuse(path, std::strerror(errno));
+    }
+    p += n;
+    bytes -= static_cast<std::uint64_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+}
+
+void read_fully(int fd, void* data, std::uint64_t bytes, std::uint64_t offset,
+                const std::string& what) {
+  auto* p = static_cast<unsigned char*>(data);
+  while (bytes > 0) {
+    const ssize_t n =
+        ::pread(fd, p, std::min<std::uint64_t>(bytes, 1u << 30), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;  // the file is ours or checked: a short read means damage
+      throw error("cannot read " + what + ": " + std::strerror(errno));
+    }
+    p += n;
+    bytes -= static_cast<std::uint64_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+}
+
+void stream_file(int fd, std::uint64_t offset, std::uint64_t bytes,
+                 std::vector<unsigned char>& buffer, const format::byte_sink& sink,
+                 const std::string& what, const std::function<void(std::uint64_t)>& progress) {
+  for (std::uint64_t done = 0; done < bytes;) {
+    const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), bytes - done);
+    read_fully(fd, buffer.data(), n, offset + done, what);
+    sink(buffer.data(), static_cast<std::size_t>(n));
+    done += n;
+    if (progress) progress(done);
+  }
 }
 
 }  // namespace detail

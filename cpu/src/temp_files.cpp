@@ -8,12 +8,14 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <optional>
 #include <random>
 
+#include "ribbon/bulk_builder.hpp"  // remove_temp_files_on_signals
 #include "ribbon/error.hpp"
 #include "ribbon/format.hpp"
 
@@ -163,6 +165,16 @@ temp_path::~temp_path() {
   slot_states[slot_].store(free_slot, std::memory_order_release);
 }
 
+namespace {
+
+void on_fatal_signal(int sig) {
+  remove_temp_paths();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
 void remove_temp_paths() noexcept {
   for (const int wanted : {live_file, live_directory}) {  // directories must be empty
     for (int i = 0; i < slot_count; ++i) {
@@ -261,3 +273,14 @@ void prepare_temp_parent(const std::string& requested) {
 }
 
 }  // namespace ribbon::detail
+
+namespace ribbon {
+
+void remove_temp_files_on_signals() {
+  struct sigaction action {};
+  action.sa_handler = detail::on_fatal_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &action, nullptr);
+}
+
+}  // namespace ribbon

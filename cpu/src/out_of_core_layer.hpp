@@ -1,0 +1,321 @@
+// Stage: the out-of-core layer. One bumped layer of a bulk build whose keys are in
+// partition files on disk, solved one shard range at a time within the memory plan.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "layered_builder.hpp"
+#include "memory_plan.hpp"
+#include "ribbon/bulk_builder.hpp"
+#include "ribbon/detail/xxhash64.hpp"
+#include "spill_files.hpp"
+
+namespace ribbon::detail {
+
+/// One out-of-core bumped layer: the keys come from partition files (by top hash bits); each
+/// file's shards are solved in ranges that fit the budget. Shards are monotone in the hash,
+/// so a file's keys fall in shards [first, limit], limit being the shard of the next file's
+/// first possible hash; the keys of shard `limit` are carried to the next file. Each range
+/// drops its repeated keys before it is solved (repeats share a shard). A `provisional` layer
+/// 0 is sized for the input count n: at the first repeat it stops, reads the files again from
+/// the start, counting the distinct keys and writing them to new partition files (by the same
+/// top bits), and the caller builds the layer for that count from those.
+template <unsigned Width, class Result>
+class out_of_core_layer {
+ public:
+  using files = spill_files;
+
+  /// Layer `step` (a bumped layer in ranges, layer_sequence) of the build.
+  out_of_core_layer(spill_directory& directory, const memory_plan& plan,
+                    layered_builder<Width, Result>& builder, shard_range_solver* range_solver,
+                    const filter_params& p, const layer_step& step, bool provisional)
+      : directory_(directory),
+        plan_(plan),
+        builder_(builder),
+        range_solver_(range_solver),
+        p_(p),
+        l_(step.index),
+        provisional_(provisional) {
+    const std::uint64_t n = step.keys;
+    layer_.input_keys = n;
+    layer_.salt = step.salt;
+    layer_.geometry = step.geometry;
+    const layer_geometry& g = layer_.geometry;
+    thresholds_.file = directory.create("thresholds", 0);
+    solution_.file = directory.create("solution", 0);
+    bumped_file_ = directory.create("bumped", plan.io_buffer_bytes);
+    // Keys per pass: the budget at the pass's bytes per key (loaded, partitioned, its share
+    // of the sections); the floor leaves room for two shards' keys.
+    const double sections_per_key = static_cast<double>(g.solution_bytes(p_.width, p_.result_bits) +
+                                                        g.threshold_words(p_.bucket_size) * 8) /
+                                    static_cast<double>(n);
+    pass_keys_ = std::max(
+        static_cast<std::uint64_t>(static_cast<double>(plan.budget) / (16.0 + sections_per_key)),
+        min_pass_keys(p_));
+    // With ranges in flight elsewhere while the next is read, the passes share the budget.
+    if (range_solver_) {
+      pass_keys_ = std::max<std::uint64_t>(
+          pass_keys_ / (std::max(range_solver_->ranges_in_flight(), 1u) + 1), min_pass_keys(p_));
+    }
+    read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, plan.io_buffer_bytes / 8));
+  }
+
+  /// Solves the layer over `parts` (2^bits files): image() then describes it (both sections
+  /// stay in their spill files), unless counting_only().
+  void run(const files& parts, std::uint32_t bits) {
+    bits_ = bits;
+    solve_files(parts);
+    if (counting_only()) {  // a repeat: count and write the distinct keys, from the start
+      for (auto& part : parts) part->release_buffer();
+      const std::uint64_t buffer = plan_.partition_buffer_bytes(parts.size());
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        distinct_parts_.push_back(directory_.create("distinct", buffer));
+      }
+      distinct_ = 0;
+      solve_files(parts);
+      for (auto& part : distinct_parts_) part->release_buffer();
+      return;  // to be built from take_distinct_parts() for distinct_keys()
+    }
+    bumped_file_->flush();
+    layer_.bumped_keys = bumped_file_->hashes();
+    layer_.thresholds = nullptr;
+    layer_.solution = nullptr;
+    layer_.threshold_checksum = thresholds_.checksum.digest();
+    layer_.solution_checksum = solution_.checksum.digest();
+    const layer_geometry& g = layer_.geometry;
+    if (thresholds_.file->size() != g.threshold_words(p_.bucket_size) * 8 ||
+        solution_.file->size() != g.solution_bytes(p_.width, p_.result_bits)) {
+      throw error("internal error: an out-of-core section has the wrong size");
+    }
+  }
+
+  const format::layer_image& image() const { return layer_; }
+
+  std::unique_ptr<spill_file> take_threshold_file() { return std::move(thresholds_.file); }
+  std::unique_ptr<spill_file> take_solution_file() { return std::move(solution_.file); }
+  std::unique_ptr<spill_file> take_bumped_file() { return std::move(bumped_file_); }
+  /// After counting_only(): the distinct keys, in partition files by the same top bits.
+  files take_distinct_parts() { return std::move(distinct_parts_); }
+  /// Bytes written to the solution and bumped-key files; shard ranges solved.
+  std::uint64_t spilled_bytes() const { return spilled_bytes_; }
+  std::uint64_t ranges() const { return ranges_; }
+  /// Distinct keys of the layer, and whether it must be built again for that count.
+  std::uint64_t distinct_keys() const { return distinct_; }
+  bool counting_only() const { return provisional_ && repeats_; }
+
+ private:
+  std::uint64_t shard_of(std::uint64_t hash) const { return layer_.geometry.shard_of(hash); }
+
+  /// A repeat was found, and the files are not yet being read for the distinct keys.
+  bool stopped() const { return counting_only() && distinct_parts_.empty(); }
+
+  /// Solves (or, once stopped, skips; or counts and writes the distinct keys of) every shard
+  /// range of the files, in order.
+  void solve_files(const files& parts) {
+    const layer_geometry& g = layer_.geometry;
+    builder_.start_layer(l_, g.num_shards());
+    std::vector<std::uint64_t> carry;
+    std::uint64_t next_shard = 0;
+    for (std::size_t k = 0; k < parts.size() && !stopped(); ++k) {
+      const std::uint64_t limit =
+          k + 1 < parts.size() ? shard_of(std::uint64_t{k + 1} << (64 - bits_)) : g.num_shards();
+      parts[k]->flush();
+      std::vector<std::uint64_t> next_carry;
+      solve_span(*parts[k], carry, next_shard, limit, k + 1 < parts.size() ? &next_carry : nullptr);
+      carry.swap(next_carry);
+      next_shard = limit;
+    }
+    finish_pending_ranges();
+    if (!carry.empty() && !stopped()) {
+      throw error("internal error: keys left over after the last shard");
+    }
+  }
+
+  /// A shard range's windows of the layer's two sections (shards own whole threshold words
+  /// and solution blocks), in buffers of their own.
+  struct range_windows {
+    aligned_bytes thresholds, solution;
+    std::uint64_t threshold_bytes = 0, solution_bytes = 0;
+    range_windows(const layer_geometry& g, const filter_params& p, std::uint64_t lo,
+                  std::uint64_t hi)
+        : threshold_bytes((g.shard_first_threshold_word(hi, p.bucket_size) -
+                           g.shard_first_threshold_word(lo, p.bucket_size)) *
+                          8),
+          solution_bytes(g.shard_range_solution_bytes(lo, hi, Width, p.result_bits)) {
+      thresholds = allocate_aligned(threshold_bytes);
+      solution = allocate_aligned(solution_bytes);
+    }
+    std::uint64_t* threshold_words() { return reinterpret_cast<std::uint64_t*>(thresholds.get()); }
+  };
+
+  /// A section appended range by range to a spill file, with its running checksum.
+  struct spilled_section {
+    std::unique_ptr<spill_file> file;
+    xxh64_stream checksum;
+    void append(const unsigned char* data, std::uint64_t bytes) {
+      file->write_bytes(data, bytes);
+      checksum.update(data, bytes);
+    }
+  };
+
+  /// Appends a solved range's outputs, in shard order: its section windows and its bumped
+  /// keys.
+  void write_range(const range_windows& windows, const std::uint64_t* bumped,
+                   std::uint64_t bumped_count) {
+    thresholds_.append(windows.thresholds.get(), windows.threshold_bytes);
+    solution_.append(windows.solution.get(), windows.solution_bytes);
+    bumped_file_->append(bumped, bumped_count);
+    spilled_bytes_ += windows.threshold_bytes + windows.solution_bytes + bumped_count * 8;
+    ++ranges_;
+  }
+
+  /// Solves shards [lo, hi) from the keys of `file` and `carry` in those shards. With
+  /// `next_carry`, keys in shards >= hi go there. When the span's keys exceed a pass, the
+  /// read goes on counting keys per shard only, and the span is cut where the counts say
+  /// (one more read per piece); a single shard is always solved, however many keys it has.
+  void solve_span(const spill_file& file, const std::vector<std::uint64_t>& carry, std::uint64_t lo,
+                  std::uint64_t hi, std::vector<std::uint64_t>* next_carry) {
+    std::vector<std::uint64_t> keys;
+    std::vector<std::uint64_t> shard_counts(hi - lo);
+    bool overflow = false;
+    auto take = [&](const std::uint64_t* hashes, std::uint64_t count) {
+      for (std::uint64_t i = 0; i < count; ++i) {
+        const std::uint64_t shard = shard_of(hashes[i]);
+        if (shard >= hi) {
+          if (next_carry) next_carry->push_back(hashes[i]);
+        } else if (shard >= lo) {
+          ++shard_counts[shard - lo];
+          if (!overflow) keys.push_back(hashes[i]);
+        }
+      }
+      if (!overflow && keys.size() > pass_keys_ && hi - lo > 1) {
+        overflow = true;
+        keys = {};
+      }
+    };
+    // Room for all of them, or for a pass and the piece that shows it is too much: the
+    // vector never grows past the budget by doubling.
+    keys.reserve(std::min<std::uint64_t>(file.hashes() + carry.size(),
+                                         pass_keys_ + read_buffer_.size() + carry.size()));
+    take(carry.data(), carry.size());
+    file.for_each_piece(read_buffer_, take);
+    if (!overflow) {
+      if (lo < hi) solve_range(keys, lo, hi);
+      return;
+    }
+    // Skewed keys or a low estimate: solve the span in pieces that fit a pass. The carry
+    // for the next file is complete already.
+    for (std::uint64_t first = lo; first < hi;) {
+      std::uint64_t end = first + 1, in_piece = shard_counts[first - lo];
+      while (end < hi && in_piece + shard_counts[end - lo] <= pass_keys_) {
+        in_piece += shard_counts[end - lo];
+        ++end;
+      }
+      solve_span(file, carry, first, end, nullptr);
+      first = end;
+    }
+  }
+
+  /// Counts a range's distinct keys (n of them with repeats).
+  void count_distinct(std::uint64_t distinct, std::uint64_t n) {
+    distinct_ += distinct;
+    if (distinct != n) repeats_ = true;
+  }
+
+  void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
+    if (stopped()) return;
+    if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi);
+    const std::uint64_t n = keys.size();
+    std::optional<range_windows> windows;  // made only when the range is solved
+    auto make_windows = [&] {
+      windows.emplace(layer_.geometry, p_, lo, hi);
+      return section_windows{windows->threshold_words(), windows->solution.get()};
+    };
+    auto proceed = [&](const std::uint64_t* distinct_keys, std::uint64_t distinct) {
+      count_distinct(distinct, n);
+      if (stopped()) return false;
+      if (!counting_only()) return true;
+      for (std::uint64_t i = 0; i < distinct; ++i) {
+        distinct_parts_[distinct_keys[i] >> (64 - bits_)]->push(distinct_keys[i]);
+      }
+      return false;
+    };
+    builder_.solve_shard_range(layer_.geometry, lo, hi, keys, make_windows, proceed);
+    if (windows) write_range(*windows, keys.data(), keys.size());
+  }
+
+  /// The range on the caller's solver (e.g. the GPU), in a background thread: while it
+  /// solves, this thread reads the next partition file. Up to the solver's
+  /// ranges_in_flight() ranges run at once (on a GPU their copies and kernels overlap); their
+  /// outputs are written in order.
+  void solve_range_elsewhere(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
+    while (pending_.size() >= std::max(range_solver_->ranges_in_flight(), 1u)) {
+      finish_oldest_range();
+    }
+    auto range = std::make_unique<pending_range>(layer_.geometry, p_, lo, hi);
+    range->keys = std::move(keys);
+    range->input_keys = range->keys.size();
+    pending_range* r = range.get();
+    r->done = std::async(std::launch::async, [this, lo, hi, r] {
+      r->distinct_keys =
+          range_solver_->solve(p_, layer_.geometry, lo, hi, r->keys, r->windows.threshold_words(),
+                               r->windows.solution.get());
+    });
+    pending_.push_back(std::move(range));
+  }
+
+  /// Waits for the oldest range in flight and writes its outputs.
+  void finish_oldest_range() {
+    pending_range& r = *pending_.front();
+    r.done.get();  // rethrows the solver's exception
+    builder_.count_solved_shards(r.shards);
+    count_distinct(r.distinct_keys, r.input_keys);
+    if (!counting_only()) write_range(r.windows, r.keys.data(), r.keys.size());
+    pending_.pop_front();
+  }
+
+  /// Waits for every range in flight, in order.
+  void finish_pending_ranges() {
+    while (!pending_.empty()) finish_oldest_range();
+  }
+
+  /// A range being solved elsewhere.
+  struct pending_range {
+    pending_range(const layer_geometry& g, const filter_params& p, std::uint64_t lo,
+                  std::uint64_t hi)
+        : windows(g, p, lo, hi), shards(hi - lo) {}
+    std::vector<std::uint64_t> keys;  // its keys, then its bumped keys
+    range_windows windows;
+    std::uint64_t shards;
+    std::uint64_t input_keys = 0, distinct_keys = 0;
+    std::future<void> done;  // last: joins the solving thread before the buffers go
+  };
+
+  spill_directory& directory_;
+  const memory_plan& plan_;
+  layered_builder<Width, Result>& builder_;
+  shard_range_solver* range_solver_;
+  filter_params p_;
+  std::uint32_t l_;
+  bool provisional_;
+  bool repeats_ = false;
+  std::uint64_t distinct_ = 0;
+  std::uint32_t bits_ = 0;
+  files distinct_parts_;  // the distinct keys, once counting_only()
+  format::layer_image layer_;
+  spilled_section thresholds_, solution_;
+  std::unique_ptr<spill_file> bumped_file_;
+  std::uint64_t pass_keys_ = 0;
+  std::uint64_t spilled_bytes_ = 0, ranges_ = 0;
+  std::vector<std::uint64_t> read_buffer_;
+  // The last member: destroyed (their threads joined) first.
+  std::deque<std::unique_ptr<pending_range>> pending_;
+};
+
+}  // namespace ribbon::detail
