@@ -136,26 +136,19 @@ std::uint64_t layer_plan::solution_bytes(const filter_params& p, std::uint64_t r
                                              p.result_bits);
 }
 
-namespace {
-
-/// Layer `layer` for `keys` keys in the sequence of a distributed build that finishes layers
-/// of at most `max_keys` keys in one place.
-detail::layer_step step_of(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
-                           std::uint64_t max_keys) {
-  return detail::layer_sequence::in_ranges(p, sizing_of(p), max_keys).at(layer, keys);
+detail::layer_sequence layer_sequence_for(const filter_params& p, std::uint64_t one_place_keys) {
+  return detail::layer_sequence::in_ranges(p, sizing_of(p), one_place_keys);
 }
-
-}  // namespace
 
 bool finish_in_one_place(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
                          std::uint64_t max_keys) {
-  return !step_of(p, layer, keys, max_keys).in_ranges;
+  return !layer_sequence_for(p, max_keys).at(layer, keys).in_ranges;
 }
 
 layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
                       std::uint64_t range_keys) {
   if (keys == 0) throw error("plan_layer: a layer without keys has nothing to plan");
-  const detail::layer_step step = step_of(p, layer, keys, 0);
+  const detail::layer_step step = layer_sequence_for(p, 0).at(layer, keys);
   if (!step.in_ranges) {
     throw error("plan_layer: layer " + std::to_string(layer) + " with " + std::to_string(keys) +
                 " keys is the final plain layer: finish it with finish_layers");

@@ -41,6 +41,8 @@ from ._ribbon import (  # noqa: F401  (the steps, re-exported)
     DistributedParams,
     FinishedLayers,
     LayerPlan,
+    LayerSequence,
+    LayerStep,
     SectionChecksum,
     assemble,
     finish_in_one_place,
@@ -424,40 +426,43 @@ class BuildStats:
 
 def _solve_layers(engine: Engine, params, destination: Destination, n: int, range_keys: int,
                   one_place_keys: int, threads: int, stats: BuildStats):
-    """The distributed layers: returns their (plan, bumped keys), the last layer's bumped
-    hashes (the engine's handle) and the first layer left to finish in one place."""
+    """The distributed layers, as the layer sequence plans them: returns their (plan, bumped
+    keys), the last layer's bumped hashes (the engine's handle) and the first layer left to
+    finish in one place (None when no key is left)."""
     layers: List[Tuple[LayerPlan, int]] = []
-    source, layer = None, 0
+    source = None
+    sequence = LayerSequence(params, one_place_keys)
+    step: Optional[LayerStep] = sequence.next(n)
     distinct_known = False  # layer 0 is first planned for the rows, repeats included
-    while n > 0 and not finish_in_one_place(params, layer, n, one_place_keys):
+    while step is not None and step.in_ranges:
         clock = time.monotonic()
-        plan = plan_layer(params, layer, n, range_keys)
+        plan = plan_layer(params, step.index, step.keys, range_keys)
         # A partial of a module function: engines pickle it to their workers.
         task = functools.partial(solve_task, params, plan, destination,
                                  skip_if_repeats=not distinct_known, threads=threads)
         results, bumped_source = engine.solve_layer(plan, source, task)
         results = sorted(results, key=lambda r: r.range)
         if [r.range for r in results] != list(range(plan.num_ranges)):
-            raise RuntimeError(f"layer {layer}: the engine did not solve every range once")
+            raise RuntimeError(f"layer {step.index}: the engine did not solve every range once")
         distinct = sum(r.distinct for r in results)
         distinct_known = True
         bumped = sum(r.bumped for r in results)
         stats.layers.append({
-            "layer": layer, "keys": n, "ranges": plan.num_ranges,
+            "layer": step.index, "keys": step.keys, "ranges": plan.num_ranges,
             "received": sum(r.received for r in results), "bumped": bumped,
-            "seconds": time.monotonic() - clock, "replanned": distinct != n,
+            "seconds": time.monotonic() - clock, "replanned": distinct != step.keys,
         })
-        if distinct != n and layer > 0:
-            raise RuntimeError(f"layer {layer}: {n} bumped keys arrived as {distinct}")
-        if distinct != n:  # repeated keys: layer 0's geometry needs the distinct count
+        if distinct != step.keys and step.index > 0:
+            raise RuntimeError(f"layer {step.index}: {step.keys} bumped keys arrived as {distinct}")
+        if distinct != step.keys:  # repeated keys: layer 0's geometry needs the distinct count
             engine.release(bumped_source)
-            n = distinct
+            step = sequence.again(distinct)
             continue
         layers.append((plan, bumped))
         if source is not None:
             engine.release(source)
-        source, n, layer = bumped_source, bumped, layer + 1
-    return layers, source, layer, n
+        source, step = bumped_source, sequence.next(bumped)
+    return layers, source, step
 
 
 def run_build(
@@ -486,14 +491,14 @@ def run_build(
     destination.check_size(stats.rows * params.result_bits // 8)
     destination.make_parts_directory()
     try:
-        layers, source, layer, n = _solve_layers(
+        layers, source, step = _solve_layers(
             engine, params, destination, stats.rows, range_keys, one_place_keys, threads, stats
         )
         stats.keys = layers[0][0].input_keys if layers else 0
         clock = time.monotonic()
         rest = None
-        if layers and n > 0:
-            rest = finish_layers(params, layer, engine.collect(source), threads=threads)
+        if layers and step is not None:
+            rest = finish_layers(params, step.index, engine.collect(source), threads=threads)
             stats.one_place_layers = rest.num_layers
         if source is not None:
             engine.release(source)

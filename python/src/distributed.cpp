@@ -170,6 +170,35 @@ void bind_plan(nb::module_& m) {
       });
 }
 
+/// The layer sequence (ribbon/detail/layer_loop.hpp): the driver's loop asks it for each next
+/// layer rather than repeat its rules.
+void bind_sequence(nb::module_& m) {
+  using detail::layer_step;
+  nb::class_<layer_step>(m, "LayerStep", "One layer of a build, as the layer sequence plans it.")
+      .def_ro("index", &layer_step::index)
+      .def_ro("keys", &layer_step::keys, "keys that reach the layer")
+      .def_ro("in_ranges", &layer_step::in_ranges,
+              "solved in shard ranges by the engine (else finished in one place with the "
+              "layers after it)")
+      .def_prop_ro("last", &layer_step::last, "the final plain layer");
+  nb::class_<detail::layer_sequence>(
+      m, "LayerSequence",
+      "The layers of a distributed build: layer 0 and the bumped layers of more than "
+      "one_place_keys keys in shard ranges, the rest in one place.")
+      .def(
+          "__init__",
+          [](detail::layer_sequence* self, const filter_params& p, std::uint64_t one_place_keys) {
+            new (self) detail::layer_sequence(dist::layer_sequence_for(p, one_place_keys));
+          },
+          nb::arg("params"), nb::arg("one_place_keys"))
+      .def("next", &detail::layer_sequence::next, nb::arg("keys"),
+           "The next layer for the keys that reach it (the previous layer's bumped keys; first: "
+           "the build's keys); None once no key is left.")
+      .def("again", &detail::layer_sequence::again, nb::arg("keys"),
+           "The layer that next() gave last, planned again for `keys` keys (layer 0 once its "
+           "distinct count is known).");
+}
+
 /// The steps over hash arrays: without the GIL, C++ errors as ribbon exceptions.
 void bind_steps(nb::module_& m) {
   m.def(
@@ -305,5 +334,6 @@ void bind_steps(nb::module_& m) {
 void bind_distributed(nb::module_& m) {
   ribbon::python::bind_params(m);
   ribbon::python::bind_plan(m);
+  ribbon::python::bind_sequence(m);
   ribbon::python::bind_steps(m);
 }

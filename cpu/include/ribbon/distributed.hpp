@@ -12,8 +12,9 @@
 /// The driver's loop (README "Spark"):
 ///   hash the keys as `ribbon build` does (hash_u64(key, seed_mix(seed)), hash_bytes(key, seed));
 ///   n = distinct key hashes (layer 0's geometry needs it; see solve_range's counts);
-///   for each layer l while !finish_in_one_place(p, l, n, ...):
-///     plan = plan_layer(p, l, n, range_keys);
+///   sequence = layer_sequence_for(p, one_place_keys);
+///   for each step = sequence.next(n) while step->in_ranges:
+///     plan = plan_layer(p, step->index, step->keys, range_keys);
 ///     the engine routes every layer-l hash (to_layer_hashes) to plan.range_of(hash) and runs
 ///     solve_range for each range (anywhere, any order, retried at will): it writes the
 ///     range's part file and returns the range's bumped hashes;
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "ribbon/detail/layer_loop.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
@@ -66,6 +68,11 @@ struct layer_plan {
   }
 };
 
+/// The layers of a distributed build that finishes layers of at most `one_place_keys` keys
+/// in one place: the one sequence of every build (detail/layer_loop.hpp), layer 0 and the
+/// larger bumped layers in shard ranges. The driver asks it for each next layer.
+detail::layer_sequence layer_sequence_for(const filter_params& p, std::uint64_t one_place_keys);
+
 /// Plans bumped layer `layer` for `keys` distinct keys in ranges of about `range_keys` keys
 /// (whole shards, at least one). Throws ribbon::error if the layer is not a distributed one
 /// (see finish_in_one_place).
@@ -73,7 +80,8 @@ layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t
                       std::uint64_t range_keys);
 
 /// Is layer `layer`, reached by `keys` keys, finished in one place (finish_layers)? Yes for
-/// the final plain layer and for layers of at most `max_keys` keys; layer 0 never is.
+/// the final plain layer and for layers of at most `max_keys` keys; layer 0 never is
+/// (layer_sequence_for(p, max_keys).at(layer, keys) is not in ranges).
 bool finish_in_one_place(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
                          std::uint64_t max_keys);
 
