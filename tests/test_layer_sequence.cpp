@@ -1,0 +1,97 @@
+// The layer sequence (ribbon/detail/layer_loop.hpp) that every build follows: kinds, salts,
+// sizes, which layers are solved in shard ranges, retries and the end of a build.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "ribbon/detail/layer_loop.hpp"
+#include "ribbon/layer.hpp"
+#include "ribbon/params.hpp"
+
+namespace {
+
+using ribbon::layer_kind;
+using ribbon::detail::layer_sequence;
+using ribbon::detail::layer_step;
+
+ribbon::filter_params params_of(ribbon::filter_variant variant) {
+  ribbon::filter_params p = ribbon::make_params(64, 8);
+  p.variant = variant;
+  p.seed = 42;
+  return p;
+}
+
+TEST(LayerSequence, BumpedLayersThenThePlainOneThenTheEnd) {
+  const ribbon::filter_params p = params_of(ribbon::filter_variant::bumped);
+  const ribbon::layer_sizing sizing = ribbon::default_sizing(64);
+  layer_sequence sequence(p, sizing);
+  const std::optional<layer_step> first = sequence.next(1000000);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->index, 0u);
+  EXPECT_EQ(first->kind, layer_kind::bumped);
+  EXPECT_EQ(first->salt, 0u);  // layer 0 hashes are the key hashes
+  EXPECT_EQ(first->geometry.num_starts, ribbon::bumped_layer_starts(1000000, p, sizing));
+  EXPECT_FALSE(first->in_ranges);
+  const std::optional<layer_step> second = sequence.next(60000);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->index, 1u);
+  EXPECT_EQ(second->kind, layer_kind::bumped);
+  EXPECT_EQ(second->salt, ribbon::layer_salt(p.seed, 1, 0));
+  const std::optional<layer_step> last = sequence.next(sizing.plain_max_keys);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->index, 2u);
+  EXPECT_TRUE(last->last());
+  EXPECT_EQ(last->salt, ribbon::plain_layer_attempt(2, sizing.plain_max_keys, p, sizing, 0).salt);
+  EXPECT_FALSE(sequence.next(0));
+  // The layer cap makes the last layer plain, however many keys reach it.
+  EXPECT_TRUE(sequence.at(ribbon::max_layers - 1, 1000000).last());
+}
+
+TEST(LayerSequence, StandardVariantsHaveAStandardLayerZeroThenThePlainLayer) {
+  for (const auto variant :
+       {ribbon::filter_variant::standard, ribbon::filter_variant::homogeneous}) {
+    const ribbon::filter_params p = params_of(variant);
+    const ribbon::layer_sizing sizing = ribbon::default_sizing(64);
+    layer_sequence sequence(p, sizing);
+    const layer_step zero = *sequence.next(100000);
+    EXPECT_EQ(zero.kind, layer_kind::standard);
+    EXPECT_EQ(zero.salt, 0u);
+    EXPECT_EQ(sequence.next(900000)->kind, layer_kind::plain);  // however many keys
+    for (std::uint32_t attempt : {1u, 7u}) {
+      const ribbon::standard_layer_try expected =
+          ribbon::standard_layer_attempt(100000, p, sizing, attempt);
+      const layer_step retried = sequence.retry(zero, attempt);
+      EXPECT_EQ(retried.salt, expected.salt);
+      EXPECT_EQ(retried.geometry.num_starts, expected.geometry.num_starts);
+    }
+  }
+}
+
+TEST(LayerSequence, InRangesLayerZeroAlwaysThenOnlyTheLayersAboveTheOnePlaceLimit) {
+  const ribbon::filter_params p = params_of(ribbon::filter_variant::bumped);
+  const ribbon::layer_sizing sizing = ribbon::default_sizing(64);
+  layer_sequence sequence = layer_sequence::in_ranges(p, sizing, 10000);
+  EXPECT_TRUE(sequence.next(5000)->in_ranges);    // layer 0, below the limit
+  EXPECT_TRUE(sequence.next(10001)->in_ranges);   // above it
+  const layer_step fits = *sequence.next(10000);  // at it: in one place, still bumped
+  EXPECT_FALSE(fits.in_ranges);
+  EXPECT_EQ(fits.kind, layer_kind::bumped);
+  EXPECT_FALSE(sequence.at(3, 100).in_ranges);  // the plain layer never is
+  // Never in ranges in one place, whatever the count.
+  EXPECT_FALSE(layer_sequence(p, sizing).at(1, 1000000).in_ranges);
+}
+
+TEST(LayerSequence, AgainPlansTheSameLayerForAnotherCount) {
+  const ribbon::filter_params p = params_of(ribbon::filter_variant::bumped);
+  const ribbon::layer_sizing sizing = ribbon::default_sizing(64);
+  layer_sequence sequence = layer_sequence::in_ranges(p, sizing, 0);
+  const layer_step planned = *sequence.next(500000);
+  const layer_step again = sequence.again(300000);
+  EXPECT_EQ(again.index, planned.index);
+  EXPECT_EQ(again.keys, 300000u);
+  EXPECT_EQ(again.geometry.num_starts, ribbon::bumped_layer_starts(300000, p, sizing));
+  EXPECT_EQ(sequence.next(20000)->index, 1u);  // and the sequence goes on from there
+}
+
+}  // namespace
