@@ -365,8 +365,23 @@ void input_reader::estimate_keys() {
   }
 }
 
+namespace {
+
+void reserve_buffer(input_chunk& c, std::size_t capacity, std::size_t keep) {
+  if (c.capacity >= capacity) return;
+  std::unique_ptr<char[]> bigger(new char[capacity]);
+  if (keep > 0) std::memcpy(bigger.get(), c.buffer.get(), keep);
+  c.buffer = std::move(bigger);
+  c.capacity = capacity;
+}
+
+}  // namespace
+
 /// The serial read stage's position and the chunks in flight.
 struct input_reader::state {
+  explicit state(input_reader& r) : reader(r) {}
+  input_reader& reader;
+
   // Chunks are owned here so that an exception anywhere in the pipeline frees them all.
   std::mutex pool_mutex;
   std::vector<std::unique_ptr<input_chunk>> all_chunks;
@@ -399,119 +414,137 @@ struct input_reader::state {
     fd = -1;
   }
   ~state() { close_source(); }
+
+  /// Makes `c` an error chunk (with its location in the message) and stops reading.
+  input_chunk* fail(input_chunk* c, std::string message) {
+    c->error = std::move(message);
+    c->error_has_location = true;
+    c->size = 0;
+    stopped = true;
+    close_source();
+    return c;
+  }
+
+  /// Opens the next input when none is open: false once every input is read. An input that
+  /// cannot be opened gives an error chunk in `failed`.
+  bool open_next(input_chunk*& failed) {
+    if (fd >= 0) return true;
+    if (next_source == reader.sources_.size()) return false;
+    current = next_source++;
+    const source& s = reader.sources_[current];
+    offset = 0;
+    eof = false;
+    carry.clear();
+    fd = s.path == "-" ? STDIN_FILENO : ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int open_errno = errno;
+      failed = fail(take(), "cannot open " + s.name + ": " + errno_text(open_errno));
+      return true;
+    }
+    if (s.regular) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    return true;
+  }
+
+  /// A fresh chunk of the current input that starts with the carried partial line; returns
+  /// the bytes it holds.
+  std::size_t start_chunk(input_chunk& c) {
+    c.source = current;
+    c.byte_offset = offset - carry.size();
+    c.first_line = 0;
+    c.key_count = 0;
+    c.error.clear();
+    c.error_has_location = false;
+    c.output.clear();
+    c.positives = 0;
+    reserve_buffer(c, std::max(reader.chunk_bytes_, 2 * carry.size()), 0);
+    const std::size_t size = carry.size();
+    if (size > 0) std::memcpy(c.buffer.get(), carry.data(), size);
+    carry.clear();
+    return size;
+  }
+
+  /// Reads into `c` after its first `size` bytes until it is full or the input ends; the
+  /// error message of a failed read, else empty.
+  std::string fill(input_chunk& c, std::size_t& size) {
+    while (size < c.capacity && !eof) {
+      const ssize_t n = ::read(fd, c.buffer.get() + size, c.capacity - size);
+      if (n < 0) {
+        const int read_errno = errno;
+        if (read_errno == EINTR) continue;
+        return "cannot read " + reader.sources_[current].name + " at byte " +
+               std::to_string(offset) + ": " + errno_text(read_errno);
+      }
+      if (n == 0) {
+        eof = true;
+        break;
+      }
+      size += static_cast<std::size_t>(n);
+      offset += static_cast<std::uint64_t>(n);
+      reader.counters_.bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    }
+    return {};
+  }
+
+  /// The end of the last whole line (or key) in the first `size` bytes of a full chunk; 0
+  /// when a line is longer than the chunk.
+  std::size_t whole_keys_end(const input_chunk& c, std::size_t size) const {
+    if (reader.format_ == input_format::u64) return size - size % 8;
+    const char* last_newline = static_cast<const char*>(::memrchr(c.buffer.get(), '\n', size));
+    return last_newline != nullptr ? static_cast<std::size_t>(last_newline - c.buffer.get()) + 1
+                                   : 0;
+  }
+
+  /// The next chunk of whole lines (or whole keys) of the open input, the partial one after
+  /// it carried; or an error chunk; or nullptr when the input ended with nothing left.
+  input_chunk* read_chunk() {
+    input_chunk* c = take();
+    std::size_t size = start_chunk(*c);
+    std::size_t cut = 0;
+    for (;;) {
+      const std::string failed = fill(*c, size);
+      if (!failed.empty()) return fail(c, failed);
+      if (eof) break;
+      cut = whole_keys_end(*c, size);
+      if (cut > 0) break;
+      reserve_buffer(*c, 2 * c->capacity, size);  // a line longer than the buffer: read on
+    }
+    if (eof) {
+      const source& s = reader.sources_[current];
+      close_source();
+      if (reader.format_ == input_format::u64 && size % 8 != 0) {
+        const std::size_t trailing = size % 8;
+        return fail(c, s.name + ": size " + std::to_string(offset) +
+                           " bytes is not a multiple of 8 (u64 keys are 8-byte integers): " +
+                           std::to_string(trailing) + " trailing bytes at offset " +
+                           std::to_string(offset - trailing));
+      }
+      if (size == 0) {
+        give(c);
+        return nullptr;
+      }
+      cut = size;
+    } else {
+      carry.assign(c->buffer.get() + cut, c->buffer.get() + size);
+    }
+    c->data = c->buffer.get();
+    c->size = cut;
+    return c;
+  }
 };
-
-namespace {
-
-void reserve_buffer(input_chunk& c, std::size_t capacity, std::size_t keep) {
-  if (c.capacity >= capacity) return;
-  std::unique_ptr<char[]> bigger(new char[capacity]);
-  if (keep > 0) std::memcpy(bigger.get(), c.buffer.get(), keep);
-  c.buffer = std::move(bigger);
-  c.capacity = capacity;
-}
-
-}  // namespace
 
 void input_reader::run(std::uint32_t threads, parse_output output, std::uint64_t seed,
                        const std::function<void(input_chunk&)>& process,
                        const std::function<void(input_chunk&)>& consume) {
-  state st;
+  state st(*this);
   const input_format format = format_;
-
-  auto fail_chunk = [&](input_chunk* c, std::string message) {
-    c->error = std::move(message);
-    c->error_has_location = true;
-    c->size = 0;
-    st.stopped = true;
-    st.close_source();
-    return c;
-  };
 
   // Serial, in order: the next chunk of whole lines (or whole keys) of the current input.
   auto read_stage = [&](tbb::flow_control& fc) -> input_chunk* {
-    for (;;) {
-      if (st.stopped) break;
-      if (st.fd < 0) {
-        if (st.next_source == sources_.size()) break;
-        st.current = st.next_source++;
-        const source& s = sources_[st.current];
-        st.offset = 0;
-        st.eof = false;
-        st.carry.clear();
-        st.fd = s.path == "-" ? STDIN_FILENO : ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (st.fd < 0) {
-          const int open_errno = errno;
-          return fail_chunk(st.take(), "cannot open " + s.name + ": " + errno_text(open_errno));
-        }
-        if (s.regular) (void)::posix_fadvise(st.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-      }
-      const source& s = sources_[st.current];
-      input_chunk* c = st.take();
-      c->source = st.current;
-      c->byte_offset = st.offset - st.carry.size();
-      c->first_line = 0;
-      c->key_count = 0;
-      c->error.clear();
-      c->error_has_location = false;
-      c->output.clear();
-      c->positives = 0;
-      reserve_buffer(*c, std::max(chunk_bytes_, 2 * st.carry.size()), 0);
-      std::size_t size = st.carry.size();
-      if (size > 0) std::memcpy(c->buffer.get(), st.carry.data(), size);
-      st.carry.clear();
-      std::size_t cut = 0;
-      for (;;) {
-        while (size < c->capacity && !st.eof) {
-          const ssize_t n = ::read(st.fd, c->buffer.get() + size, c->capacity - size);
-          if (n < 0) {
-            const int read_errno = errno;
-            if (read_errno == EINTR) continue;
-            return fail_chunk(c, "cannot read " + s.name + " at byte " + std::to_string(st.offset) +
-                                     ": " + errno_text(read_errno));
-          }
-          if (n == 0) {
-            st.eof = true;
-            break;
-          }
-          size += static_cast<std::size_t>(n);
-          st.offset += static_cast<std::uint64_t>(n);
-          counters_.bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-        }
-        if (st.eof) break;
-        if (format == input_format::u64) {
-          cut = size - size % 8;
-          break;
-        }
-        const char* last_newline = static_cast<const char*>(::memrchr(c->buffer.get(), '\n', size));
-        if (last_newline != nullptr) {
-          cut = static_cast<std::size_t>(last_newline - c->buffer.get()) + 1;
-          break;
-        }
-        // A line longer than the buffer: grow it and read on.
-        reserve_buffer(*c, 2 * c->capacity, size);
-      }
-      if (st.eof) {
-        st.close_source();
-        if (format == input_format::u64 && size % 8 != 0) {
-          const std::size_t trailing = size % 8;
-          return fail_chunk(c, s.name + ": size " + std::to_string(st.offset) +
-                                   " bytes is not a multiple of 8 (u64 keys are 8-byte "
-                                   "integers): " +
-                                   std::to_string(trailing) + " trailing bytes at offset " +
-                                   std::to_string(st.offset - trailing));
-        }
-        if (size == 0) {
-          st.give(c);
-          continue;
-        }
-        cut = size;
-      } else {
-        st.carry.assign(c->buffer.get() + cut, c->buffer.get() + size);
-      }
-      c->data = c->buffer.get();
-      c->size = cut;
-      return c;
+    while (!st.stopped) {
+      input_chunk* failed = nullptr;
+      if (!st.open_next(failed)) break;
+      if (failed != nullptr) return failed;
+      if (input_chunk* c = st.read_chunk()) return c;
     }
     fc.stop();
     return nullptr;
