@@ -126,9 +126,7 @@ filter_params build_params(const build_options& options, key_kind keys) {
 }
 
 std::uint64_t layer_plan::threshold_bytes(const filter_params& p, std::uint64_t range) const {
-  return (geometry.shard_first_threshold_word(end_shard(range), p.bucket_size) -
-          geometry.shard_first_threshold_word(first_shard(range), p.bucket_size)) *
-         8;
+  return geometry.shard_range_threshold_bytes(first_shard(range), end_shard(range), p.bucket_size);
 }
 
 std::uint64_t layer_plan::solution_bytes(const filter_params& p, std::uint64_t range) const {

@@ -144,9 +144,7 @@ class out_of_core_layer {
     std::uint64_t threshold_bytes = 0, solution_bytes = 0;
     range_windows(const layer_geometry& g, const filter_params& p, std::uint64_t lo,
                   std::uint64_t hi)
-        : threshold_bytes((g.shard_first_threshold_word(hi, p.bucket_size) -
-                           g.shard_first_threshold_word(lo, p.bucket_size)) *
-                          8),
+        : threshold_bytes(g.shard_range_threshold_bytes(lo, hi, p.bucket_size)),
           solution_bytes(g.shard_range_solution_bytes(lo, hi, Width, p.result_bits)) {
       thresholds = allocate_aligned(threshold_bytes);
       solution = allocate_aligned(solution_bytes);

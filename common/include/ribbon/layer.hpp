@@ -96,6 +96,13 @@ struct layer_geometry {
     if (codes == threshold_encoding::two_bit) return shard_begin(shard) / bucket_size / 32;
     return code_regions(bucket_size).first_word(shard);
   }
+  /// Bytes of the threshold words that shards [first, end) own (a contiguous run).
+  RIBBON_HD std::uint64_t shard_range_threshold_bytes(std::uint64_t first, std::uint64_t end,
+                                                      std::uint32_t bucket_size) const {
+    return (shard_first_threshold_word(end, bucket_size) -
+            shard_first_threshold_word(first, bucket_size)) *
+           8;
+  }
   /// Bytes of the solution blocks that shards [first, end) own (a contiguous run).
   RIBBON_HD std::uint64_t shard_range_solution_bytes(std::uint64_t first, std::uint64_t end,
                                                      std::uint32_t width,
