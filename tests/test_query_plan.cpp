@@ -230,6 +230,35 @@ TEST(QueryPlan, OffsetBatchesEqualViewBatches) {
   }
 }
 
+/// Builds from Arrow-style offsets write the bytes of builds from views of the same keys.
+TEST(QueryPlan, BuildsFromOffsetsEqualBuildsFromViews) {
+  // Key 0 is the empty key: two equal offsets.
+  const std::vector<std::string> keys = ribbon_test::string_keys(29, 0, 3000);
+  const std::vector<std::string_view> views = ribbon_test::views(keys);
+  std::string data;
+  std::vector<std::int32_t> offsets32{0};
+  std::vector<std::int64_t> offsets64{0};
+  for (const std::string& k : keys) {
+    data += k;
+    offsets32.push_back(static_cast<std::int32_t>(data.size()));
+    offsets64.push_back(static_cast<std::int64_t>(data.size()));
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+  std::vector<std::uint32_t> values(keys.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::uint32_t>(i % 199);
+  ribbon::build_options o;
+  o.shard_size = 4096;
+  const std::size_t n = keys.size();
+  const auto filter_bytes = ribbon::filter::build(views.data(), n, o).serialize();
+  EXPECT_EQ(ribbon::filter::build_offsets(offsets32.data(), bytes, n, o).serialize(), filter_bytes);
+  EXPECT_EQ(ribbon::filter::build_offsets(offsets64.data(), bytes, n, o).serialize(), filter_bytes);
+  const auto retrieval_bytes = ribbon::filter::build(views.data(), values.data(), n, o).serialize();
+  EXPECT_EQ(ribbon::filter::build_offsets(offsets32.data(), bytes, values.data(), n, o).serialize(),
+            retrieval_bytes);
+  EXPECT_EQ(ribbon::filter::build_offsets(offsets64.data(), bytes, values.data(), n, o).serialize(),
+            retrieval_bytes);
+}
+
 /// Files of format version 1 (tests/data) and 2 (2-bit codes, written here) answer through
 /// the plan as through the unplanned path.
 TEST(QueryPlan, OlderFormatVersionsAnswerAsBefore) {

@@ -152,6 +152,15 @@ auto bytes_hash(const std::string_view* keys) {
     };
   };
 }
+template <class Offset>
+auto offsets_hash(const Offset* offsets, const unsigned char* data) {
+  return [offsets, data](const filter_params& p) {
+    return [offsets, data, seed = p.seed](std::uint64_t i) {
+      return hash_bytes(data + offsets[i], static_cast<std::size_t>(offsets[i + 1] - offsets[i]),
+                        seed);
+    };
+  };
+}
 auto given_hash(const std::uint64_t* hashes) {
   return [hashes](const filter_params&) { return [hashes](std::uint64_t i) { return hashes[i]; }; };
 }
@@ -188,5 +197,30 @@ filter filter::build_from_hashes(const std::uint64_t* hashes, const std::uint32_
                                  build_stats* stats) {
   return build_retrieval(keys, values, count, options, stats, given_hash(hashes));
 }
+
+template <class Offset>
+filter filter::build_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,
+                             const build_options& options, build_stats* stats) {
+  return build_filter(key_kind::bytes, count, options, stats, offsets_hash(offsets, data));
+}
+
+template <class Offset>
+filter filter::build_offsets(const Offset* offsets, const unsigned char* data,
+                             const std::uint32_t* values, std::uint64_t count,
+                             const build_options& options, build_stats* stats) {
+  return build_retrieval(key_kind::bytes, values, count, options, stats,
+                         offsets_hash(offsets, data));
+}
+
+template filter filter::build_offsets(const std::int32_t*, const unsigned char*, std::uint64_t,
+                                      const build_options&, build_stats*);
+template filter filter::build_offsets(const std::int64_t*, const unsigned char*, std::uint64_t,
+                                      const build_options&, build_stats*);
+template filter filter::build_offsets(const std::int32_t*, const unsigned char*,
+                                      const std::uint32_t*, std::uint64_t, const build_options&,
+                                      build_stats*);
+template filter filter::build_offsets(const std::int64_t*, const unsigned char*,
+                                      const std::uint32_t*, std::uint64_t, const build_options&,
+                                      build_stats*);
 
 }  // namespace ribbon

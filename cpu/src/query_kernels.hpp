@@ -15,11 +15,11 @@
 
 namespace ribbon::detail::kernels {
 
-/// How many keys ahead of its answer a key's rows are prefetched: enough cache misses in
-/// flight to keep the memory busy (about 100 ns of latency over a few ns of work per key).
-/// Its bucket's threshold word is prefetched twice as far ahead, since deciding the layer
-/// needs it before the rows can be prefetched. A power of two (ring index by mask).
-constexpr std::uint64_t prefetch_distance = 32;
+/// Keys per stage of the batched pipeline (pipelined_range). A block's threshold words are
+/// prefetched one block of work before they are read, and its rows one block before theirs:
+/// at a few ns a key, 16 keys cover about 100 ns of memory latency while keeping about 16
+/// code and 32 row lines in flight, what the cache's miss buffers hold.
+constexpr std::uint64_t stage_keys = 16;
 
 using detail::bump_rule;
 using detail::portable_rows;
@@ -111,12 +111,12 @@ inline rows_w64_r8 rows_for_w64_r8() {
   return rows_w64_r8::portable;
 }
 
-/// A key on its way through the query pipeline: its hash and start, first in layer 0, then
-/// in the layer that holds it (num_layers: none, every layer bumps it).
-struct pending_key {
-  std::uint64_t hash;
-  std::uint64_t start;
-  std::uint32_t layer;
+/// A block of keys on their way through the query pipeline: their hashes and starts, first in
+/// layer 0, then in the layer that holds them (num_layers: none, every layer bumps them).
+struct key_block {
+  std::uint64_t hash[stage_keys];
+  std::uint64_t start[stage_keys];
+  std::uint32_t layer[stage_keys];
 };
 
 /// Prefetches what deciding `start`'s bump out of `layer` reads: the word of its bucket's
@@ -136,7 +136,9 @@ RIBBON_FORCE_INLINE void prefetch_code(const detail::layer_plan& layer, std::uin
 
 /// Prefetches every cache line a row starting at `start` in layer `layer` reads: its block and
 /// the next one, `2 * bits` words (at most; upper blocks of fractional-bit layers hold r + 1
-/// words).
+/// words). The span's lines from its first byte on, and the line of its last byte (one more
+/// where the span is not line-aligned): with `bits` known at compile time, a few prefetches
+/// and no loop.
 template <unsigned Width>
 RIBBON_FORCE_INLINE void prefetch_row(const query_plan& q, std::uint32_t layer, std::uint64_t start,
                                       std::uint32_t bits) {
@@ -147,47 +149,62 @@ RIBBON_FORCE_INLINE void prefetch_row(const query_plan& q, std::uint32_t layer, 
       (bits != 0 ? block * bits : l.geometry.block_word(block, q.result_bits)));
   const std::uint32_t words = 2 * (bits != 0 ? bits : q.result_bits + 1);
   const std::uint64_t bytes = std::uint64_t{words} * (Width / 8);
-  // The span may straddle one more line than bytes / 64 when it is not line-aligned.
-  const auto misalignment = reinterpret_cast<std::uintptr_t>(first) % 64;
-  for (std::uint64_t offset = 0; offset < misalignment + bytes; offset += 64) {
-    __builtin_prefetch(first - misalignment + offset);
-  }
+  for (std::uint64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(first + offset);
+  __builtin_prefetch(first + bytes - 1);
 }
 
-/// Answers keys [begin, end) through a software pipeline: key i + 2D is hashed and its layer-0
-/// threshold word prefetched; key i + D finds its layer (layer 0 for most keys) and its rows
-/// there are prefetched; key i is answered by answer(index, pending_key) from cache.
+/// Answers keys [begin, end) through a software pipeline over blocks of stage_keys keys: block
+/// b + 2 is hashed and its layer-0 threshold words prefetched; block b + 1 finds its layers
+/// (layer 0 for most keys) and its rows there are prefetched; block b is answered by
+/// answer(index, hash, start, layer) from cache. Each stage is a short loop of its own, so the
+/// compiler keeps its state in registers (one loop over a ring of keys spilled it).
 /// Bits > 0: blocks of Bits words, known at compile time (no fractional bits). `Rule`: layer 0's
-/// bump rule, or any.
+/// bump rule, or any (layer 0 must be unsalted unless `Rule` is any).
 template <unsigned Width, std::uint32_t Bits, bump_rule Rule, class KeyHash, class Answer>
 void pipelined_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                      const KeyHash& key_hash, const Answer& answer) {
-  constexpr std::uint64_t ahead = prefetch_distance;
-  constexpr std::uint64_t ring_size = 2 * ahead;
   const detail::layer_plan& first = q.layers[0];
-  pending_key ring[ring_size];
+  const std::uint64_t count = end - begin;
+  const std::uint64_t num_blocks = (count + stage_keys - 1) / stage_keys;
+  key_block blocks[3];
 
-  auto hash_ahead = [&](std::uint64_t i) {
-    pending_key& k = ring[i % ring_size];
-    k.hash = q.first_hash(key_hash(i));
-    k.start = fastrange64(k.hash, first.geometry.num_starts);
-    prefetch_code<Rule>(first, k.start);
+  const auto keys_in = [&](std::uint64_t b) {
+    return std::min(stage_keys, count - b * stage_keys);
   };
-  auto locate_ahead = [&](std::uint64_t i) {
-    pending_key& k = ring[i % ring_size];
-    k.layer = first.bumps<Rule>(k.start) ? q.find_layer_from(1, k.hash, k.start) : 0;
-    if (k.layer < q.num_layers) prefetch_row<Width>(q, k.layer, k.start, Bits);
+  const auto hash_block = [&](std::uint64_t b) {
+    key_block& k = blocks[b % 3];
+    const std::uint64_t n = keys_in(b);
+    const std::uint64_t base = begin + b * stage_keys;
+    for (std::uint64_t j = 0; j < n; ++j) {
+      const std::uint64_t hash = key_hash(base + j);
+      k.hash[j] = Rule == bump_rule::any ? q.first_hash(hash) : hash;
+    }
+    for (std::uint64_t j = 0; j < n; ++j) {
+      k.start[j] = fastrange64(k.hash[j], first.geometry.num_starts);
+      prefetch_code<Rule>(first, k.start[j]);
+    }
+  };
+  const auto locate_block = [&](std::uint64_t b) {
+    key_block& k = blocks[b % 3];
+    const std::uint64_t n = keys_in(b);
+    for (std::uint64_t j = 0; j < n; ++j) {
+      const std::uint32_t layer =
+          first.bumps<Rule>(k.start[j]) ? q.find_layer_from(1, k.hash[j], k.start[j]) : 0;
+      k.layer[j] = layer;
+      if (layer < q.num_layers) prefetch_row<Width>(q, layer, k.start[j], Bits);
+    }
+  };
+  const auto answer_block = [&](std::uint64_t b) {
+    const key_block& k = blocks[b % 3];
+    const std::uint64_t n = keys_in(b);
+    const std::uint64_t base = begin + b * stage_keys;
+    for (std::uint64_t j = 0; j < n; ++j) answer(base + j, k.hash[j], k.start[j], k.layer[j]);
   };
 
-  const std::uint64_t hashed_first = std::min(end, begin + ring_size);
-  const std::uint64_t located_first = std::min(end, begin + ahead);
-  for (std::uint64_t i = begin; i < hashed_first; ++i) hash_ahead(i);
-  for (std::uint64_t i = begin; i < located_first; ++i) locate_ahead(i);
-  for (std::uint64_t i = begin; i < end; ++i) {
-    answer(i, ring[i % ring_size]);
-    // Slot i is free now: key i + 2D takes it.
-    if (i + ring_size < end) hash_ahead(i + ring_size);
-    if (i + ahead < end) locate_ahead(i + ahead);
+  for (std::uint64_t b = 0; b < num_blocks + 2; ++b) {
+    if (b < num_blocks) hash_block(b);
+    if (b >= 1 && b <= num_blocks) locate_block(b - 1);
+    if (b >= 2) answer_block(b - 2);
   }
 }
 
@@ -199,10 +216,10 @@ template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>,
 void contains_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                     const KeyHash& key_hash, Out* out, const Rows& rows = {}) {
   pipelined_range<Width, Bits, Rule>(
-      q, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
+      q, begin, end, key_hash,
+      [&](std::uint64_t i, std::uint64_t hash, std::uint64_t start, std::uint32_t layer) {
         // num_layers: bumped out of every layer, where no key of the set goes.
-        out[i] =
-            k.layer != q.num_layers && q.matches<Width, Bits, Rows>(k.layer, k.start, k.hash, rows);
+        out[i] = layer != q.num_layers && q.matches<Width, Bits, Rows>(layer, start, hash, rows);
       });
 }
 
@@ -232,9 +249,10 @@ template <unsigned Width, class KeyHash>
 void lookup_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                   const KeyHash& key_hash, std::uint32_t* out) {
   pipelined_range<Width, 0, bump_rule::any>(
-      q, begin, end, key_hash, [&](std::uint64_t i, const pending_key& k) {
+      q, begin, end, key_hash,
+      [&](std::uint64_t i, std::uint64_t hash, std::uint64_t start, std::uint32_t layer) {
         std::uint32_t bits = 0;
-        out[i] = k.layer == q.num_layers ? 0 : q.result<Width, 0>(k.layer, k.start, k.hash, bits);
+        out[i] = layer == q.num_layers ? 0 : q.result<Width, 0>(layer, start, hash, bits);
       });
 }
 

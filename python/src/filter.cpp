@@ -68,10 +68,29 @@ std::uint32_t value_bits(const std::vector<std::uint32_t>& values) {
   return bits;
 }
 
+/// A CPU build from byte-string keys in one Arrow array's buffers, in place.
+filter build_from_arrow(const arrow_strings& chunk, const std::vector<std::uint32_t>* values,
+                        const build_options& options) {
+  return with_offsets(chunk, [&](const auto* offsets) {
+    return values ? filter::build_offsets(offsets, chunk.data, values->data(), chunk.count, options)
+                  : filter::build_offsets(offsets, chunk.data, chunk.count, options);
+  });
+}
+
 filter build_filter(const key_views& keys, const std::vector<std::uint32_t>* values,
                     const build_options& options, bool gpu) {
   const std::uint64_t n = keys.size();
   const bool bytes = keys.kind() == key_kind::bytes;
+  if (bytes && keys.arrow_chunks().size() == 1 && !gpu) {
+    return build_from_arrow(keys.arrow_chunks()[0], values, options);
+  }
+  // Keys of several Arrow chunks (or for the GPU): a view per key.
+  std::vector<std::string_view> joined;
+  const std::string_view* strings = keys.strings();
+  if (bytes && !keys.arrow_chunks().empty()) {
+    joined = keys.views_of_arrow_chunks();
+    strings = joined.data();
+  }
 #if defined(RIBBON_PYTHON_WITH_CUDA)
   if (gpu) {
     if (values) {
@@ -79,18 +98,16 @@ filter build_filter(const key_views& keys, const std::vector<std::uint32_t>* val
       hash_keys(keys, options.seed, hashes.data());
       return cuda::build_from_hashes(hashes.data(), values->data(), n, keys.kind(), options);
     }
-    return bytes ? cuda::build(keys.strings(), n, options)
-                 : cuda::build(keys.integers(), n, options);
+    return bytes ? cuda::build(strings, n, options) : cuda::build(keys.integers(), n, options);
   }
 #else
   (void)gpu;
 #endif
   if (values) {
-    return bytes ? filter::build(keys.strings(), values->data(), n, options)
+    return bytes ? filter::build(strings, values->data(), n, options)
                  : filter::build(keys.integers(), values->data(), n, options);
   }
-  return bytes ? filter::build(keys.strings(), n, options)
-               : filter::build(keys.integers(), n, options);
+  return bytes ? filter::build(strings, n, options) : filter::build(keys.integers(), n, options);
 }
 
 filter build(nb::handle keys, nb::handle values, const build_arguments& args,
@@ -99,7 +116,7 @@ filter build(nb::handle keys, nb::handle values, const build_arguments& args,
   const bool gpu = use_gpu(backend);
   std::optional<key_kind> expected;
   if (kind) expected = key_kind_from_name(*kind);
-  key_views views = to_key_views(keys, expected);
+  key_views views = to_arrow_key_views(keys, expected);
   std::vector<std::uint32_t> value_array;
   if (!values.is_none()) {
     value_array = to_values(values, views.size());
@@ -168,17 +185,26 @@ void require_retrieval(const filter& f, bool retrieval) {
   });
 }
 
+/// Answers byte-string keys held in Arrow chunks, chunk after chunk into `out`:
+/// query(offsets, data, count, out) for each.
+template <class Answer, class Query>
+void query_arrow_chunks(const key_views& views, Answer* out, const Query& query) {
+  for (const arrow_strings& chunk : views.arrow_chunks()) {
+    with_offsets(chunk, [&](const auto* offsets) { query(offsets, chunk.data, chunk.count, out); });
+    out += chunk.count;
+  }
+}
+
 nb::ndarray<nb::numpy, bool, nb::ndim<1>> contains(const filter& f, nb::handle keys) {
   require_retrieval(f, false);
-  const key_views views = to_query_key_views(keys, f.params().keys);
+  const key_views views = to_arrow_key_views(keys, f.params().keys);
   return new_array<bool>(views.size(), [&](bool* out) {
-    const arrow_strings& a = views.arrow();
     if (views.kind() == key_kind::u64) {
       f.contains(views.integers(), views.size(), out);
-    } else if (a.offset_bytes == 4) {
-      f.contains_offsets(reinterpret_cast<const std::int32_t*>(a.offsets), a.data, a.count, out);
-    } else if (a.offset_bytes == 8) {
-      f.contains_offsets(reinterpret_cast<const std::int64_t*>(a.offsets), a.data, a.count, out);
+    } else if (!views.arrow_chunks().empty()) {
+      query_arrow_chunks(views, out, [&](const auto* offsets, auto... rest) {
+        f.contains_offsets(offsets, rest...);
+      });
     } else {
       f.contains(views.strings(), views.size(), out);
     }
@@ -187,15 +213,14 @@ nb::ndarray<nb::numpy, bool, nb::ndim<1>> contains(const filter& f, nb::handle k
 
 nb::ndarray<nb::numpy, std::uint32_t, nb::ndim<1>> lookup(const filter& f, nb::handle keys) {
   require_retrieval(f, true);
-  const key_views views = to_query_key_views(keys, f.params().keys);
+  const key_views views = to_arrow_key_views(keys, f.params().keys);
   return new_array<std::uint32_t>(views.size(), [&](std::uint32_t* out) {
-    const arrow_strings& a = views.arrow();
     if (views.kind() == key_kind::u64) {
       f.lookup(views.integers(), views.size(), out);
-    } else if (a.offset_bytes == 4) {
-      f.lookup_offsets(reinterpret_cast<const std::int32_t*>(a.offsets), a.data, a.count, out);
-    } else if (a.offset_bytes == 8) {
-      f.lookup_offsets(reinterpret_cast<const std::int64_t*>(a.offsets), a.data, a.count, out);
+    } else if (!views.arrow_chunks().empty()) {
+      query_arrow_chunks(views, out, [&](const auto* offsets, auto... rest) {
+        f.lookup_offsets(offsets, rest...);
+      });
     } else {
       f.lookup(views.strings(), views.size(), out);
     }

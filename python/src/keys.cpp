@@ -23,10 +23,20 @@ std::string text_of(nb::handle object) {
   return nb::cast<std::string>(text);
 }
 
+/// Appends views of the keys of an Arrow chunk (its offsets checked when it was added).
+void append_views_of(const arrow_strings& chunk, std::vector<std::string_view>& views) {
+  views.reserve(views.size() + chunk.count);
+  for (std::uint64_t i = 0; i < chunk.count; ++i) {
+    const std::int64_t begin = chunk.offset(i), end = chunk.offset(i + 1);
+    views.emplace_back(reinterpret_cast<const char*>(chunk.data) + begin,
+                       static_cast<std::uint64_t>(end - begin));
+  }
+}
+
 /// Gathers the keys of one or more sources (array chunks) into a key_views.
 class key_collector {
  public:
-  /// `in_place`: a single Arrow string array stays in its buffers (key_views::arrow()).
+  /// `in_place`: Arrow string arrays stay in their buffers (key_views::arrow_chunks()).
   key_collector(std::optional<key_kind> expected, bool in_place)
       : expected_(expected), in_place_(in_place) {}
 
@@ -53,9 +63,9 @@ class key_collector {
     check_expected(*kind_);
     key_views v;
     v.kind_ = *kind_;
-    if (*kind_ == key_kind::bytes && in_place_ && arrow_chunks_.size() == 1 && strings_.empty()) {
-      v.arrow_ = arrow_chunks_[0];
-      v.size_ = v.arrow_.count;
+    if (*kind_ == key_kind::bytes && in_place_ && !arrow_chunks_.empty() && strings_.empty()) {
+      for (const arrow_strings& chunk : arrow_chunks_) v.size_ += chunk.count;
+      v.arrow_chunks_ = std::move(arrow_chunks_);
     } else if (*kind_ == key_kind::bytes) {
       for (const arrow_strings& chunk : arrow_chunks_) append_views(chunk);
       v.size_ = strings_.size();
@@ -247,15 +257,7 @@ class key_collector {
     owners_.push_back(nb::borrow(array));
   }
 
-  /// Appends views of the keys of an Arrow chunk (offsets checked).
-  void append_views(const arrow_strings& chunk) {
-    strings_.reserve(strings_.size() + chunk.count);
-    for (std::uint64_t i = 0; i < chunk.count; ++i) {
-      const std::int64_t begin = chunk.offset(i), end = chunk.offset(i + 1);
-      strings_.emplace_back(reinterpret_cast<const char*>(chunk.data) + begin,
-                            static_cast<std::uint64_t>(end - begin));
-    }
-  }
+  void append_views(const arrow_strings& chunk) { append_views_of(chunk, strings_); }
 
   /// Any iterable of int, bytes or str (str as UTF-8).
   void add_iterable(nb::handle keys) {
@@ -334,7 +336,13 @@ key_views to_key_views(nb::handle keys, std::optional<key_kind> expected) {
   return collector.finish();
 }
 
-key_views to_query_key_views(nb::handle keys, key_kind expected) {
+std::vector<std::string_view> key_views::views_of_arrow_chunks() const {
+  std::vector<std::string_view> views;
+  for (const arrow_strings& chunk : arrow_chunks_) append_views_of(chunk, views);
+  return views;
+}
+
+key_views to_arrow_key_views(nb::handle keys, std::optional<key_kind> expected) {
   key_collector collector(expected, true);
   collector.add(keys);
   return collector.finish();
@@ -346,9 +354,18 @@ void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out) {
     const std::uint64_t mixed = seed_mix(seed);
     const std::uint64_t* k = keys.integers();
     for (std::uint64_t i = 0; i < n; ++i) out[i] = hash_u64(k[i], mixed);
-  } else {
+  } else if (keys.arrow_chunks().empty()) {
     const std::string_view* k = keys.strings();
     for (std::uint64_t i = 0; i < n; ++i) out[i] = hash_bytes(k[i].data(), k[i].size(), seed);
+  } else {
+    for (const arrow_strings& chunk : keys.arrow_chunks()) {
+      with_offsets(chunk, [&](const auto* offsets) {
+        for (std::uint64_t i = 0; i < chunk.count; ++i) {
+          *out++ = hash_bytes(chunk.data + offsets[i],
+                              static_cast<std::size_t>(offsets[i + 1] - offsets[i]), seed);
+        }
+      });
+    }
   }
 }
 
@@ -369,7 +386,7 @@ void bind_keys(nb::module_& m) {
       [](nb::handle keys, std::uint64_t seed, std::optional<std::string> kind) {
         std::optional<ribbon::key_kind> expected;
         if (kind) expected = key_kind_from_name(*kind);
-        const key_views views = to_key_views(keys, expected);
+        const key_views views = to_arrow_key_views(keys, expected);
         std::unique_ptr<std::uint64_t[]> out(new std::uint64_t[views.size() ? views.size() : 1]);
         {
           nb::gil_scoped_release release;

@@ -51,11 +51,13 @@ class key_views {
   std::uint64_t size() const { return size_; }
   /// kind() == key_kind::u64: size() integer keys.
   const std::uint64_t* integers() const { return integers_; }
-  /// kind() == key_kind::bytes: size() byte strings (unless arrow() holds them).
+  /// kind() == key_kind::bytes: size() byte strings (unless arrow_chunks() holds them).
   const std::string_view* strings() const { return strings_.data(); }
-  /// Keys of to_query_key_views() that are one Arrow string array, read in its buffers
-  /// (offset_bytes 0 otherwise, and strings() holds the keys).
-  const arrow_strings& arrow() const { return arrow_; }
+  /// Byte-string keys of to_arrow_key_views() read in their Arrow arrays' buffers, chunk after
+  /// chunk (empty otherwise, and strings() holds the keys).
+  const std::vector<arrow_strings>& arrow_chunks() const { return arrow_chunks_; }
+  /// A view of every key of arrow_chunks(), in order (where a caller needs one array).
+  std::vector<std::string_view> views_of_arrow_chunks() const;
 
  private:
   friend class key_collector;
@@ -64,8 +66,8 @@ class key_views {
   const std::uint64_t* integers_ = nullptr;
   std::vector<std::uint64_t> integer_copy_;
   std::vector<std::string_view> strings_;
-  arrow_strings arrow_;
-  /// What integers_ and strings_ point into.
+  std::vector<arrow_strings> arrow_chunks_;
+  /// What integers_, strings_ and arrow_chunks_ point into.
   std::vector<nanobind::ndarray<nanobind::ro, nanobind::ndim<1>, nanobind::device::cpu>> arrays_;
   std::vector<nanobind::object> owners_;
 };
@@ -76,9 +78,16 @@ class key_views {
 /// ribbon.QueryError for keys of the other kind than `expected`.
 key_views to_key_views(nanobind::handle keys, std::optional<key_kind> expected = std::nullopt);
 
-/// to_key_views() for queries: a single Arrow string or binary array (not chunked into
-/// several) is read in its buffers, without a view per key (key_views::arrow()).
-key_views to_query_key_views(nanobind::handle keys, key_kind expected);
+/// to_key_views() for builds and queries: Arrow string and binary arrays (chunked or not) are
+/// read in their buffers, without a view per key (key_views::arrow_chunks()).
+key_views to_arrow_key_views(nanobind::handle keys, std::optional<key_kind> expected);
+
+/// Calls f(offsets) with an Arrow chunk's offsets as std::int32_t or std::int64_t.
+template <class F>
+decltype(auto) with_offsets(const arrow_strings& chunk, const F& f) {
+  if (chunk.offset_bytes == 4) return f(reinterpret_cast<const std::int32_t*>(chunk.offsets));
+  return f(reinterpret_cast<const std::int64_t*>(chunk.offsets));
+}
 
 /// out[i] = the key hash `ribbon build` uses for keys[i] with this seed: hash_u64(key,
 /// seed_mix(seed)) for integers, hash_bytes(data, size, seed) for byte strings. No GIL needed.

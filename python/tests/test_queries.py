@@ -72,6 +72,38 @@ def test_chunked_arrays_answer_as_one_array(string_filter):
     assert np.array_equal(string_filter.contains(chunked), string_filter.contains(keys))
 
 
+def chunked(keys, type_):
+    """Keys in chunks of uneven sizes, empty and sliced ones among them."""
+    array = as_array(keys, type_)
+    return pa.chunked_array(
+        [array.slice(0, 1), array.slice(1, 0), array.slice(1, 999), array.slice(1000, 2500),
+         array.slice(3500, 0), array.slice(3500)], type_)
+
+
+@pytest.mark.parametrize("type_", TYPES, ids=str)
+def test_every_chunk_answers_into_its_place(string_filter, string_retrieval, type_):
+    keys = probes()
+    assert np.array_equal(string_filter.contains(chunked(keys, type_)),
+                          string_filter.contains(keys))
+    assert np.array_equal(string_retrieval.lookup(chunked(keys, type_)),
+                          string_retrieval.lookup(keys))
+
+
+@pytest.mark.parametrize("type_", TYPES, ids=str)
+def test_builds_from_arrow_buffers_equal_builds_from_lists(type_):
+    keys = words(3000)
+    values = np.arange(3000) % 97
+    as_list = ribbon.build(keys, shard_size=4096).to_bytes()
+    assert ribbon.build(as_array(keys, type_), shard_size=4096).to_bytes() == as_list
+    assert ribbon.build(chunked(keys, type_), shard_size=4096).to_bytes() == as_list
+    retrieval = ribbon.build(keys, values=values, shard_size=4096).to_bytes()
+    assert ribbon.build(as_array(keys, type_), values=values,
+                        shard_size=4096).to_bytes() == retrieval
+    assert ribbon.build(chunked(keys, type_), values=values, shard_size=4096).to_bytes() == retrieval
+    assert np.array_equal(ribbon.hash_keys(chunked(keys, type_), seed=5),
+                          ribbon.hash_keys(keys, seed=5))
+
+
 @pytest.mark.parametrize("type_", TYPES, ids=str)
 def test_nulls_are_refused_as_before(string_filter, type_):
     keys = probes()[:10]

@@ -19,14 +19,79 @@ struct filter_ref;
 
 namespace detail {
 
-/// Is a key whose layer hash starts at `start` bumped out of layer `layer`?
+/// How a layer decides that a key starting at a position is bumped.
+enum class bump_rule : std::uint32_t {
+  none,          ///< a plain layer: never
+  shard_heads,   ///< a standard layer: the first w starts of shards k > 0
+  two_bit,       ///< a bumped layer with 2-bit codes: shard heads, then the bucket's code
+  one_plus_bit,  ///< a bumped layer with 1+-bit codes: shard heads, then the bucket's code
+  any,           ///< (template argument only) whichever `rule` the layer has
+};
+
+/// What a query needs of one layer that does not depend on the key, worked out once when the
+/// filter is opened (query_plan), so that a query does no more than the key's own work.
+struct layer_plan {
+  layer_geometry geometry;
+  std::uint64_t salt = 0;
+  const void* solution = nullptr;
+  const std::uint64_t* thresholds = nullptr;
+  bump_rule rule = bump_rule::none;
+  std::uint32_t bucket_bits = 0;  ///< log2 B
+  std::uint64_t shard_mask = ~std::uint64_t{0};
+  std::uint64_t head_width = 0;  ///< w for sharded layers: their heads are bumped
+  std::uint32_t cut[4] = {};     ///< filter_params::threshold(code)
+  code_region_layout regions;    ///< 1+-bit codes
+
+  layer_plan() = default;
+  RIBBON_HD layer_plan(const filter_params& p, const layer_ref& layer)
+      : geometry(layer.geometry), salt(layer.salt), solution(layer.solution) {
+    if (!geometry.sharded()) return;
+    rule = bump_rule::shard_heads;
+    shard_mask = geometry.shard_size() - 1;
+    head_width = p.width;
+    if (!geometry.bumping()) return;
+    thresholds = layer.thresholds;
+    rule = geometry.codes == threshold_encoding::two_bit ? bump_rule::two_bit
+                                                         : bump_rule::one_plus_bit;
+    bucket_bits = static_cast<std::uint32_t>(count_trailing_zeros(p.bucket_size));
+    for (unsigned code = 0; code < 4; ++code) cut[code] = p.threshold(code);
+    regions = geometry.code_regions(p.bucket_size);
+  }
+
+  /// Is the key starting at `start` bumped out of this layer? `Rule`: the layer's rule, or any.
+  /// The one definition of the bump decision: every query path and the GPU kernels come here.
+  template <bump_rule Rule = bump_rule::any>
+  RIBBON_HD RIBBON_FORCE_INLINE bool bumps(std::uint64_t start) const {
+    if constexpr (Rule == bump_rule::any) {
+      switch (rule) {
+        case bump_rule::none: return false;
+        case bump_rule::shard_heads: return bumps<bump_rule::shard_heads>(start);
+        case bump_rule::two_bit: return bumps<bump_rule::two_bit>(start);
+        default: return bumps<bump_rule::one_plus_bit>(start);
+      }
+    } else if constexpr (Rule == bump_rule::none) {
+      return false;
+    } else {
+      const bool shard_head = start > shard_mask && (start & shard_mask) < head_width;
+      if constexpr (Rule == bump_rule::shard_heads) return shard_head;
+      const std::uint64_t bucket = start >> bucket_bits;
+      const auto offset =
+          static_cast<std::uint32_t>(start & ((std::uint64_t{1} << bucket_bits) - 1));
+      if constexpr (Rule == bump_rule::two_bit) {
+        const unsigned code =
+            static_cast<unsigned>(thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
+        return shard_head || offset < cut[code];
+      }
+      return shard_head || regions.bumps(thresholds, bucket, offset, cut[1], cut[2]);
+    }
+  }
+};
+
+/// Is a key whose layer hash starts at `start` bumped out of layer `layer`? (The general path;
+/// planned queries keep their layers' plans.)
 RIBBON_HD RIBBON_FORCE_INLINE bool is_bumped(const filter_params& p, const layer_ref& layer,
                                              std::uint64_t start) {
-  if (!layer.geometry.sharded()) return false;
-  const std::uint64_t in_shard = start & (layer.geometry.shard_size() - 1);
-  if (start >= layer.geometry.shard_size() && in_shard < p.width) return true;  // shard head
-  if (!layer.geometry.bumping()) return false;
-  return layer.geometry.bumped_by_threshold(layer.thresholds, start, p);
+  return layer_plan(p, layer).bumps(start);
 }
 
 /// The `bits`-bit result of a row whose band begins `shift` columns into `block` (a block's
@@ -171,74 +236,6 @@ struct portable_rows {
                                                          std::uint64_t start,
                                                          word_t<Width> coeff) const {
     return row_result<Width>(solution, result_bits, start, coeff);
-  }
-};
-
-/// How a layer decides that a key starting at a position is bumped (is_bumped()).
-enum class bump_rule : std::uint32_t {
-  none,          ///< a plain layer: never
-  shard_heads,   ///< a standard layer: the first w starts of shards k > 0
-  two_bit,       ///< a bumped layer with 2-bit codes: shard heads, then the bucket's code
-  one_plus_bit,  ///< a bumped layer with 1+-bit codes: shard heads, then the bucket's code
-  any,           ///< (template argument only) whichever `rule` the layer has
-};
-
-/// What a query needs of one layer that does not depend on the key, worked out once when the
-/// filter is opened (query_plan), so that a query does no more than the key's own work.
-struct layer_plan {
-  layer_geometry geometry;
-  std::uint64_t salt = 0;
-  const void* solution = nullptr;
-  const std::uint64_t* thresholds = nullptr;
-  bump_rule rule = bump_rule::none;
-  std::uint32_t bucket_bits = 0;  ///< log2 B
-  std::uint64_t shard_mask = ~std::uint64_t{0};
-  std::uint64_t head_width = 0;  ///< w for sharded layers: their heads are bumped
-  std::uint32_t cut[4] = {};     ///< filter_params::threshold(code)
-  code_region_layout regions;    ///< 1+-bit codes
-
-  layer_plan() = default;
-  RIBBON_HD layer_plan(const filter_params& p, const layer_ref& layer)
-      : geometry(layer.geometry), salt(layer.salt), solution(layer.solution) {
-    if (!geometry.sharded()) return;
-    rule = bump_rule::shard_heads;
-    shard_mask = geometry.shard_size() - 1;
-    head_width = p.width;
-    if (!geometry.bumping()) return;
-    thresholds = layer.thresholds;
-    rule = geometry.codes == threshold_encoding::two_bit ? bump_rule::two_bit
-                                                         : bump_rule::one_plus_bit;
-    bucket_bits = static_cast<std::uint32_t>(count_trailing_zeros(p.bucket_size));
-    for (unsigned code = 0; code < 4; ++code) cut[code] = p.threshold(code);
-    regions = geometry.code_regions(p.bucket_size);
-  }
-
-  /// Is the key starting at `start` bumped out of this layer? (is_bumped(); `Rule` the
-  /// layer's rule, or any.)
-  template <bump_rule Rule = bump_rule::any>
-  RIBBON_HD RIBBON_FORCE_INLINE bool bumps(std::uint64_t start) const {
-    if constexpr (Rule == bump_rule::any) {
-      switch (rule) {
-        case bump_rule::none: return false;
-        case bump_rule::shard_heads: return bumps<bump_rule::shard_heads>(start);
-        case bump_rule::two_bit: return bumps<bump_rule::two_bit>(start);
-        default: return bumps<bump_rule::one_plus_bit>(start);
-      }
-    } else if constexpr (Rule == bump_rule::none) {
-      return false;
-    } else {
-      const bool shard_head = start > shard_mask && (start & shard_mask) < head_width;
-      if constexpr (Rule == bump_rule::shard_heads) return shard_head;
-      const std::uint64_t bucket = start >> bucket_bits;
-      const auto offset =
-          static_cast<std::uint32_t>(start & ((std::uint64_t{1} << bucket_bits) - 1));
-      if constexpr (Rule == bump_rule::two_bit) {
-        const unsigned code =
-            static_cast<unsigned>(thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
-        return shard_head || offset < cut[code];
-      }
-      return shard_head || regions.bumps(thresholds, bucket, offset, cut[1], cut[2]);
-    }
   }
 };
 

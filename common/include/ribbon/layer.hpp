@@ -128,23 +128,6 @@ struct layer_geometry {
     }
     return code_regions(bucket_size).code(thresholds, bucket);
   }
-  /// Is the key starting at `start` bumped by its bucket's threshold? (`thresholds`: the
-  /// layer's threshold section.)
-  RIBBON_HD RIBBON_FORCE_INLINE bool bumped_by_threshold(const std::uint64_t* thresholds,
-                                                         std::uint64_t start,
-                                                         const filter_params& p) const {
-    // B is a power of two: shift and mask rather than divide (a division per query is slow).
-    const int bucket_bits = detail::count_trailing_zeros(p.bucket_size);
-    const std::uint64_t bucket = start >> bucket_bits;
-    const auto offset = static_cast<std::uint32_t>(start & (p.bucket_size - 1));
-    if (codes == threshold_encoding::two_bit) {
-      const unsigned code =
-          static_cast<unsigned>(thresholds[bucket / 32] >> (2 * (bucket % 32))) & 3u;
-      return offset < p.threshold(code);
-    }
-    return code_regions(p.bucket_size)
-        .bumps(thresholds, bucket, offset, p.threshold_light, p.threshold_heavy);
-  }
   /// Bytes of the interleaved solution: per block of w columns, r (or r + 1) words of w bits.
   RIBBON_HD std::uint64_t solution_bytes(std::uint32_t width, std::uint32_t result_bits) const {
     return block_word(num_blocks(width), result_bits) * (width / 8);

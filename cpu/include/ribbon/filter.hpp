@@ -139,6 +139,14 @@ class filter {
   /// Builds from `count` byte-string keys.
   static filter build(const std::string_view* keys, std::uint64_t count,
                       const build_options& options = {}, build_stats* stats = nullptr);
+  /// Builds from `count` byte-string keys laid out as Arrow lays out string and binary arrays
+  /// (Offset = std::int32_t) or large_string and large_binary ones (std::int64_t): key i is
+  /// the bytes [offsets[i], offsets[i + 1]) of `data`, read in place (no view per key). The
+  /// same filter as build() from views of the same keys. The offsets must not decrease (not
+  /// checked).
+  template <class Offset>
+  static filter build_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,
+                              const build_options& options = {}, build_stats* stats = nullptr);
   /// Builds from key hashes directly (already hashed with `params.seed`); for tools and tests.
   static filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
                                   const build_options& options = {}, build_stats* stats = nullptr);
@@ -154,6 +162,11 @@ class filter {
   static filter build_from_hashes(const std::uint64_t* hashes, const std::uint32_t* values,
                                   std::uint64_t count, key_kind keys,
                                   const build_options& options = {}, build_stats* stats = nullptr);
+  /// A retrieval structure from keys laid out as build_offsets() takes them.
+  template <class Offset>
+  static filter build_offsets(const Offset* offsets, const unsigned char* data,
+                              const std::uint32_t* values, std::uint64_t count,
+                              const build_options& options = {}, build_stats* stats = nullptr);
 
   /// Opens a filter file. Throws ribbon::error for a missing, unreadable, truncated, corrupt
   /// or unknown file, naming the file and the cause.
