@@ -48,6 +48,10 @@ if(SKBUILD)
   if(TARGET ribbon_cuda)
     get_target_property(ribbon_cuda_links ribbon_cuda INTERFACE_LINK_LIBRARIES)
     list(TRANSFORM ribbon_cuda_links REPLACE "^CUDA::cudart$" "CUDA::cudart_static")
+    if(NOT "CUDA::cudart_static" IN_LIST ribbon_cuda_links)
+      message(FATAL_ERROR "ribbon: ribbon_cuda no longer links CUDA::cudart (cuda/CMakeLists.txt): "
+                          "update the wheel's static CUDA runtime here")
+    endif()
     set_target_properties(ribbon_cuda PROPERTIES INTERFACE_LINK_LIBRARIES "${ribbon_cuda_links}")
   endif()
   # oneTBB goes into the package next to the extension (python/CMakeLists.txt). The `ribbon`
