@@ -39,3 +39,43 @@ message(STATUS "ribbon: Python extension ${RIBBON_WITH_PYTHON} (RIBBON_BUILD_PYT
 if(RIBBON_WITH_PYTHON)
   add_subdirectory(python)
 endif()
+
+# pip install . / pip wheel .: a wheel that imports on a plain Python image (a Spark executor,
+# a slim container) with neither oneTBB nor the CUDA toolkit installed.
+if(SKBUILD)
+  # The CUDA runtime linked statically into the extension and the CLI: it loads the driver
+  # (libcuda.so.1) only on the first GPU call, so CPU work needs no CUDA library at all.
+  if(TARGET ribbon_cuda)
+    get_target_property(ribbon_cuda_links ribbon_cuda INTERFACE_LINK_LIBRARIES)
+    list(TRANSFORM ribbon_cuda_links REPLACE "^CUDA::cudart$" "CUDA::cudart_static")
+    if(NOT "CUDA::cudart_static" IN_LIST ribbon_cuda_links)
+      message(FATAL_ERROR "ribbon: ribbon_cuda no longer links CUDA::cudart (cuda/CMakeLists.txt): "
+                          "update the wheel's static CUDA runtime here")
+    endif()
+    set_target_properties(ribbon_cuda PROPERTIES INTERFACE_LINK_LIBRARIES "${ribbon_cuda_links}")
+  endif()
+  # oneTBB goes into the package next to the extension (python/CMakeLists.txt). The `ribbon`
+  # command lands in the environment's bin/, so its RPATH leads from there to the package:
+  # one entry per install scheme of this Python (venv and --user: ../lib/python3.X/
+  # site-packages; Debian's system Python: ../lib/python3.X/dist-packages; lib64 elsewhere).
+  execute_process(
+    COMMAND "${Python_EXECUTABLE}" -c [=[
+import os, sysconfig
+rpath = []
+for scheme in sysconfig.get_scheme_names():
+    if scheme.startswith(("nt", "osx")):
+        continue
+    paths = sysconfig.get_paths(scheme)
+    entry = "$ORIGIN/" + os.path.relpath(paths["platlib"], paths["scripts"]) + "/ribbon"
+    if entry not in rpath:
+        rpath.append(entry)
+print(";".join(rpath), end="")
+]=]
+    OUTPUT_VARIABLE RIBBON_WHEEL_CLI_RPATH RESULT_VARIABLE ribbon_rpath_status)
+  if(NOT ribbon_rpath_status EQUAL 0 OR RIBBON_WHEEL_CLI_RPATH STREQUAL "")
+    message(FATAL_ERROR "ribbon: could not compute the CLI's RPATH from ${Python_EXECUTABLE}'s "
+                        "install schemes")
+  endif()
+  message(STATUS "ribbon: the wheel's CLI finds the package's oneTBB in "
+                 "${RIBBON_WHEEL_CLI_RPATH}")
+endif()

@@ -1,0 +1,107 @@
+"""Run by test_spark_cluster.py in a process of its own (a JVM holds one Spark context, and the
+other Spark tests' is local[2,4]): builds a filter with ribbon.spark.build on
+local-cluster[2,1,1024], a master with two workers and two executor JVMs of one core each,
+while a thread kills one executor JVM (SIGKILL) once the range tasks run.
+
+    python spark_lost_executor.py KEYS.u64 OUT.ribbon MIN_TASKS
+
+KEYS.u64: little-endian 64-bit keys. The kill comes in the first stage of at least MIN_TASKS
+tasks (layer 0's range tasks: the source frame has fewer partitions) with two running.
+Prints one JSON line: the build's layers and what was killed when. Exits 77 if the
+local cluster cannot start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+
+CANNOT_START = 77
+
+
+def executor_pids(app_id: str) -> list:
+    """Process ids of this application's executor JVMs, found by their command lines."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile
+        executor = b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in args
+        if executor and app_id.encode() in args:
+            pids.append(int(entry))
+    return sorted(pids)
+
+
+def kill_an_executor_when_ranges_run(sc, min_tasks: int, report: dict, done: threading.Event):
+    tracker = sc.statusTracker()
+    while not done.is_set():
+        for stage_id in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage_id)
+            if info is None or info.numTasks < min_tasks or info.numActiveTasks < 2:
+                continue
+            pids = executor_pids(sc.applicationId)
+            os.kill(pids[0], signal.SIGKILL)
+            report.update(killed_pid=pids[0], executors_before=pids, stage=stage_id,
+                          stage_tasks=info.numTasks, completed_when_killed=info.numCompletedTasks)
+            return
+        time.sleep(0.05)
+
+
+def main(keys_path: str, out: str, min_tasks: int) -> int:
+    import pandas as pd
+    import pyspark
+    from pyspark.sql import SparkSession
+
+    import ribbon.spark
+
+    # local-cluster launches executors from a Spark installation: pip's pyspark is one.
+    os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    try:
+        session = (
+            SparkSession.builder.master("local-cluster[2,1,1024]")
+            .appName("ribbon-lost-executor")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", "1g")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "5000")
+            .getOrCreate()
+        )
+    except Exception as e:  # noqa: BLE001 (any failure to start is reported, then skipped)
+        print(f"local-cluster[2,1,1024] did not start: {e}", file=sys.stderr)
+        return CANNOT_START
+    sc = session.sparkContext
+    sc.setLogLevel("ERROR")
+    keys = np.fromfile(keys_path, dtype="<u8").astype(np.int64)  # two's complement, as the CLI
+    df = session.createDataFrame(pd.DataFrame({"k": keys})).repartition(5)
+
+    report: dict = {}
+    done = threading.Event()
+    killer = threading.Thread(target=kill_an_executor_when_ranges_run,
+                              args=(sc, min_tasks, report, done), daemon=True)
+    killer.start()
+    stats = ribbon.spark.build(df, "k", out, width=32, shard_size=1024, range_keys=2500,
+                               one_place_keys=10000)  # layer 1 on the driver: fewer jobs
+    done.set()
+    killer.join()
+    report["layers"] = stats.layers
+    if "stage" in report:
+        report["killed_pid_alive"] = os.path.exists(f"/proc/{report['killed_pid']}")
+        report["executors_after"] = executor_pids(sc.applicationId)
+    session.stop()
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))

@@ -1,0 +1,153 @@
+"""The installed wheel is self-contained: it imports, builds and queries on a machine without
+oneTBB or the CUDA runtime (a plain Python image, a Spark executor's packed environment).
+
+Runs against a pip-installed package (.ci/run stage 7: `pip install .` into a fresh virtual
+environment); skips, saying so, when `ribbon` comes from the build tree, whose extension links
+the system's libraries on purpose.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import textwrap
+
+import pytest
+
+import ribbon
+
+PACKAGE_DIR = os.path.realpath(os.path.dirname(ribbon.__file__))
+CLI = os.path.join(sysconfig.get_paths()["scripts"], "ribbon")
+# What every Linux Python image has: glibc, and the C++ runtime that Python's own packages
+# (numpy among them) need too.
+BASE_LIBRARIES = {
+    "linux-vdso.so.1", "ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6", "libdl.so.2",
+    "libpthread.so.0", "librt.so.1", "libstdc++.so.6", "libgcc_s.so.1",
+}
+# The libraries a wheel must not need from the system: their files are hidden below.
+HIDDEN_NAMES = re.compile(r"^lib(tbb[a-z_0-9]*|cudart)\.so")
+
+NOT_INSTALLED = (
+    PACKAGE_DIR != os.path.join(os.path.realpath(sysconfig.get_paths()["platlib"]), "ribbon"))
+NOT_INSTALLED_REASON = (f"ribbon is imported from {PACKAGE_DIR}, not from a pip-installed "
+                        "wheel: these tests check `pip install .` (.ci/run stage 7)")
+if NOT_INSTALLED and os.environ.get("RIBBON_TEST_INSTALLED_WHEEL"):
+    # Stage 7 asks for the installed package: a skip there would hide a broken setup.
+    raise RuntimeError(NOT_INSTALLED_REASON)
+pytestmark = pytest.mark.skipif(NOT_INSTALLED, reason=NOT_INSTALLED_REASON)
+
+
+def installed_binaries():
+    """The package's shared objects (extension, C ABI library, bundled ones) and the CLI."""
+    names = [n for n in sorted(os.listdir(PACKAGE_DIR)) if ".so" in n]
+    return [os.path.join(PACKAGE_DIR, n) for n in names] + [CLI]
+
+
+def resolved_libraries(path):
+    """{soname: resolved path or None} of every library `path` loads, as ldd resolves them."""
+    out = subprocess.run(["ldd", path], check=True, capture_output=True, text=True).stdout
+    libraries = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if "=>" in line:
+            name, target = (part.strip() for part in line.split("=>", 1))
+            libraries[name] = None if target.startswith("not found") else target.split(" (")[0]
+        elif line:
+            libraries[os.path.basename(line.split(" (")[0])] = line.split(" (")[0]
+    return libraries
+
+
+def test_every_needed_library_is_in_the_wheel_or_the_base_system():
+    assert os.path.exists(CLI), f"the wheel's `ribbon` command is not installed at {CLI}"
+    for binary in installed_binaries():
+        for name, target in resolved_libraries(binary).items():
+            assert target is not None, f"{binary} needs {name}, which is not found"
+            in_wheel = os.path.realpath(target).startswith(PACKAGE_DIR + os.sep)
+            assert in_wheel or name in BASE_LIBRARIES, (
+                f"{binary} loads {name} from {target}: neither in the wheel nor a base library")
+
+
+def system_copies():
+    """Paths of the system's oneTBB and CUDA runtime files (ldconfig's cache, the toolkit's
+    usual directories), resolved through their symbolic links."""
+    out = subprocess.run(["ldconfig", "-p"], check=True, capture_output=True, text=True).stdout
+    paths = [line.split("=>")[1].strip() for line in out.splitlines()[1:] if "=>" in line]
+    for root in ("/usr/local/cuda/lib64", "/usr/local/cuda/lib"):
+        if os.path.isdir(root):
+            paths += [os.path.join(root, n) for n in os.listdir(root)]
+    chosen = {os.path.realpath(p) for p in paths if HIDDEN_NAMES.match(os.path.basename(p))}
+    return sorted(p for p in chosen if os.path.isfile(p))
+
+
+def namespace_command():
+    """unshare's arguments for a private mount namespace, or a skip saying why none works."""
+    candidates = [["unshare", "--mount"], ["unshare", "--mount", "--map-root-user"]]
+    if os.geteuid() != 0:
+        candidates.reverse()
+    errors = []
+    for command in candidates:
+        try:
+            probe = subprocess.run([*command, "true"], capture_output=True, text=True)
+        except FileNotFoundError:
+            pytest.skip("no `unshare` (util-linux) to hide the system's libraries; "
+                        "test_every_needed_library_is_in_the_wheel_or_the_base_system still ran")
+        if probe.returncode == 0:
+            return command
+        errors.append(f"{' '.join(command)}: {probe.stderr.strip()}")
+    pytest.skip("no mount namespace to hide the system's libraries in (" + "; ".join(errors) +
+                "); test_every_needed_library_is_in_the_wheel_or_the_base_system still ran")
+
+
+CHECK = textwrap.dedent("""
+    import ctypes, subprocess, sys
+    import numpy as np
+    for name in ("libtbb.so.12", "libcudart.so.13"):
+        try:
+            ctypes.CDLL(name)
+        except OSError:
+            continue
+        sys.exit(f"the system's {name} still loads: hiding it failed")
+
+    import ribbon
+    keys = np.arange(1, 200001, dtype=np.uint64)
+    f = ribbon.build(keys, bits=8)
+    assert f.contains(keys).all()
+    misses = f.contains(keys + np.uint64(10**9)).mean()
+    assert misses < 0.01, misses
+    maps = open("/proc/self/maps").read()
+    assert "libcudart" not in maps
+    tbb = {line.split()[-1] for line in maps.splitlines() if "libtbb" in line}
+    assert tbb and all(p.startswith(sys.argv[1]) for p in tbb), tbb
+    ctypes.CDLL(ribbon.reader_library())
+
+    # The wheel's `ribbon` command writes the same bytes.
+    with open(sys.argv[3], "wb") as src:
+        src.write(keys.tobytes())
+    subprocess.run([sys.argv[2], "build", "-i", sys.argv[3], "--format", "u64", "-r", "8",
+                    "-o", sys.argv[4], "--quiet"], check=True)
+    with open(sys.argv[4], "rb") as out:
+        assert out.read() == f.to_bytes(), "the CLI's file differs from ribbon.build's"
+    subprocess.run([sys.argv[2], "verify", sys.argv[4]], check=True, capture_output=True)
+    print("self-contained:", sorted(tbb))
+""")
+
+
+def test_imports_and_builds_with_the_system_libraries_hidden(tmp_path):
+    hidden = system_copies()
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    # Each system copy is covered by an empty file inside a private mount namespace: a loader
+    # that reaches for it finds no ELF file.
+    script = ('for p in "$@"; do mount --bind "$EMPTY" "$p" || exit 3; done; '
+              'exec "$PYTHON" -c "$CHECK" "$DIR" "$CLI" "$KEYS" "$OUT"')
+    command = ["sh", "-c", script, "sh", *hidden]
+    if hidden:
+        command = [*namespace_command(), *command]
+    env = dict(os.environ, EMPTY=str(empty), PYTHON=sys.executable, CHECK=CHECK, DIR=PACKAGE_DIR,
+               CLI=CLI, KEYS=str(tmp_path / "keys.u64"), OUT=str(tmp_path / "keys.ribbon"))
+    env.pop("LD_LIBRARY_PATH", None)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert result.returncode == 0, (
+        f"hidden {hidden}:\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+    assert "self-contained:" in result.stdout
