@@ -148,7 +148,9 @@ class shard_eliminator {
     if (!load_row()) next_bucket();
   }
 
-  RIBBON_HD void fail_row() {
+  /// Out of line: it runs about once a bucket, and inlined into slow_step() it costs the
+  /// common path registers.
+  RIBBON_HD RIBBON_NOINLINE void fail_row() {
     if (!g_.bumping()) {
       failed_ = true;
       done_ = true;

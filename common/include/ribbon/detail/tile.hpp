@@ -3,8 +3,7 @@
 /// the GPU). Algorithms are written once against this small interface and run on two
 /// implementations: ribbon::cuda::detail::device_tile (cooperative groups, one thread a lane)
 /// and host_tile below (the lanes of one CPU thread in lockstep), so that CI, which has no GPU,
-/// runs the very logic of the GPU kernels, and so that the CPU builder shares the GPU's
-/// back-substitution (back_substitution.hpp) on a one-lane tile.
+/// runs the very logic of the GPU kernels.
 ///
 /// The interface, for a tile type T:
 ///  - `T::size`: the number of lanes;
@@ -30,8 +29,8 @@ namespace ribbon::detail {
 template <class V, unsigned Lanes>
 struct host_lane_values {
   V lane[Lanes];
-  RIBBON_HD V& operator[](unsigned l) { return lane[l]; }
-  RIBBON_HD const V& operator[](unsigned l) const { return lane[l]; }
+  V& operator[](unsigned l) { return lane[l]; }
+  const V& operator[](unsigned l) const { return lane[l]; }
 };
 
 /// The lanes of a tile run in lockstep on one CPU thread: each per-lane step runs for every
@@ -45,21 +44,21 @@ struct host_tile {
   using values = host_lane_values<V, Lanes>;
 
   template <class F>
-  RIBBON_HD void for_each_lane(F&& f) const {
+  void for_each_lane(F&& f) const {
     for (unsigned l = 0; l < Lanes; ++l) f(l);
   }
   template <class Predicate>
-  RIBBON_HD std::uint32_t ballot(Predicate&& predicate) const {
+  std::uint32_t ballot(Predicate&& predicate) const {
     std::uint32_t bits = 0;
     for (unsigned l = 0; l < Lanes; ++l)
       bits |= static_cast<std::uint32_t>(predicate(l) ? 1 : 0) << l;
     return bits;
   }
   template <class V>
-  RIBBON_HD V shuffle(const values<V>& v, unsigned from) const {
+  V shuffle(const values<V>& v, unsigned from) const {
     return v[from];
   }
-  RIBBON_HD void sync() const {}
+  void sync() const {}
 };
 
 }  // namespace ribbon::detail

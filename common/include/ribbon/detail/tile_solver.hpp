@@ -1,8 +1,8 @@
 /// @file tile_solver.hpp
 /// Elimination, the GPU's way: one shard solved by a tile of lanes (tile.hpp), run on the host
 /// in lockstep by the TBB build of the GPU pipeline. It follows the bucket rules of
-/// shard_rules.hpp, as the CPU's shard_eliminator does, and back-substitutes with
-/// back_substitution.hpp, as the CPU does, so its files are byte-identical to the CPU
+/// shard_rules.hpp, as the CPU's shard_eliminator does, and back-substitutes with the parts
+/// of back_substitution.hpp, as the CPU does, so its files are byte-identical to the CPU
 /// builder's. What differs is only what the hardware demands: the band below.
 ///
 /// The band. Rows of bucket k start in [kB, kB + B) and reach at most w - 1 columns further,
@@ -283,8 +283,8 @@ RIBBON_HD shard_outcome solve_shard_with_tile(const Tile& tile, const filter_par
                                                    threshold_words, threshold_origin)
           .run();
   if (outcome.solved) {
-    back_substitute_with_tile<Width, Result, 0>(tile, p, g, shard, ws.coeffs, ws.results, solution,
-                                                block_origin);
+    back_substitute_with_tile<Width, Result>(tile, p, g, shard, ws.coeffs, ws.results, solution,
+                                             block_origin);
   }
   return outcome;
 }
