@@ -117,7 +117,7 @@ inline void release_idle_memory() noexcept {
 }
 
 /// The memory resource behind every device_vector of the pipeline.
-class pool_resource final : public thrust::mr::memory_resource<thrust::device_ptr<void> > {
+class pool_resource final : public thrust::mr::memory_resource<thrust::device_ptr<void>> {
  public:
   pointer do_allocate(std::size_t bytes, std::size_t) override {
     return pointer(pool_allocate(bytes));
@@ -127,7 +127,7 @@ class pool_resource final : public thrust::mr::memory_resource<thrust::device_pt
 
 template <class T>
 using device_vector =
-    thrust::device_vector<T, thrust::mr::stateless_resource_allocator<T, pool_resource> >;
+    thrust::device_vector<T, thrust::mr::stateless_resource_allocator<T, pool_resource>>;
 
 /// Thrust's temporary storage (sort, select, unique buffers) from the pool.
 struct temporary_allocator {

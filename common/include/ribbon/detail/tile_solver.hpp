@@ -1,7 +1,9 @@
 /// @file tile_solver.hpp
-/// Solving one shard with a tile of lanes (tile.hpp): the GPU's shard solver, run on the host
-/// in lockstep by the TBB build of the GPU pipeline. Its files are byte-identical to those of
-/// shard_eliminator + back_substitute_shard (shard_solver.hpp), which the CPU builder runs.
+/// Elimination, the GPU's way: one shard solved by a tile of lanes (tile.hpp), run on the host
+/// in lockstep by the TBB build of the GPU pipeline. It follows the bucket rules of
+/// shard_rules.hpp, as the CPU's shard_eliminator does, and back-substitutes with the parts
+/// of back_substitution.hpp, as the CPU does, so its files are byte-identical to the CPU
+/// builder's. What differs is only what the hardware demands: the band below.
 ///
 /// The band. Rows of bucket k start in [kB, kB + B) and reach at most w - 1 columns further,
 /// and rows of later buckets start at (k+1)B or later, so while bucket k is eliminated only
@@ -14,8 +16,7 @@
 /// into rows, a lane a row; the pivot chain of each row (INSERT-ROW: xor with the pivot at the
 /// leading column, shift to the next set bit) is uniform, every lane runs it on the row
 /// broadcast by a shuffle, so the tile never diverges; bumped keys are moved to the front a
-/// lane a key. Back-substitution gives each lane result bits of its own (bit j on lane
-/// j mod size), reading the finished columns a chunk at a time.
+/// lane a key.
 ///
 /// Buckets and the order of rows are those of shard_eliminator, so thresholds, bumped keys
 /// and (free columns being 0) the solution are the same. Layers without thresholds (plain and
@@ -26,10 +27,11 @@
 #include <cstdint>
 
 #include "ribbon/config.hpp"
+#include "ribbon/detail/back_substitution.hpp"
 #include "ribbon/detail/bits.hpp"
 #include "ribbon/detail/records.hpp"
-#include "ribbon/detail/rows.hpp"
-#include "ribbon/detail/shard_solver.hpp"
+#include "ribbon/detail/shard_rules.hpp"
+#include "ribbon/detail/threshold_codes.hpp"
 #include "ribbon/detail/tile.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
@@ -96,10 +98,10 @@ class tile_eliminator {
         begin_(g.shard_begin(shard)),
         starts_(g.shard_end(shard) - g.shard_begin(shard)),
         columns_(shard_columns(g, shard, Width)),
-        rule_limit_(g.sharded() && shard > 0 ? Width : 0),
+        rule_limit_(rule_bump_limit(g, shard, Width)),
         upper_start_(upper_first_start(g, Width)),
         slot_mask_(band_slots(p.bucket_size, Width) - 1),
-        undo_capacity_(undo_capacity(p.bucket_size, Width)) {}
+        undo_(ws.band.undo_columns, ws.band.undo_offsets, undo_capacity(p.bucket_size, Width)) {}
 
   RIBBON_HD shard_outcome run() {
     clear_band();
@@ -116,22 +118,10 @@ class tile_eliminator {
   }
 
  private:
-  /// A key's equation: local start, coefficients, right side.
-  struct row {
-    std::uint64_t start;
-    word coeff;
-    Result result;
-  };
+  using row = shard_row<Width, Result>;
 
   RIBBON_HD std::uint64_t start_of(std::uint64_t i) const {
     return local_start(record_hash(hashes_[i]), g_, begin_);
-  }
-
-  RIBBON_HD row row_of(std::uint64_t i) const {
-    const std::uint64_t h = record_hash(hashes_[i]);
-    const std::uint64_t start = local_start(h, g_, begin_);
-    const std::uint32_t bits = p_.result_bits + (begin_ + start >= upper_start_ ? 1u : 0u);
-    return {start, coefficients<Width>(h), static_cast<Result>(record_rhs(p_, bits, hashes_[i]))};
   }
 
   /// The end of the run of keys from `first` on whose local start is below `limit` (the keys
@@ -156,7 +146,7 @@ class tile_eliminator {
   /// Inserts the keys of the bucket at base_ in descending start order, a chunk of rows (one
   /// per lane) at a time, until one fails or only rule-bumped keys are left.
   RIBBON_HD void eliminate_bucket() {
-    undo_size_ = 0;
+    undo_.clear();
     code_ = 0;
     bucket_first_ = bucket_end_;
     bucket_end_ = end_of_starts_below(bucket_first_, base_ + p_.bucket_size);
@@ -165,7 +155,9 @@ class tile_eliminator {
       const std::uint64_t chunk =
           end - bucket_first_ < Tile::size ? end - bucket_first_ : Tile::size;
       tile_.for_each_lane([&](unsigned lane) {
-        if (lane < chunk) rows[lane] = row_of(end - 1 - lane);
+        if (lane < chunk) {
+          rows[lane] = row_of<Width, Result>(p_, g_, begin_, upper_start_, hashes_[end - 1 - lane]);
+        }
       });
       for (unsigned i = 0; i < chunk; ++i) {
         const row next = tile_.shuffle(rows, i);
@@ -188,13 +180,9 @@ class tile_eliminator {
         return r.result == 0 || fail(r.start);  // redundant (a repeat) or inconsistent
       }
     }
-    tile_.sync();        // every lane has read the band before it changes
-    if (g_.bumping()) {  // a layer without thresholds never undoes rows
-      if (RIBBON_UNLIKELY(undo_size_ == undo_capacity_)) return fail(r.start);
-      ws_.band.undo_columns[undo_size_] = static_cast<std::uint32_t>(column);
-      ws_.band.undo_offsets[undo_size_] = static_cast<std::uint32_t>(r.start - base_);
-      ++undo_size_;
-    }
+    tile_.sync();  // every lane has read the band before it changes
+    // A layer without thresholds never undoes rows.
+    if (g_.bumping() && !undo_.push(column, r.start - base_)) return fail(r.start);
     const std::uint32_t slot = static_cast<std::uint32_t>(column) & slot_mask_;
     ws_.band.coeffs[slot] = r.coeff;
     ws_.band.results[slot] = r.result;
@@ -209,23 +197,16 @@ class tile_eliminator {
       failed_ = true;
       return false;
     }
-    code_ = codes_.code_for_failure(
-        base_ / p_.bucket_size,
-        bucket_code_for_failure(p_, static_cast<std::uint32_t>(start - base_)));
-    const std::uint32_t threshold = p_.threshold(code_);
-    while (undo_size_ > 0 && ws_.band.undo_offsets[undo_size_ - 1] < threshold) {
-      --undo_size_;
-      ws_.band.coeffs[ws_.band.undo_columns[undo_size_] & slot_mask_] = 0;
-    }
+    code_ = fail_bucket(p_, codes_, base_ / p_.bucket_size, start - base_, undo_,
+                        [this](std::uint32_t column) { ws_.band.coeffs[column & slot_mask_] = 0; });
     return false;
   }
 
   /// Records the bucket's code and moves its bumped keys (a prefix) to the front.
   RIBBON_HD void finish_bucket(std::uint64_t bucket) {
     if (!g_.sharded()) return;
-    std::uint64_t bump_below = base_ + (g_.bumping() ? p_.threshold(code_) : 0);
-    if (bump_below < rule_limit_) bump_below = rule_limit_;
-    move_to_front(bucket_first_, end_of_starts_below(bucket_first_, bump_below));
+    move_to_front(bucket_first_, end_of_starts_below(
+                                     bucket_first_, bump_limit(p_, g_, base_, code_, rule_limit_)));
     if (!g_.bumping()) return;
     codes_.record(bucket, code_);
   }
@@ -277,78 +258,15 @@ class tile_eliminator {
   std::uint64_t rule_limit_;   // local starts below this are bumped by rule
   std::uint64_t upper_start_;  // starts from this on are in blocks of r + 1 bits
   std::uint32_t slot_mask_;    // band_slots() - 1
-  std::uint32_t undo_capacity_;
+  undo_stack undo_;
 
   std::uint64_t base_ = 0;          // first column (and start) of the current bucket
   std::uint64_t bucket_first_ = 0;  // first key of the bucket
   std::uint64_t bucket_end_ = 0;    // one past its last key
   std::uint64_t kept_ = 0;          // bumped keys moved to the front so far
-  std::uint32_t undo_size_ = 0;
   unsigned code_ = 0;
   bool failed_ = false;
 };
-
-/// back_substitute_shard() with a tile: lane l carries result bits l, l + size, ...; the
-/// finished columns are read a chunk (one per lane) at a time and broadcast.
-template <unsigned Width, class Result, class Tile>
-RIBBON_HD void back_substitute_with_tile(const Tile& tile, const filter_params& p,
-                                         const layer_geometry& g, std::uint64_t shard,
-                                         const word_t<Width>* coeffs, const Result* results,
-                                         word_t<Width>* solution, std::uint64_t block_origin) {
-  using word = word_t<Width>;
-  constexpr unsigned bits_per_lane = (32 + Tile::size - 1) / Tile::size;
-  struct lane_state {
-    word bits[bits_per_lane];
-  };
-  struct column_entry {
-    word coeff;
-    std::uint32_t result;
-  };
-  const std::uint64_t begin = g.shard_begin(shard);
-  const std::uint64_t first = shard == 0 ? 0 : Width;
-  const std::uint32_t r = p.solver_bits();
-  const std::uint64_t origin_word = g.block_word(block_origin, p.result_bits);
-  typename Tile::template values<lane_state> state{};
-  typename Tile::template values<column_entry> entries{};
-  tile.for_each_lane([&](unsigned lane) {
-    for (unsigned k = 0; k < bits_per_lane; ++k) state[lane].bits[k] = 0;
-  });
-  for (std::uint64_t top = shard_columns(g, shard, Width); top > first;) {
-    const std::uint64_t chunk = top - first < Tile::size ? top - first : Tile::size;
-    tile.for_each_lane([&](unsigned lane) {
-      if (lane >= chunk) return;
-      const std::uint64_t column = top - 1 - lane;
-      const word coeff = coeffs[column];
-      entries[lane] = {coeff, coeff != 0 ? static_cast<std::uint32_t>(results[column])
-                                         : free_column_value(p, g, begin + column, r)};
-    });
-    for (unsigned i = 0; i < chunk; ++i) {
-      const std::uint64_t column = top - 1 - i;
-      const column_entry entry = tile.shuffle(entries, i);
-      tile.for_each_lane([&](unsigned lane) {
-        for (unsigned k = 0; k < bits_per_lane; ++k) {
-          const unsigned j = lane + k * Tile::size;
-          if (j >= r) break;
-          const word shifted = state[lane].bits[k] << 1;
-          const auto bit =
-              static_cast<word>(parity(shifted & entry.coeff) ^ ((entry.result >> j) & 1u));
-          state[lane].bits[k] = shifted | bit;
-        }
-      });
-      if (column % Width != 0) continue;  // begin is a multiple of Width
-      const std::uint64_t block = (begin + column) / Width;
-      word* out = solution + (g.block_word(block, p.result_bits) - origin_word);
-      const std::uint32_t bits = g.block_bits(block, p.result_bits);
-      tile.for_each_lane([&](unsigned lane) {
-        for (unsigned k = 0; k < bits_per_lane; ++k) {
-          const unsigned j = lane + k * Tile::size;
-          if (j < bits) out[j] = state[lane].bits[k];
-        }
-      });
-    }
-    top -= chunk;
-  }
-}
 
 /// Eliminates and back-substitutes one shard with a tile; the solution is written only if the
 /// shard solved (see shard_eliminator and back_substitute_shard for the arguments).
