@@ -113,6 +113,31 @@ compare "golden-v1-u64" "${golden}/v1_u64_5000_w128_r13.rbn" --format u64 -i pro
 python3 -c 'print("".join("%x\n" % (i * 0x9E3779B97F4A7C15 % 2**64) for i in range(10000)), end="")' >golden-probes.hex
 compare "golden-v1-hex" "${golden}/v1_u64_5000_w128_r13.rbn" --format hex64 -i golden-probes.hex
 
+# An input error part way: both exit 2 with the same output, the answers of the chunks before
+# the one that holds the error (small chunks, so that there are many).
+# compare_failing NAME FILE QUERY-ARGS...
+compare_failing() {
+  local name=$1 file=$2
+  shift 2
+  local c_rc=0 j_rc=0
+  RIBBON_CLI_CHUNK_BYTES=4000 "${ribbon}" query "${file}" "$@" >c.out 2>c.err || c_rc=$?
+  RIBBON_CLI_CHUNK_BYTES=4000 "${java}" -jar "${jar}" query "${file}" "$@" >j.out 2>j.err || j_rc=$?
+  checked=$((checked + 1))
+  if [[ ${c_rc} -ne 2 || ${j_rc} -ne 2 ]] || ! cmp -s c.out j.out || [[ ! -s c.out ]]; then
+    echo "MISMATCH ${name} ($*): exit ${c_rc} vs ${j_rc}, $(wc -l <c.out) vs $(wc -l <j.out) lines"
+    head -3 c.err j.err
+    failures=$((failures + 1))
+  else
+    echo "ok ${name}: exit 2 in both after the same $(wc -l <c.out) lines: $(cat j.err)"
+  fi
+}
+"${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn --fpr 0.02
+{ head -n 20000 probes.hex; echo "12345678901234567"; tail -n 100 probes.hex; } >bad.hex
+compare_failing "hex64-bad-line" f.rbn --format hex64 -i probes.hex -i bad.hex
+{ head -c 80000 probes.u64; printf 'abc'; } >bad.u64
+compare_failing "u64-trailing-bytes" f.rbn --format u64 -i bad.u64
+compare_failing "missing-second-input" f.rbn --format hex64 12345 "$(head -n 1 probes.hex)" -i probes.hex -i missing.hex
+
 # Refusals: wrong key kind, --values on a filter, a missing file (exit 2 in both).
 for args in "--format u64 -i probes.u64" "--values -i lines-probes.txt"; do
   c_rc=0 j_rc=0
