@@ -93,6 +93,11 @@ done
 "${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn --threshold-codes 2-bit -r 16 --seed 99
 compare "u64-2bit-r16" f.rbn --format u64 -i probes.u64
 compare "u64-arguments" f.rbn --format u64 0 18446744073709551615 12345
+# The defaults (w = 64, r = 8, 1+-bit codes): the reader's unrolled r = 8 row (Query64).
+"${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn --shard-size 4096
+compare "u64-defaults-r8" f.rbn --format u64 -i probes.u64
+"${ribbon}" build -q -i lines.txt -o f.rbn -r 8
+compare "lines-defaults-r8" f.rbn -i lines-probes.txt
 
 # Retrieval structures: bumped and standard, every width, text and hex64 keys.
 for w in 32 64 128; do
