@@ -21,6 +21,7 @@ final class Query64 {
 
     private final Layer[] layers;
     private final Layer first;
+    private final MappedFile file;
     private final LongBuffer solution;
     private final LongBuffer thresholds;
     private final long numStarts;
@@ -43,6 +44,7 @@ final class Query64 {
     private Query64(FilterParams p, Layer[] layers, MappedFile file) {
         this.layers = layers;
         this.first = layers[0];
+        this.file = file;
         this.solution = file.words(first.solutionOffset, first.solutionBytes());
         this.thresholds = first.thresholdOffset != 0
                 ? file.words(first.thresholdOffset, first.thresholdBytes()) : null;
@@ -102,7 +104,7 @@ final class Query64 {
         }
         long local = bucket & ((1L << indexBits) - 1);  // the bucket's index in its shard
         if ((word >>> (local & 63) & 1) == 0) return false;
-        return offset < cut1 || first.bumps(start);  // a set bucket: the region's fields decide
+        return first.regions.setBucketBumps(file, first.thresholdOffset, bucket, offset, cut1, cut2);
     }
 
     /** The r-bit result of the row at `start` in layer 0. */
