@@ -93,6 +93,11 @@ done
 "${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn --threshold-codes 2-bit -r 16 --seed 99
 compare "u64-2bit-r16" f.rbn --format u64 -i probes.u64
 compare "u64-arguments" f.rbn --format u64 0 18446744073709551615 12345
+# The defaults (w = 64, r = 8, 1+-bit codes): the reader's unrolled r = 8 row (Query64).
+"${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn --shard-size 4096
+compare "u64-defaults-r8" f.rbn --format u64 -i probes.u64
+"${ribbon}" build -q -i lines.txt -o f.rbn -r 8
+compare "lines-defaults-r8" f.rbn -i lines-probes.txt
 
 # Retrieval structures: bumped and standard, every width, text and hex64 keys.
 for w in 32 64 128; do
@@ -112,6 +117,31 @@ compare "golden-v1-lines-keys" "${golden}/v1_lines_3000.rbn" -i golden-probes.tx
 compare "golden-v1-u64" "${golden}/v1_u64_5000_w128_r13.rbn" --format u64 -i probes.u64
 python3 -c 'print("".join("%x\n" % (i * 0x9E3779B97F4A7C15 % 2**64) for i in range(10000)), end="")' >golden-probes.hex
 compare "golden-v1-hex" "${golden}/v1_u64_5000_w128_r13.rbn" --format hex64 -i golden-probes.hex
+
+# An input error part way: both exit 2 with the same output, the answers of the chunks before
+# the one that holds the error (small chunks, so that there are many).
+# compare_failing NAME FILE QUERY-ARGS...
+compare_failing() {
+  local name=$1 file=$2
+  shift 2
+  local c_rc=0 j_rc=0
+  RIBBON_CLI_CHUNK_BYTES=4000 "${ribbon}" query "${file}" "$@" >c.out 2>c.err || c_rc=$?
+  RIBBON_CLI_CHUNK_BYTES=4000 "${java}" -jar "${jar}" query "${file}" "$@" >j.out 2>j.err || j_rc=$?
+  checked=$((checked + 1))
+  if [[ ${c_rc} -ne 2 || ${j_rc} -ne 2 ]] || ! cmp -s c.out j.out || [[ ! -s c.out ]]; then
+    echo "MISMATCH ${name} ($*): exit ${c_rc} vs ${j_rc}, $(wc -l <c.out) vs $(wc -l <j.out) lines"
+    head -3 c.err j.err
+    failures=$((failures + 1))
+  else
+    echo "ok ${name}: exit 2 in both after the same $(wc -l <c.out) lines: $(cat j.err)"
+  fi
+}
+"${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn --fpr 0.02
+{ head -n 20000 probes.hex; echo "12345678901234567"; tail -n 100 probes.hex; } >bad.hex
+compare_failing "hex64-bad-line" f.rbn --format hex64 -i probes.hex -i bad.hex
+{ head -c 80000 probes.u64; printf 'abc'; } >bad.u64
+compare_failing "u64-trailing-bytes" f.rbn --format u64 -i bad.u64
+compare_failing "missing-second-input" f.rbn --format hex64 12345 "$(head -n 1 probes.hex)" -i probes.hex -i missing.hex
 
 # Refusals: wrong key kind, --values on a filter, a missing file (exit 2 in both).
 for args in "--format u64 -i probes.u64" "--values -i lines-probes.txt"; do

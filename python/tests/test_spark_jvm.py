@@ -112,3 +112,21 @@ def test_ribbon_spark_contains_picks_the_jvm_function_when_the_jar_is_loaded(spa
         ribbon.spark.contains("k", path, engine="gpu")
     with pytest.raises(FileNotFoundError):
         ribbon.spark.contains("k", str(tmp_path / "missing.ribbon"))
+
+
+def test_a_file_replaced_under_the_same_path_answers_anew(spark, spark_jvm, tmp_path):  # noqa: F811
+    # Each task checks the file's size, time and inode on its first row (FilterCache maps it
+    # again where they differ), so the second file's answers come back in the same JVM.
+    first, second = random_u64(3000, seed=21), random_u64(3000, seed=22)
+    path = str(tmp_path / "replaced.ribbon")
+    probes = np.concatenate([first[:500], second[:500]])
+    frame = pd.DataFrame({"i": np.arange(len(probes)), "k": probes.view(np.int64)})
+    local = spark.createDataFrame([(int(second[:1].view(np.int64)[0]),)], "k bigint")
+    for members in (first, second):
+        staged = str(tmp_path / "staged.ribbon")
+        with open(staged, "wb") as f:
+            f.write(cli_build(members, str(tmp_path), "-r", "16"))
+        os.replace(staged, path)
+        expected = cli_query(path, probes, str(tmp_path)).tolist()
+        assert answers(spark, spark_jvm, path, frame) == expected
+        assert local.select(spark_jvm.contains_column(path, "k")).collect()[0][0] == (members is second)

@@ -150,11 +150,17 @@ final class CodeRegions {
 
     /** Is the key at `offset` in layer bucket `bucket` bumped? */
     boolean bumps(MappedFile file, long section, long bucket, int offset, int light, int heavy) {
+        long local = bucket & ((1L << indexBits) - 1);
+        if (((bitWord(file, section, bucket) >>> (local & 63)) & 1) == 0) return false;
+        return setBucketBumps(file, section, bucket, offset, light, heavy);
+    }
+
+    /** {@link #bumps} for a bucket whose bit is 1 (code 1, 2 or 3): the region's fields decide. */
+    boolean setBucketBumps(MappedFile file, long section, long bucket, int offset, int light, int heavy) {
+        if (offset < light) return true;
         long shard = bucket >>> indexBits;
         long local = bucket & ((1L << indexBits) - 1);
         long regionAt = regionOffset(section, shard);
-        if (((bitWord(file, section, bucket) >>> (local & 63)) & 1) == 0) return false;
-        if (offset < light) return true;
         if (all(file, regionAt, local)) return true;
         return offset < heavy && heavy(file, regionAt, shardBuckets(shard), local);
     }

@@ -79,9 +79,9 @@ final class FileParser {
                     + " for format version " + version);
         }
         if (f.getLong(104) != 0 || f.getLong(112) != 0) throw fail("reserved header fields are not zero");
-        String problem = FilterParams.problem(f);
-        if (problem != null) throw fail("bad parameters: " + problem);
         params = new FilterParams(f, variant);
+        String problem = params.problem();
+        if (problem != null) throw fail("bad parameters: " + problem);
         keyCount = f.getLong(72);
     }
 

@@ -11,9 +11,12 @@ final class FilterParams {
     final long shardSize;
     final long seed;
     final boolean byteKeys;
+    /** The header's key kind: 0 integer keys, 1 byte strings (others refused by problem()). */
+    final int keyKind;
     final int extraBitFraction;
     final boolean twoBitCodes;
 
+    /** The header's fields as stored (unchecked: see {@link #problem()}). */
     FilterParams(MappedFile f, Variant variant) {
         this.width = f.getInt(32);
         this.resultBits = f.getInt(36);
@@ -23,7 +26,8 @@ final class FilterParams {
         this.twoBitCodes = f.getInt(52) == 1;
         this.shardSize = f.getLong(56);
         this.seed = f.getLong(64);
-        this.byteKeys = f.getInt(28) == 1;
+        this.keyKind = f.getInt(28);
+        this.byteKeys = keyKind == 1;
         this.variant = variant;
         this.extraBitFraction = f.getInt(96);
     }
@@ -38,15 +42,12 @@ final class FilterParams {
     }
 
     /** Null if usable, else what is wrong (the checks of the C++ reader, in its order). */
-    static String problem(MappedFile f) {
-        int width = f.getInt(32);
-        long r = Integer.toUnsignedLong(f.getInt(36));
-        long b = Integer.toUnsignedLong(f.getInt(40));
-        long light = Integer.toUnsignedLong(f.getInt(44));
-        long heavy = Integer.toUnsignedLong(f.getInt(48));
-        long shard = f.getLong(56);
-        int keys = f.getInt(28);
-        long fraction = Integer.toUnsignedLong(f.getInt(96));
+    String problem() {
+        long r = Integer.toUnsignedLong(resultBits);
+        long b = Integer.toUnsignedLong(bucketSize);
+        long light = Integer.toUnsignedLong(thresholdLight);
+        long heavy = Integer.toUnsignedLong(thresholdHeavy);
+        long fraction = Integer.toUnsignedLong(extraBitFraction);
         if (width != 32 && width != 64 && width != 128) return "ribbon width must be 32, 64 or 128";
         if (r < 1 || r > 32) return "result bits must be between 1 and 32";
         if (!isPowerOfTwo(b) || b < width || b > 65536) {
@@ -55,13 +56,12 @@ final class FilterParams {
         if (!(0 < light && light <= heavy && heavy <= b)) {
             return "bucket thresholds must satisfy 0 < light <= heavy <= bucket size";
         }
-        if (!isPowerOfTwo(shard) || shard < 32 * b || shard > (1L << 31)) {
+        if (!isPowerOfTwo(shardSize) || shardSize < 32 * b || shardSize > (1L << 31)) {
             return "shard size must be a power of two between 32 buckets and 2^31";
         }
-        if (keys != 0 && keys != 1) return "unknown key kind";
+        if (keyKind != 0 && keyKind != 1) return "unknown key kind";
         if (fraction >= 65536) return "extra-bit fraction must be below 1";
-        Variant v = Variant.of(f.getInt(24));
-        if (fraction != 0 && (v.retrieval || r >= 32)) {
+        if (fraction != 0 && (variant.retrieval || r >= 32)) {
             return "fractional bits per key need a filter with fewer than 32 result bits";
         }
         return null;

@@ -116,4 +116,29 @@ final class Layer {
             default: return Rows.result128(file, at, bits, shift, hash);
         }
     }
+
+    /**
+     * Membership from layer `first` on, where `hash` is the key's hash in layer `first`: the
+     * first layer that does not bump the key answers; none: absent.
+     */
+    static boolean contains(Layer[] layers, int first, long hash) {
+        for (int l = first; l < layers.length; l++) {
+            Layer layer = layers[l];
+            if (l > first) hash = Hashing.remix(hash, layer.salt);
+            long start = layer.start(hash);
+            if (!layer.bumps(start)) return layer.matches(start, hash);
+        }
+        return false;
+    }
+
+    /** Retrieval from layer `first` on (as {@link #contains}): the first unbumped layer's result; none: 0. */
+    static int lookup(Layer[] layers, int first, long hash) {
+        for (int l = first; l < layers.length; l++) {
+            Layer layer = layers[l];
+            if (l > first) hash = Hashing.remix(hash, layer.salt);
+            long start = layer.start(hash);
+            if (!layer.bumps(start)) return layer.result(start, hash);
+        }
+        return 0;
+    }
 }

@@ -3,6 +3,7 @@ package dev.ribbon;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.LongBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -62,6 +63,16 @@ final class MappedFile {
 
     long size() {
         return size;
+    }
+
+    /** Is the whole file in one window (under 2^chunkBits bytes)? Then {@link #words} works. */
+    boolean isSingleWindow() {
+        return single != null;
+    }
+
+    /** The little-endian 64-bit words of `bytes` bytes at `offset` (8-aligned), of a single window. */
+    LongBuffer words(long offset, long bytes) {
+        return single.slice((int) offset, (int) bytes).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer();
     }
 
     long getLong(long offset) {

@@ -18,7 +18,6 @@ import java.util.List;
  * positive, or any key looked up; 1 none; 2 an error, reported as {@code ribbon: ...}).
  */
 public final class QueryCommand {
-    private static final int BATCH = 4096;
     /** The charset the JVM decoded the arguments with: encoding with it gives their bytes back. */
     private static final Charset ARGUMENT_CHARSET =
             Charset.forName(System.getProperty("sun.jnu.encoding", "UTF-8"));
@@ -37,19 +36,18 @@ public final class QueryCommand {
     /** Runs the command on its arguments (after "query") and returns the exit status. */
     public static int run(String[] args, OutputStream stdout, PrintStream stderr) {
         QueryCommand command = new QueryCommand();
+        String problem;
         try {
             command.parse(args);
             return command.execute(stdout);
-        } catch (RibbonException | IOException e) {
-            stderr.println("ribbon: " + e.getMessage());
-            return 2;
+        } catch (RibbonException | IOException | InvalidPathException e) {  // InvalidPath: a NUL in a name
+            problem = e.getMessage();
         } catch (OutOfMemoryError e) {
-            stderr.println("ribbon: out of memory");
-            return 2;
-        } catch (InvalidPathException e) {  // e.g. a NUL byte in a file name
-            stderr.println("ribbon: " + e.getMessage());
-            return 2;
+            problem = "out of memory";
         }
+        command.flushAnswers();
+        stderr.println("ribbon: " + problem);
+        return 2;
     }
 
     private void parse(String[] args) {
@@ -99,12 +97,15 @@ public final class QueryCommand {
         }
         filter = openFor(filterPath);
         out = new BufferedOutputStream(stdout, 1 << 16);
-        Batch batch = new Batch();
-        for (int i = 0; i < keys.size(); i++) batch.addArgument(keys.get(i), i + 1);
-        batch.flush();
+        // As ribbon query: the argument keys checked and answered, then every input checked
+        // before any is read, then the inputs chunk by chunk. An error leaves the answers
+        // before it in `out` (run() flushes them) and none of its chunk.
+        if (!keys.isEmpty()) answer(argumentChunk());
+        for (String input : inputs) KeyInput.checkReadable(input);
+        int chunkBytes = KeyInput.chunkBytes();
         for (String input : inputs) {
-            try (KeyInput in = new KeyInput(input, format)) {
-                readAll(in, batch);
+            try (KeyInput in = new KeyInput(input, format, chunkBytes)) {
+                for (KeyInput.Chunk chunk; (chunk = in.next()) != null; ) answer(chunk);
             }
         }
         if (count) out.write((queried + " queried, " + positive + " positive\n").getBytes(StandardCharsets.US_ASCII));
@@ -113,18 +114,64 @@ public final class QueryCommand {
         return positive > 0 ? 0 : 1;
     }
 
-    private void readAll(KeyInput in, Batch batch) throws IOException {
-        if (format == KeyInput.Format.LINES) {
-            for (byte[] line; (line = in.nextLine()) != null; ) batch.addBytes(line);
+    /** Writes what was answered before an error, as ribbon query's output ends at one. */
+    private void flushAnswers() {
+        if (out == null) return;
+        try {
+            out.flush();
+        } catch (IOException e) {
+            // stdout itself failed: nothing more can be written to it
+        }
+    }
+
+    /** The argument keys as one chunk (texts in the charset they were decoded from). */
+    private KeyInput.Chunk argumentChunk() {
+        KeyInput.Chunk chunk = new KeyInput.Chunk();
+        for (int i = 0; i < keys.size(); i++) {
+            String key = keys.get(i);
+            byte[] text = key.getBytes(ARGUMENT_CHARSET);
+            if (format == KeyInput.Format.LINES) {
+                chunk.add(text, 0);
+                continue;
+            }
+            Long v = format == KeyInput.Format.U64 ? KeyInput.parseDecimal(key) : KeyInput.parseHex(key);
+            if (v == null) {
+                throw new RibbonException("key argument " + (i + 1) + ": " + (format == KeyInput.Format.U64
+                        ? "invalid u64 key " + KeyInput.quote(key) + ": expected a decimal integer below 2^64"
+                        : KeyInput.hexProblem(key)));
+            }
+            chunk.add(text, v);
+        }
+        return chunk;
+    }
+
+    /** Queries a chunk's keys and writes the positives (or every key and its value). */
+    private void answer(KeyInput.Chunk c) throws IOException {
+        byte[][] texts = Arrays.copyOf(c.texts, c.count);
+        if (values) {
+            int[] stored = format == KeyInput.Format.LINES
+                    ? filter.lookup(texts) : filter.lookup(Arrays.copyOf(c.values, c.count));
+            for (int i = 0; i < c.count; i++) {
+                out.write(text(c, i));
+                out.write(('\t' + Integer.toUnsignedString(stored[i]) + '\n').getBytes(StandardCharsets.US_ASCII));
+            }
         } else {
-            long[] value = new long[1];
-            byte[][] text = new byte[1][];
-            while (in.nextInteger(value, text)) {
-                batch.addInteger(value[0], format == KeyInput.Format.U64
-                        ? Long.toUnsignedString(value[0]).getBytes(StandardCharsets.US_ASCII) : text[0]);
+            boolean[] found = format == KeyInput.Format.LINES
+                    ? filter.contains(texts) : filter.contains(Arrays.copyOf(c.values, c.count));
+            for (int i = 0; i < c.count; i++) {
+                if (!found[i]) continue;
+                positive++;
+                if (count) continue;
+                out.write(text(c, i));
+                out.write('\n');
             }
         }
-        batch.flush();
+        queried += c.count;
+    }
+
+    /** Key i as printed: its text, or the decimal u64 value. */
+    private byte[] text(KeyInput.Chunk c, int i) {
+        return c.texts[i] != null ? c.texts[i] : Long.toUnsignedString(c.values[i]).getBytes(StandardCharsets.US_ASCII);
     }
 
     /** Loads the filter and checks it against the key format and --values, as ribbon query does. */
@@ -146,73 +193,5 @@ public final class QueryCommand {
                     + "--value-file); this file is a filter");
         }
         return f;
-    }
-
-    /** Keys gathered for one batched call, with the text each prints as. */
-    private final class Batch {
-        private final byte[][] texts = new byte[BATCH][];
-        private final byte[][] byteKeys = new byte[BATCH][];
-        private final long[] intKeys = new long[BATCH];
-        private int size;
-
-        void addArgument(String key, int position) {
-            byte[] text = key.getBytes(ARGUMENT_CHARSET);
-            if (format == KeyInput.Format.LINES) {
-                addBytes(text);
-                return;
-            }
-            Long v = format == KeyInput.Format.U64 ? KeyInput.parseDecimal(key) : KeyInput.parseHex(key);
-            if (v == null) {
-                throw new RibbonException("key argument " + position + ": " + (format == KeyInput.Format.U64
-                        ? "invalid u64 key '" + key + "': expected a decimal integer below 2^64"
-                        : KeyInput.hexProblem(key)));
-            }
-            addInteger(v, text);
-        }
-
-        void addBytes(byte[] key) {
-            texts[size] = key;
-            byteKeys[size++] = key;
-            if (size == BATCH) flush();
-        }
-
-        void addInteger(long key, byte[] text) {
-            texts[size] = text;
-            intKeys[size++] = key;
-            if (size == BATCH) flush();
-        }
-
-        void flush() {
-            try {
-                if (values) writeValues(); else writePositives();
-            } catch (IOException e) {
-                throw new RibbonException("cannot write to stdout: " + e.getMessage(), e);
-            }
-            queried += size;
-            size = 0;
-        }
-
-        private void writePositives() throws IOException {
-            boolean[] found = format == KeyInput.Format.LINES
-                    ? filter.contains(Arrays.copyOf(byteKeys, size))
-                    : filter.contains(Arrays.copyOf(intKeys, size));
-            for (int i = 0; i < size; i++) {
-                if (!found[i]) continue;
-                positive++;
-                if (count) continue;
-                out.write(texts[i]);
-                out.write('\n');
-            }
-        }
-
-        private void writeValues() throws IOException {
-            int[] stored = format == KeyInput.Format.LINES
-                    ? filter.lookup(Arrays.copyOf(byteKeys, size))
-                    : filter.lookup(Arrays.copyOf(intKeys, size));
-            for (int i = 0; i < size; i++) {
-                out.write(texts[i]);
-                out.write(('\t' + Integer.toUnsignedString(stored[i]) + '\n').getBytes(StandardCharsets.US_ASCII));
-            }
-        }
     }
 }

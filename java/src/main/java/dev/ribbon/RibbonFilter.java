@@ -20,15 +20,24 @@ public final class RibbonFilter {
     private final int version;
     private final long sizeBytes;
     private final long seedMixed;
+    /** What the file answers: KEYS_* | ANSWERS_* (one compare per call, not two field reads). */
+    private final int kind;
+    /** The w = 64 plan, where the file fits it (Query64.of); null: the layers' general code. */
+    private final Query64 plan;
 
-    private RibbonFilter(String source, FileParser parsed, long sizeBytes) {
+    private static final int BYTE_KEYS = 1;
+    private static final int RETRIEVAL = 2;
+
+    private RibbonFilter(String source, FileParser parsed, MappedFile file) {
         this.source = source;
         this.p = parsed.params;
         this.layers = parsed.layers;
         this.keyCount = parsed.keyCount;
         this.version = parsed.version;
-        this.sizeBytes = sizeBytes;
+        this.sizeBytes = file.size();
         this.seedMixed = Hashing.seedMix(p.seed);
+        this.kind = (p.byteKeys ? BYTE_KEYS : 0) | (p.variant.retrieval ? RETRIEVAL : 0);
+        this.plan = Query64.of(p, layers, file);
     }
 
     /**
@@ -43,7 +52,7 @@ public final class RibbonFilter {
     /** As {@link #open(Path)}, mapping windows of 2^chunkBits bytes (tests use small ones). */
     static RibbonFilter open(Path path, int chunkBits) {
         MappedFile file = MappedFile.map(path, chunkBits);
-        return new RibbonFilter(path.toString(), FileParser.parse(file, path.toString()), file.size());
+        return new RibbonFilter(path.toString(), FileParser.parse(file, path.toString()), file);
     }
 
     /** The file's format version (1 to 3). */
@@ -78,47 +87,59 @@ public final class RibbonFilter {
 
     /** Is the integer key (possibly) in the set? The file must hold integer keys and be a filter. */
     public boolean contains(long key) {
-        requireKind(false, false);
+        requireKind(0);
         return containsHash(Hashing.hashLong(key, seedMixed));
     }
 
     /** Is the byte-string key (possibly) in the set? The file must hold byte-string keys. */
     public boolean contains(byte[] key) {
-        requireKind(true, false);
+        requireKind(BYTE_KEYS);
         return containsHash(Hashing.hashBytes(key, p.seed));
     }
 
     /** The value stored for an integer key (retrieval; arbitrary for keys not in the set). */
     public int lookup(long key) {
-        requireKind(false, true);
+        requireKind(RETRIEVAL);
         return lookupHash(Hashing.hashLong(key, seedMixed));
     }
 
     /** The value stored for a byte-string key (retrieval; arbitrary for keys not in the set). */
     public int lookup(byte[] key) {
-        requireKind(true, true);
+        requireKind(BYTE_KEYS | RETRIEVAL);
         return lookupHash(Hashing.hashBytes(key, p.seed));
     }
 
     /** Membership of every key: {@code result[i] = contains(keys[i])}. */
     public boolean[] contains(long[] keys) {
-        requireKind(false, false);
+        requireKind(0);
         boolean[] out = new boolean[keys.length];
-        for (int i = 0; i < keys.length; i++) out[i] = containsHash(Hashing.hashLong(keys[i], seedMixed));
+        long[] hashes = new long[Math.min(keys.length, Query64.BLOCK)];
+        long[] starts = new long[hashes.length];
+        for (int from = 0; from < keys.length; from += hashes.length) {
+            int count = Math.min(hashes.length, keys.length - from);
+            for (int i = 0; i < count; i++) hashes[i] = Hashing.hashLong(keys[from + i], seedMixed);
+            containsHashes(hashes, count, out, from, starts);
+        }
         return out;
     }
 
     /** Membership of every key: {@code result[i] = contains(keys[i])}. */
     public boolean[] contains(byte[][] keys) {
-        requireKind(true, false);
+        requireKind(BYTE_KEYS);
         boolean[] out = new boolean[keys.length];
-        for (int i = 0; i < keys.length; i++) out[i] = containsHash(Hashing.hashBytes(keys[i], p.seed));
+        long[] hashes = new long[Math.min(keys.length, Query64.BLOCK)];
+        long[] starts = new long[hashes.length];
+        for (int from = 0; from < keys.length; from += hashes.length) {
+            int count = Math.min(hashes.length, keys.length - from);
+            for (int i = 0; i < count; i++) hashes[i] = Hashing.hashBytes(keys[from + i], p.seed);
+            containsHashes(hashes, count, out, from, starts);
+        }
         return out;
     }
 
     /** The value of every key: {@code result[i] = lookup(keys[i])}. */
     public int[] lookup(long[] keys) {
-        requireKind(false, true);
+        requireKind(RETRIEVAL);
         int[] out = new int[keys.length];
         for (int i = 0; i < keys.length; i++) out[i] = lookupHash(Hashing.hashLong(keys[i], seedMixed));
         return out;
@@ -126,23 +147,26 @@ public final class RibbonFilter {
 
     /** The value of every key: {@code result[i] = lookup(keys[i])}. */
     public int[] lookup(byte[][] keys) {
-        requireKind(true, true);
+        requireKind(BYTE_KEYS | RETRIEVAL);
         int[] out = new int[keys.length];
         for (int i = 0; i < keys.length; i++) out[i] = lookupHash(Hashing.hashBytes(keys[i], p.seed));
         return out;
     }
 
-    private void requireKind(boolean byteKeys, boolean retrieval) {
+    /** Small, so that the JIT inlines it into each query; the message is built out of line. */
+    private void requireKind(int wanted) {
+        if (kind != wanted) throw kindError((wanted & BYTE_KEYS) != 0, (wanted & RETRIEVAL) != 0);
+    }
+
+    private RibbonException kindError(boolean byteKeys, boolean retrieval) {
         if (p.byteKeys != byteKeys) {
-            throw new RibbonException(source + ": the filter was built from "
+            return new RibbonException(source + ": the filter was built from "
                     + (p.byteKeys ? "byte-string keys" : "64-bit integer keys")
                     + " and cannot be queried with " + (byteKeys ? "byte-string keys" : "integer keys"));
         }
-        if (p.variant.retrieval != retrieval) {
-            throw new RibbonException(source + (retrieval
-                    ? ": lookup is for retrieval structures; this file is a filter"
-                    : ": a retrieval structure (built with values) answers lookups, not membership"));
-        }
+        return new RibbonException(source + (retrieval
+                ? ": lookup is for retrieval structures; this file is a filter"
+                : ": a retrieval structure (built with values) answers lookups, not membership"));
     }
 
     /** Layer 0's hash of a key hash: the key hash, or its remix where layer 0 has a salt. */
@@ -150,29 +174,25 @@ public final class RibbonFilter {
         return layers[0].salt != 0 ? Hashing.remix(keyHash, layers[0].salt) : keyHash;
     }
 
-    /** Membership: the first layer that does not bump the key answers; none: absent. */
     private boolean containsHash(long keyHash) {
-        if (layers.length == 0) return false;
-        long hash = layer0Hash(keyHash);
-        for (int l = 0; l < layers.length; l++) {
-            Layer layer = layers[l];
-            if (l > 0) hash = Hashing.remix(hash, layer.salt);
-            long start = layer.start(hash);
-            if (!layer.bumps(start)) return layer.matches(start, hash);
-        }
-        return false;
+        if (plan != null) return plan.contains(keyHash);
+        return layers.length != 0 && Layer.contains(layers, 0, layer0Hash(keyHash));
     }
 
-    /** Retrieval: the result of the first layer that does not bump the key; none: 0. */
-    private int lookupHash(long keyHash) {
-        if (layers.length == 0) return 0;
-        long hash = layer0Hash(keyHash);
-        for (int l = 0; l < layers.length; l++) {
-            Layer layer = layers[l];
-            if (l > 0) hash = Hashing.remix(hash, layer.salt);
-            long start = layer.start(hash);
-            if (!layer.bumps(start)) return layer.result(start, hash);
+    /**
+     * containsHash of hashes[i] in out[from + i], i below count (the plan overlaps their reads;
+     * `starts` is its scratch, as long as `hashes`).
+     */
+    private void containsHashes(long[] hashes, int count, boolean[] out, int from, long[] starts) {
+        if (plan != null) {
+            plan.contains(hashes, count, out, from, starts);
+            return;
         }
-        return 0;
+        for (int i = 0; i < count; i++) out[from + i] = containsHash(hashes[i]);
+    }
+
+    private int lookupHash(long keyHash) {
+        if (plan != null) return plan.lookup(keyHash);
+        return layers.length != 0 ? Layer.lookup(layers, 0, layer0Hash(keyHash)) : 0;
     }
 }

@@ -1,6 +1,5 @@
 package dev.ribbon.spark;
 
-import dev.ribbon.RibbonFilter;
 import org.apache.spark.sql.api.java.UDF2;
 
 /**
@@ -10,17 +9,13 @@ import org.apache.spark.sql.api.java.UDF2;
 public final class ContainsFunction implements UDF2<String, Object, Boolean> {
     private static final long serialVersionUID = 1L;
 
-    /** The last file of this task's instance: the per-row call skips the cache's lookup. */
-    private transient String path;
-    private transient RibbonFilter filter;
+    /** Made per task: Spark deserializes the function for each task; null on the driver until used. */
+    private transient TaskFilter filter;
 
     @Override
     public Boolean call(String filterPath, Object key) {
         if (key == null || filterPath == null) return null;
-        if (!filterPath.equals(path)) {
-            filter = FilterCache.get(filterPath);
-            path = filterPath;
-        }
-        return Keys.contains(filter, key);
+        if (filter == null) filter = new TaskFilter();
+        return Keys.contains(filter.get(filterPath), key);
     }
 }

@@ -1,6 +1,5 @@
 package dev.ribbon.spark;
 
-import dev.ribbon.RibbonFilter;
 import org.apache.spark.sql.api.java.UDF2;
 
 /**
@@ -10,16 +9,13 @@ import org.apache.spark.sql.api.java.UDF2;
 public final class LookupFunction implements UDF2<String, Object, Long> {
     private static final long serialVersionUID = 1L;
 
-    private transient String path;
-    private transient RibbonFilter filter;
+    /** Made per task: Spark deserializes the function for each task; null on the driver until used. */
+    private transient TaskFilter filter;
 
     @Override
     public Long call(String filterPath, Object key) {
         if (key == null || filterPath == null) return null;
-        if (!filterPath.equals(path)) {
-            filter = FilterCache.get(filterPath);
-            path = filterPath;
-        }
-        return Keys.lookup(filter, key);
+        if (filter == null) filter = new TaskFilter();
+        return Keys.lookup(filter.get(filterPath), key);
     }
 }

@@ -1,0 +1,38 @@
+package dev.ribbon.spark;
+
+import dev.ribbon.RibbonFilter;
+import org.apache.spark.TaskContext;
+
+/**
+ * The filter one UDF instance queries: looked up in {@link FilterCache} (which checks the
+ * file's size, modification time and identity) on the first row of each task and for a new
+ * path, so the per-row call does no system call. Outside a task (the driver evaluating a
+ * local relation with the registered instance) every call checks.
+ */
+final class TaskFilter {
+    /** What was looked up last, in one immutable object: threads sharing an instance see a whole one. */
+    private static final class Current {
+        final String path;
+        final long taskAttempt;
+        final RibbonFilter filter;
+
+        Current(String path, long taskAttempt, RibbonFilter filter) {
+            this.path = path;
+            this.taskAttempt = taskAttempt;
+            this.filter = filter;
+        }
+    }
+
+    private Current current;
+
+    RibbonFilter get(String filterPath) {
+        TaskContext task = TaskContext.get();
+        long attempt = task != null ? task.taskAttemptId() : -1;
+        Current c = current;
+        if (attempt < 0 || c == null || attempt != c.taskAttempt || !filterPath.equals(c.path)) {
+            c = new Current(filterPath, attempt, FilterCache.get(filterPath));
+            current = c;
+        }
+        return c.filter;
+    }
+}
