@@ -207,67 +207,54 @@ struct verify_settings {
   bool quiet = false;
 };
 
-int run_verify(const verify_settings& s) {
-  const input_format format = parse_input_format(s.format);
-  if (s.values && s.inputs.empty()) {
-    throw error("--values checks the key<TAB>value lines of -i FILE: give -i");
+/// `ribbon verify` without keys: loading checks every checksum and the structure.
+int verify_file_only(const verify_settings& s) {
+  const filter f = filter::load(s.filter_path);
+  if (!s.quiet) {
+    std::printf("OK: %s: checksums and structure valid (%llu keys, %u layers, %llu bytes)\n",
+                s.filter_path.c_str(), static_cast<unsigned long long>(f.key_count()),
+                f.num_layers(), static_cast<unsigned long long>(f.size_bytes()));
   }
-  if (s.inputs.empty()) {
-    const filter f = filter::load(s.filter_path);  // checks every checksum and the structure
-    if (!s.quiet) {
-      std::printf("OK: %s: checksums and structure valid (%llu keys, %u layers, %llu bytes)\n",
-                  s.filter_path.c_str(), static_cast<unsigned long long>(f.key_count()),
-                  f.num_layers(), static_cast<unsigned long long>(f.size_bytes()));
-    }
-    finish_stdout();
-    return 0;
+  finish_stdout();
+  return 0;
+}
+
+/// Sets c.positives to the keys of the chunk that pass: positive, or (with `values`) looked up
+/// to their own value.
+void verify_chunk(const filter& f, input_format format, bool values, input_chunk& c) {
+  if (!values) {
+    query_chunk(f, format, c);
+    return;
   }
-  filter f = load_for_format(s.filter_path, format, s.values, "verify");
-  f.set_query_threads(1);
-  // key<TAB>value lines are read as lines and split here.
-  input_reader reader(s.inputs, s.values ? input_format::lines : format);
-  progress_display display(s.progress ? progress_mode::live : progress_mode::quiet, "verify",
-                           &reader.counters(), reader.total_bytes(), nullptr);
-  constexpr std::size_t missing_shown = 10;
-  std::uint64_t checked = 0, missing = 0;
-  std::vector<std::string> examples;
-  reader.run(
-      0, parse_output::keys, 0,
-      [&](input_chunk& c) {
-        if (!s.values) {
-          query_chunk(f, format, c);
-          return;
-        }
-        parse_key_value_lines(c, format);
-        if (!c.error.empty()) return;
-        lookup_chunk(f, format, c);
-        c.positives = 0;
-        for (std::uint64_t i = 0; i < c.key_count; ++i) {
-          c.positives += c.looked_up[i] == c.entry_values[i];
-        }
-      },
-      [&](input_chunk& c) {
-        checked += c.key_count;
-        missing += c.key_count - c.positives;
-        for (std::uint64_t i = 0; i < c.key_count && examples.size() < missing_shown; ++i) {
-          if (s.values ? c.looked_up[i] == c.entry_values[i] : c.found[i]) continue;
-          std::string key;
-          if (format == input_format::u64) {
-            key = std::to_string(c.values[i]) + " (" + reader.name(c.source) + " byte " +
-                  std::to_string(c.byte_offset + 8 * i) + ")";
-          } else {
-            key = quote_for_message(c.texts[i]) + " (" + reader.name(c.source) + ":" +
-                  std::to_string(c.first_line + i);
-            if (s.values) {
-              key += ": value " + std::to_string(c.entry_values[i]) + ", stored " +
-                     std::to_string(c.looked_up[i]);
-            }
-            key += ")";
-          }
-          examples.push_back(std::move(key));
-        }
-      });
-  display.stop(true);
+  parse_key_value_lines(c, format);
+  if (!c.error.empty()) return;
+  lookup_chunk(f, format, c);
+  c.positives = 0;
+  for (std::uint64_t i = 0; i < c.key_count; ++i) {
+    c.positives += c.looked_up[i] == c.entry_values[i];
+  }
+}
+
+/// Key `i` of a chunk that failed verification, with where it was read (and its values).
+std::string failed_key_description(const input_chunk& c, const input_reader& reader,
+                                   input_format format, bool values, std::uint64_t i) {
+  if (format == input_format::u64) {
+    return std::to_string(c.values[i]) + " (" + reader.name(c.source) + " byte " +
+           std::to_string(c.byte_offset + 8 * i) + ")";
+  }
+  std::string key = quote_for_message(c.texts[i]) + " (" + reader.name(c.source) + ":" +
+                    std::to_string(c.first_line + i);
+  if (values) {
+    key += ": value " + std::to_string(c.entry_values[i]) + ", stored " +
+           std::to_string(c.looked_up[i]);
+  }
+  key += ")";
+  return key;
+}
+
+/// Prints the verdict on the keys; 0 if none failed, else 1.
+int report_verify(const verify_settings& s, std::uint64_t checked, std::uint64_t missing,
+                  const std::vector<std::string>& examples) {
   if (missing == 0) {
     if (!s.quiet) {
       std::printf("OK: %s: checksums and structure valid, all %llu keys %s\n",
@@ -287,6 +274,35 @@ int run_verify(const verify_settings& s) {
   }
   finish_stdout();
   return 1;
+}
+
+int run_verify(const verify_settings& s) {
+  const input_format format = parse_input_format(s.format);
+  if (s.values && s.inputs.empty()) {
+    throw error("--values checks the key<TAB>value lines of -i FILE: give -i");
+  }
+  if (s.inputs.empty()) return verify_file_only(s);
+  filter f = load_for_format(s.filter_path, format, s.values, "verify");
+  f.set_query_threads(1);
+  // key<TAB>value lines are read as lines and split here.
+  input_reader reader(s.inputs, s.values ? input_format::lines : format);
+  progress_display display(s.progress ? progress_mode::live : progress_mode::quiet, "verify",
+                           &reader.counters(), reader.total_bytes(), nullptr);
+  constexpr std::size_t missing_shown = 10;
+  std::uint64_t checked = 0, missing = 0;
+  std::vector<std::string> examples;
+  reader.run(
+      0, parse_output::keys, 0, [&](input_chunk& c) { verify_chunk(f, format, s.values, c); },
+      [&](input_chunk& c) {
+        checked += c.key_count;
+        missing += c.key_count - c.positives;
+        for (std::uint64_t i = 0; i < c.key_count && examples.size() < missing_shown; ++i) {
+          if (s.values ? c.looked_up[i] == c.entry_values[i] : c.found[i]) continue;
+          examples.push_back(failed_key_description(c, reader, format, s.values, i));
+        }
+      });
+  display.stop(true);
+  return report_verify(s, checked, missing, examples);
 }
 
 void add_format_option(CLI::App* cmd, std::string& format) {
