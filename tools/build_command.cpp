@@ -391,12 +391,9 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
   return 0;
 }
 
-int run_build(build_settings s) {
-  const clock_type::time_point start = clock_type::now();
-  const progress_mode mode = choose_progress_mode(s.progress, s.quiet);
-  const bool gpu = use_gpu(s.backend);
-  const input_format format = parse_input_format(s.format);
-  const std::uint64_t memory_limit = parse_size(s.memory_limit, "--memory-limit");
+/// The --variant to build, checked against the other options: with values, bumped and standard
+/// become their retrieval variants.
+filter_variant checked_variant(const build_settings& s, input_format format) {
   filter_variant variant = parse_variant(s.variant);
   const bool with_values = s.values || !s.value_file.empty();
   if (with_values) {
@@ -429,19 +426,32 @@ int run_build(build_settings s) {
       variant != filter_variant::standard_retrieval) {
     throw error("--success-probability is for --variant standard or standard-retrieval");
   }
-  if (s.inputs.empty()) {
-    if (::isatty(STDIN_FILENO)) throw error("no input: give -i FILE or pipe keys into stdin");
-    s.inputs.push_back("-");
-  }
-  if (with_values && memory_limit != 0) {
-    throw error(
-        "--memory-limit: builds with values (--values, --value-file) run in memory and "
-        "cannot honour a limit; leave it out");
-  }
-  check_output(s);
-  remove_temp_files_on_signals();
-  if (with_values) return run_retrieval_build(s, format, variant, gpu, start, mode);
+  return variant;
+}
 
+/// Notes on stderr where the build may use more memory than --memory-limit says.
+void note_memory_limit(const bulk_builder& builder, const bulk_options& options, bool gpu,
+                       std::uint64_t memory_limit, std::uint64_t reader_bytes) {
+  if (gpu && memory_limit != 0) {
+    std::fprintf(stderr,
+                 "ribbon build: note: --memory-limit does not count the GPU backend's host and "
+                 "device buffers\n");
+  }
+  if (builder.memory_floor() > options.memory_limit) {
+    const filter_params& p = builder.params();
+    std::fprintf(stderr, "%s\n",
+                 ("ribbon build: note: --memory-limit is below the " +
+                  format_bytes(static_cast<double>(builder.memory_floor() + reader_bytes)) +
+                  " this build needs at least (-w " + std::to_string(p.width) + ", -r " +
+                  std::to_string(p.result_bits) + ", shard size " + std::to_string(p.shard_size) +
+                  "): it spills, and may use up to that")
+                     .c_str());
+  }
+}
+
+/// A filter build (no values) with the bulk builder, within `memory_limit` (0: the default).
+int run_bulk_build(const build_settings& s, input_format format, filter_variant variant, bool gpu,
+                   std::uint64_t memory_limit, clock_type::time_point start, progress_mode mode) {
   // An eighth of the limit for the reader's chunks in flight, the rest for the library.
   const std::uint64_t limit = memory_limit != 0 ? memory_limit : default_memory_limit();
   const std::uint64_t reader_bytes = limit / 8;
@@ -458,20 +468,8 @@ int run_build(build_settings s) {
   // If reading fails, finish() is never called and the builder's destructor removes its
   // temporary files: nothing is written.
   bulk_builder builder(key_kind_of(format), options);
-  if (gpu && memory_limit != 0 && mode != progress_mode::quiet) {
-    std::fprintf(stderr,
-                 "ribbon build: note: --memory-limit does not count the GPU backend's host and "
-                 "device buffers\n");
-  }
-  if (builder.memory_floor() > options.memory_limit && mode != progress_mode::quiet) {
-    const filter_params& p = builder.params();
-    std::fprintf(stderr, "%s\n",
-                 ("ribbon build: note: --memory-limit is below the " +
-                  format_bytes(static_cast<double>(builder.memory_floor() + reader_bytes)) +
-                  " this build needs at least (-w " + std::to_string(p.width) + ", -r " +
-                  std::to_string(p.result_bits) + ", shard size " + std::to_string(p.shard_size) +
-                  "): it spills, and may use up to that")
-                     .c_str());
+  if (mode != progress_mode::quiet) {
+    note_memory_limit(builder, options, gpu, memory_limit, reader_bytes);
   }
 
   progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
@@ -487,93 +485,153 @@ int run_build(build_settings s) {
   return 0;
 }
 
-}  // namespace
+int run_build(build_settings s) {
+  const clock_type::time_point start = clock_type::now();
+  const progress_mode mode = choose_progress_mode(s.progress, s.quiet);
+  const bool gpu = use_gpu(s.backend);
+  const input_format format = parse_input_format(s.format);
+  const std::uint64_t memory_limit = parse_size(s.memory_limit, "--memory-limit");
+  const filter_variant variant = checked_variant(s, format);
+  const bool with_values = s.values || !s.value_file.empty();
+  if (s.inputs.empty()) {
+    if (::isatty(STDIN_FILENO)) throw error("no input: give -i FILE or pipe keys into stdin");
+    s.inputs.push_back("-");
+  }
+  if (with_values && memory_limit != 0) {
+    throw error(
+        "--memory-limit: builds with values (--values, --value-file) run in memory and "
+        "cannot honour a limit; leave it out");
+  }
+  check_output(s);
+  remove_temp_files_on_signals();
+  if (with_values) return run_retrieval_build(s, format, variant, gpu, start, mode);
+  return run_bulk_build(s, format, variant, gpu, memory_limit, start, mode);
+}
 
-std::function<int()> add_build_command(CLI::App& app) {
-  auto s = std::make_shared<build_settings>();
-  CLI::App* cmd = app.add_subcommand("build", "Build a filter file from keys in files or stdin");
-  cmd->add_option("-i,--input", s->inputs,
+/// -i, --format and -o.
+void add_input_output_options(CLI::App* cmd, build_settings& s) {
+  cmd->add_option("-i,--input", s.inputs,
                   "input file, '-' for stdin; repeat for several (read in order as one set). "
                   "Default: stdin");
-  cmd->add_option("--format", s->format,
+  cmd->add_option("--format", s.format,
                   "lines: one key per line (bytes; a trailing \\r is dropped; empty lines are "
                   "keys); u64: little-endian 8-byte integers; hex64: one hex integer per line")
       ->check(CLI::IsMember({"lines", "u64", "hex64"}))
       ->capture_default_str();
-  cmd->add_option("-o,--output", s->output, "filter file to write (replaced atomically)")
+  cmd->add_option("-o,--output", s.output, "filter file to write (replaced atomically)")
       ->required();
+}
+
+/// The options whose presence run_build needs to know (they have defaults).
+struct given_options {
+  CLI::Option* bits = nullptr;
+  CLI::Option* slack = nullptr;
+  CLI::Option* success_probability = nullptr;
+};
+
+/// What the file stores: --fpr or -r, --variant, its --slack or --success-probability, and
+/// --values or --value-file for a retrieval structure.
+given_options add_filter_kind_options(CLI::App* cmd, build_settings& s) {
+  given_options given;
   CLI::Option* fpr =
-      cmd->add_option("--fpr", s->fpr,
+      cmd->add_option("--fpr", s.fpr,
                       "target false-positive rate P: fractional bits per key (r and r + 1 bits "
                       "in a mix of blocks, 2^-(r+1) < P <= 2^-r), about log2(1/P) bits per key")
           ->check(CLI::Range(1e-12, 0.99));
-  CLI::Option* bits = cmd->add_option("-r,--bits", s->bits,
-                                      "result bits r: false-positive rate 2^-r (default 8); with "
-                                      "values, the bits of each value (default: as many as the "
-                                      "largest value needs)")
-                          ->check(CLI::Range(1, 32));
-  fpr->excludes(bits);
-  cmd->add_option("--variant", s->variant,
+  given.bits = cmd->add_option("-r,--bits", s.bits,
+                               "result bits r: false-positive rate 2^-r (default 8); with "
+                               "values, the bits of each value (default: as many as the "
+                               "largest value needs)")
+                   ->check(CLI::Range(1, 32));
+  fpr->excludes(given.bits);
+  cmd->add_option("--variant", s.variant,
                   "bumped (smallest), standard (no bumping, retried on failure), homogeneous "
                   "(never fails, a little higher FPR), retrieval or standard-retrieval (a "
                   "value per key: needs --values or --value-file, which imply them)")
       ->check(CLI::IsMember(variant_names()))
       ->capture_default_str();
-  CLI::Option* slack =
-      cmd->add_option("--slack", s->slack,
+  given.slack =
+      cmd->add_option("--slack", s.slack,
                       "standard and homogeneous variants: eps, layer 0 has (1 + eps) n slots "
                       "(standard: (0, 4], default from --success-probability; homogeneous: "
                       "(-0.5, 4], default 0.01)");
-  CLI::Option* success = cmd->add_option(
-      "--success-probability", s->success_probability,
+  given.success_probability = cmd->add_option(
+      "--success-probability", s.success_probability,
       "standard variants: probability that the first try succeeds, sets the slack (default "
       "0.95)");
-  slack->excludes(success);
+  given.slack->excludes(given.success_probability);
   CLI::Option* values = cmd->add_flag(
-      "--values", s->values,
+      "--values", s.values,
       "build a retrieval structure (static function): each line is key<TAB>value (split at "
       "the last tab; value decimal or 0x hex, below 2^32); keys as --format lines or hex64");
   CLI::Option* value_file =
-      cmd->add_option("--value-file", s->value_file,
+      cmd->add_option("--value-file", s.value_file,
                       "build a retrieval structure: little-endian 8-byte values (below 2^32), "
                       "one per key in input order (any --format)");
   values->excludes(value_file);
   fpr->excludes(values);
   fpr->excludes(value_file);
-  cmd->add_option("-w,--width", s->width, "ribbon width: 32, 64 or 128")
+  return given;
+}
+
+/// How the file is laid out and hashed, and the threads that build it: -w, -t, --seed,
+/// --shard-size, --threshold-codes.
+void add_layout_options(CLI::App* cmd, build_settings& s) {
+  cmd->add_option("-w,--width", s.width, "ribbon width: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}))
       ->capture_default_str();
-  cmd->add_option("-t,--threads", s->threads, "threads (default 0: all cores; at most 8 per core)")
+  cmd->add_option("-t,--threads", s.threads, "threads (default 0: all cores; at most 8 per core)")
       ->transform(thread_option());
-  cmd->add_option("--seed", s->seed,
+  cmd->add_option("--seed", s.seed,
                   "hash seed, 0 to 2^64 - 1 (the file is a function of keys and seed)")
       ->transform(seed_option())
       ->capture_default_str();
-  cmd->add_option("--shard-size", s->shard_size,
+  cmd->add_option("--shard-size", s.shard_size,
                   "start positions per shard, a power of two (default 0: 131072); recorded in "
                   "the file. Smaller shards: more parallelism, a little more space")
       ->transform(shard_size_option());
-  add_threshold_codes_option(cmd, s->threshold_codes);
-  cmd->add_option("--backend", s->backend,
+  add_threshold_codes_option(cmd, s.threshold_codes);
+}
+
+/// Where the build runs and what it may use: --backend, --memory-limit, --tmp-dir.
+void add_resource_options(CLI::App* cmd, build_settings& s) {
+  cmd->add_option("--backend", s.backend,
                   "cpu, gpu or auto (the GPU where this build has CUDA and a device is present). "
                   "The default is cpu: the GPU builder writes the same bytes but is not yet "
                   "measured on a GPU. On the GPU, inputs larger than device memory are built "
                   "out of core, one shard range at a time")
       ->check(CLI::IsMember(backend_names()))
       ->capture_default_str();
-  cmd->add_option("--memory-limit", s->memory_limit,
+  cmd->add_option("--memory-limit", s.memory_limit,
                   "memory the build may use, e.g. 512M, 8G (1024-based); beyond it key hashes "
                   "are spilled to --tmp-dir. Default 0: half the machine's (or cgroup's) memory")
       ->capture_default_str();
-  cmd->add_option("--tmp-dir", s->tmp_dir, "directory for spill files (default $TMPDIR or /tmp)");
+  cmd->add_option("--tmp-dir", s.tmp_dir, "directory for spill files (default $TMPDIR or /tmp)");
+}
+
+/// --progress and -q.
+void add_display_options(CLI::App* cmd, build_settings& s) {
   CLI::Option* progress =
-      cmd->add_flag("--progress", s->progress, "live progress line on stderr even if not a tty");
-  CLI::Option* quiet = cmd->add_flag("-q,--quiet", s->quiet, "print nothing but errors");
+      cmd->add_flag("--progress", s.progress, "live progress line on stderr even if not a tty");
+  CLI::Option* quiet = cmd->add_flag("-q,--quiet", s.quiet, "print nothing but errors");
   progress->excludes(quiet);
-  return [s, bits, slack, success] {
-    s->bits_given = bits->count() > 0;
-    s->slack_given = slack->count() > 0;
-    s->success_probability_given = success->count() > 0;
+}
+
+}  // namespace
+
+std::function<int()> add_build_command(CLI::App& app) {
+  auto s = std::make_shared<build_settings>();
+  CLI::App* cmd = app.add_subcommand("build", "Build a filter file from keys in files or stdin");
+  // In this order: --help lists the options as they are added.
+  add_input_output_options(cmd, *s);
+  const given_options given = add_filter_kind_options(cmd, *s);
+  add_layout_options(cmd, *s);
+  add_resource_options(cmd, *s);
+  add_display_options(cmd, *s);
+  return [s, given] {
+    s->bits_given = given.bits->count() > 0;
+    s->slack_given = given.slack->count() > 0;
+    s->success_probability_given = given.success_probability->count() > 0;
     return run_build(*s);
   };
 }
