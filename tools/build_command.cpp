@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_settings.hpp"
 #include "commands.hpp"
 #include "gpu_backend.hpp"
 #include "input.hpp"
@@ -26,34 +27,6 @@
 
 namespace ribbon::cli {
 namespace {
-
-struct build_settings {
-  std::vector<std::string> inputs;
-  std::string format = "lines";
-  std::string output;
-  double fpr = 0;
-  std::uint32_t bits = 8;
-  std::uint32_t width = 64;
-  std::uint32_t threads = 0;
-  std::uint64_t seed = 0;
-  std::uint64_t shard_size = 0;
-  std::string threshold_codes = "auto";
-  // The CPU until bench/RESULTS.md records a passing bench/gpu_check.sh on a GPU.
-  std::string backend = "cpu";
-  std::string memory_limit = "0";
-  std::string tmp_dir;
-  bool progress = false;
-  bool quiet = false;
-  std::string variant = "bumped";
-  double slack = std::numeric_limits<double>::quiet_NaN();
-  double success_probability = 0.95;
-  bool values = false;     ///< inputs are key<TAB>value lines
-  std::string value_file;  ///< little-endian 8-byte values, one per key
-  // Which options were given (set after parsing).
-  bool bits_given = false;
-  bool slack_given = false;
-  bool success_probability_given = false;
-};
 
 /// Whether `input` ('-': stdin) is the file `output` names.
 bool is_same_file(const std::string& input, const struct stat& output) {
@@ -89,306 +62,6 @@ const char* variant_label(filter_variant variant) {
     case filter_variant::standard_retrieval: return "standard retrieval";
   }
   return "";
-}
-
-void print_summary(const build_settings& s, const bulk_result& result, double seconds,
-                   std::uint64_t input_bytes, bool gpu) {
-  const filter_params& p = result.params;
-  const std::uint32_t r = p.result_bits;
-  const bool retrieval = is_retrieval(p.variant);
-  const bool fractional = !retrieval && p.extra_bit_fraction != 0;
-  const double fpr = expected_fpr(p);
-  const double keys = static_cast<double>(result.input_keys);
-  const double rate = seconds > 0 ? 1.0 / seconds : 0;
-  // Repeated keys are stored once: bits/key and the overhead are per distinct key.
-  std::string line = "ribbon build: " + s.output + ": " + std::to_string(result.input_keys) +
-                     " keys (" + std::to_string(result.key_count) + " distinct), " +
-                     std::to_string(result.file_bytes) + " bytes";
-  char text[160];
-  if (result.key_count > 0) {
-    const double bits_per_key = result.bits_per_key();
-    if (fractional) {
-      // r and r + 1 bits in a mix of blocks: the overhead over the information-theoretic
-      // minimum for the expected rate.
-      const double minimum = -std::log2(fpr);
-      std::snprintf(text, sizeof(text), ", %.3f bits/key (%.2f%% over log2(1/FPR) = %.3f)",
-                    bits_per_key, 100.0 * (bits_per_key / minimum - 1.0), minimum);
-    } else {
-      std::snprintf(text, sizeof(text), ", %.3f bits/key (%.2f%% over r=%u)", bits_per_key,
-                    100.0 * (bits_per_key / r - 1.0), r);
-    }
-    line += text;
-  }
-  if (retrieval) {
-    line += std::string(", ") + variant_label(p.variant) + ", " + std::to_string(r) + "-bit values";
-  } else if (fractional) {
-    std::snprintf(text, sizeof(text), ", expected FPR %.3g (r=%u and r=%u blocks)", fpr, r, r + 1);
-    line += text;
-  } else {
-    std::snprintf(text, sizeof(text), ", expected FPR 2^-%u = %.3g", r, fpr);
-    line += text;
-  }
-  if (!retrieval && p.variant != filter_variant::bumped) {
-    line += std::string(", ") + variant_label(p.variant);
-  }
-  const std::uint32_t tries = result.stats.standard_attempts;
-  if (!uses_bumping(p.variant) && p.variant != filter_variant::homogeneous && tries != 0) {
-    line += ", " + std::to_string(tries) + (tries == 1 ? " try" : " tries");
-  }
-  std::snprintf(text, sizeof(text), ", %.2f s, ", seconds);
-  line += text;
-  line += format_count(keys * rate) + " keys/s, " +
-          format_bytes(static_cast<double>(input_bytes) * rate) + "/s input, ";
-  if (gpu) line += "on the GPU, ";
-  if (result.out_of_core) {
-    line += "out of core: " + std::to_string(result.partitions) + " partitions, " +
-            std::to_string(result.spilled_bytes) + " bytes spilled";
-  } else {
-    line += "in memory";
-  }
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
-
-// ---- retrieval builds (--values, --value-file) ----
-
-/// Key hashes and values of a retrieval build, in input order, and where each key came from.
-struct keyed_values {
-  std::vector<std::uint64_t> hashes;
-  std::vector<std::uint32_t> values;
-  std::vector<std::uint64_t> keys_per_source;  ///< keys read from each input
-};
-
-/// Reads a --value-file: little-endian 8-byte unsigned values, each below 2^32, through the
-/// same reader as u64 key files (so a bad size is reported the same way).
-std::vector<std::uint32_t> read_value_file(const std::string& path) {
-  std::vector<std::uint32_t> values;
-  try {
-    input_reader reader({path}, input_format::u64);
-    reader.run(
-        1, parse_output::keys, 0, [](input_chunk&) {},
-        [&](input_chunk& c) {
-          for (std::uint64_t i = 0; i < c.key_count; ++i) {
-            const std::uint64_t v = c.values[i];
-            if (v > UINT32_MAX) {
-              throw error(path + ": value " + std::to_string(v) + " at byte " +
-                          std::to_string(c.byte_offset + 8 * i) + " (value number " +
-                          std::to_string(values.size() + 1) + ") does not fit in 32 bits");
-            }
-            values.push_back(static_cast<std::uint32_t>(v));
-          }
-        });
-  } catch (const error& e) {
-    throw error(std::string("value file: ") + e.what());
-  }
-  return values;
-}
-
-/// Where key number `index` (from 0, in input order) came from: "FILE:LINE" for line
-/// formats, "FILE byte OFFSET" for u64.
-std::string key_location(const input_reader& reader, const keyed_values& kv, input_format format,
-                         std::uint64_t index) {
-  std::size_t source = 0;
-  while (source + 1 < kv.keys_per_source.size() && index >= kv.keys_per_source[source]) {
-    index -= kv.keys_per_source[source++];
-  }
-  if (format == input_format::u64) {
-    return reader.name(source) + " byte " + std::to_string(8 * index);
-  }
-  return reader.name(source) + ":" + std::to_string(index + 1);
-}
-
-/// The message for two values of one key: names the key (read again for byte strings, where
-/// the inputs can be read again) and the two places.
-std::string conflict_message(const build_settings& s, input_format format, input_reader& reader,
-                             const keyed_values& kv, const conflicting_values_error& e) {
-  const std::uint64_t n = kv.hashes.size();
-  std::uint64_t first = n, second = n;
-  for (std::uint64_t i = 0; i < n && second == n; ++i) {
-    if (kv.hashes[i] != e.key_hash()) continue;
-    if (first == n) {
-      first = i;
-    } else if (kv.values[i] != kv.values[first]) {
-      second = i;
-    }
-  }
-  if (second == n) return e.what();  // not found: keep the library's message
-  const std::string places = " (" + key_location(reader, kv, format, first) + " and " +
-                             key_location(reader, kv, format, second) + ")";
-  if (format != input_format::lines) return e.what() + places;  // names the integer key
-  // Only regular files can be read again (not stdin or pipes).
-  const bool rereadable = std::all_of(s.inputs.begin(), s.inputs.end(), [](const std::string& p) {
-    struct stat st;
-    return p != "-" && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-  });
-  if (!rereadable) {
-    return "duplicate key with different values: one key is given two values" + places;
-  }
-  // Read the inputs again for the text of key number `first`.
-  input_reader again(s.inputs, input_format::lines);
-  std::string key;
-  std::uint64_t seen = 0;
-  again.run(
-      1, parse_output::keys, 0,
-      [&](input_chunk& c) {
-        if (s.values) parse_key_value_lines(c, input_format::lines);
-      },
-      [&](input_chunk& c) {
-        if (first >= seen && first < seen + c.key_count) {
-          key = std::string(c.texts[static_cast<std::size_t>(first - seen)]);
-        }
-        seen += c.key_count;
-      });
-  return "duplicate key with different values: " + quote_for_message(key) + places;
-}
-
-/// The library's options for these settings (every build path).
-build_options build_options_of(const build_settings& s, filter_variant variant) {
-  build_options options;
-  options.variant = variant;
-  options.width = s.width;
-  options.result_bits = s.bits;
-  options.target_fpr = s.fpr;
-  options.slack = s.slack;
-  options.success_probability = s.success_probability;
-  options.threads = s.threads;
-  options.seed = s.seed;
-  options.shard_size = s.shard_size;
-  options.threshold_codes = threshold_codes_of(s.threshold_codes);
-  return options;
-}
-
-/// Values must be below this: 2^--bits where given, else 2^32.
-std::uint64_t value_limit_of(const build_settings& s) {
-  return s.bits_given && s.bits < 32 ? std::uint64_t{1} << s.bits : std::uint64_t{1} << 32;
-}
-
-std::string too_wide_for_bits(const build_settings& s) {
-  return "does not fit in --bits " + std::to_string(s.bits) + " (values must be below 2^" +
-         std::to_string(s.bits) + ")";
-}
-
-/// Splits a chunk of key<TAB>value lines and hashes the keys as the library expects (with the
-/// seed, as bulk builds do); sets the chunk's error on a value too wide for --bits.
-void parse_and_hash_key_values(const build_settings& s, input_format key_format, input_chunk& c) {
-  parse_key_value_lines(c, key_format);
-  if (!c.error.empty()) return;
-  const std::uint64_t seed_mixed = seed_mix(s.seed);
-  const std::uint64_t value_limit = value_limit_of(s);
-  const std::size_t n = c.texts.size();
-  c.values.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    c.values[i] = key_format == input_format::hex64
-                      ? hash_u64(c.values[i], seed_mixed)
-                      : hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed);
-    if (c.entry_values[i] >= value_limit) {
-      c.error = "value " + std::to_string(c.entry_values[i]) + " " + too_wide_for_bits(s);
-      c.error_line = i;
-      return;
-    }
-  }
-}
-
-/// Reads the key hashes (and, with --values, the values) of every input, in input order.
-keyed_values read_keyed_values(const build_settings& s, input_format key_format,
-                               input_reader& reader, std::uint64_t value_file_values) {
-  keyed_values kv;
-  kv.keys_per_source.assign(s.inputs.size(), 0);
-  const std::uint64_t expected =
-      !s.value_file.empty() ? value_file_values : reader.estimated_keys();
-  kv.hashes.reserve(expected);
-  if (s.values) kv.values.reserve(expected);
-  reader.run(
-      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
-      [&](input_chunk& c) {
-        if (s.values) parse_and_hash_key_values(s, key_format, c);
-      },
-      [&](input_chunk& c) {
-        if (!s.values && kv.hashes.size() + c.values.size() > value_file_values) {
-          throw error("value file " + s.value_file + " holds " + std::to_string(value_file_values) +
-                      " values, fewer than the keys (" + reader.name(c.source) + " has more)");
-        }
-        kv.hashes.insert(kv.hashes.end(), c.values.begin(), c.values.end());
-        if (s.values)
-          kv.values.insert(kv.values.end(), c.entry_values.begin(), c.entry_values.end());
-        kv.keys_per_source[c.source] += c.key_count;
-      });
-  return kv;
-}
-
-/// Gives the keys the --value-file's values: one per key, each within --bits.
-void attach_value_file(const build_settings& s, input_format format, const input_reader& reader,
-                       std::vector<std::uint32_t> file_values, keyed_values& kv) {
-  const std::uint64_t count = kv.hashes.size();
-  if (file_values.size() != count) {
-    throw error("value file " + s.value_file + " holds " + std::to_string(file_values.size()) +
-                " values for " + std::to_string(count) + " keys: give one value per key");
-  }
-  kv.values = std::move(file_values);
-  const std::uint64_t value_limit = value_limit_of(s);
-  for (std::uint64_t i = 0; i < count; ++i) {
-    if (kv.values[i] >= value_limit) {
-      throw error("value file " + s.value_file + ": value " + std::to_string(kv.values[i]) +
-                  " at byte " + std::to_string(8 * i) + " (for the key at " +
-                  key_location(reader, kv, format, i) + ") " + too_wide_for_bits(s));
-    }
-  }
-}
-
-/// As many bits as the largest value needs, at least 1.
-std::uint32_t bits_for_values(const std::vector<std::uint32_t>& values) {
-  const std::uint32_t largest =
-      values.empty() ? 0 : *std::max_element(values.begin(), values.end());
-  std::uint32_t bits = 1;
-  while (bits < 32 && (largest >> bits) != 0) ++bits;
-  return bits;
-}
-
-int run_retrieval_build(const build_settings& s, input_format format, filter_variant variant,
-                        bool gpu, clock_type::time_point start, progress_mode mode) {
-  const input_format key_format = format;
-  std::vector<std::uint32_t> file_values;
-  if (!s.value_file.empty()) file_values = read_value_file(s.value_file);
-  // key<TAB>value lines are read as lines and split here.
-  input_reader reader(s.inputs, s.values ? input_format::lines : format);
-  build_options options = build_options_of(s, variant);
-  // Fail on bad options before reading anything.
-  (void)build_params(options, key_kind_of(key_format), true);
-
-  build_progress progress;
-  progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
-  keyed_values kv = read_keyed_values(s, key_format, reader, file_values.size());
-  if (!s.values) attach_value_file(s, format, reader, std::move(file_values), kv);
-  if (!s.bits_given) options.result_bits = bits_for_values(kv.values);
-
-  progress.current.store(build_progress::solving, std::memory_order_relaxed);
-  const std::uint64_t count = kv.hashes.size();
-  build_stats stats;
-  filter f;
-  try {
-    f = gpu ? build_retrieval_on_gpu(kv.hashes.data(), kv.values.data(), count,
-                                     key_kind_of(key_format), options)
-            : filter::build_from_hashes(kv.hashes.data(), kv.values.data(), count,
-                                        key_kind_of(key_format), options, &stats);
-  } catch (const conflicting_values_error& e) {
-    display.stop(false);
-    throw error(conflict_message(s, key_format, reader, kv, e));
-  }
-  progress.current.store(build_progress::writing, std::memory_order_relaxed);
-  f.save(s.output);
-  progress.current.store(build_progress::finished, std::memory_order_relaxed);
-  display.stop(true);
-  if (mode != progress_mode::quiet) {
-    bulk_result result;
-    result.params = f.params();
-    result.input_keys = count;
-    result.key_count = f.key_count();
-    result.file_bytes = f.size_bytes();
-    result.num_layers = f.num_layers();
-    result.stats = stats;
-    print_summary(s, result, seconds_since(start),
-                  reader.counters().bytes.load(std::memory_order_relaxed), gpu);
-  }
-  return 0;
 }
 
 /// The --variant to build, checked against the other options: with values, bumped and standard
@@ -618,6 +291,80 @@ void add_display_options(CLI::App* cmd, build_settings& s) {
 }
 
 }  // namespace
+
+/// The library's options for these settings (every build path).
+build_options build_options_of(const build_settings& s, filter_variant variant) {
+  build_options options;
+  options.variant = variant;
+  options.width = s.width;
+  options.result_bits = s.bits;
+  options.target_fpr = s.fpr;
+  options.slack = s.slack;
+  options.success_probability = s.success_probability;
+  options.threads = s.threads;
+  options.seed = s.seed;
+  options.shard_size = s.shard_size;
+  options.threshold_codes = threshold_codes_of(s.threshold_codes);
+  return options;
+}
+
+void print_summary(const build_settings& s, const bulk_result& result, double seconds,
+                   std::uint64_t input_bytes, bool gpu) {
+  const filter_params& p = result.params;
+  const std::uint32_t r = p.result_bits;
+  const bool retrieval = is_retrieval(p.variant);
+  const bool fractional = !retrieval && p.extra_bit_fraction != 0;
+  const double fpr = expected_fpr(p);
+  const double keys = static_cast<double>(result.input_keys);
+  const double rate = seconds > 0 ? 1.0 / seconds : 0;
+  // Repeated keys are stored once: bits/key and the overhead are per distinct key.
+  std::string line = "ribbon build: " + s.output + ": " + std::to_string(result.input_keys) +
+                     " keys (" + std::to_string(result.key_count) + " distinct), " +
+                     std::to_string(result.file_bytes) + " bytes";
+  char text[160];
+  if (result.key_count > 0) {
+    const double bits_per_key = result.bits_per_key();
+    if (fractional) {
+      // r and r + 1 bits in a mix of blocks: the overhead over the information-theoretic
+      // minimum for the expected rate.
+      const double minimum = -std::log2(fpr);
+      std::snprintf(text, sizeof(text), ", %.3f bits/key (%.2f%% over log2(1/FPR) = %.3f)",
+                    bits_per_key, 100.0 * (bits_per_key / minimum - 1.0), minimum);
+    } else {
+      std::snprintf(text, sizeof(text), ", %.3f bits/key (%.2f%% over r=%u)", bits_per_key,
+                    100.0 * (bits_per_key / r - 1.0), r);
+    }
+    line += text;
+  }
+  if (retrieval) {
+    line += std::string(", ") + variant_label(p.variant) + ", " + std::to_string(r) + "-bit values";
+  } else if (fractional) {
+    std::snprintf(text, sizeof(text), ", expected FPR %.3g (r=%u and r=%u blocks)", fpr, r, r + 1);
+    line += text;
+  } else {
+    std::snprintf(text, sizeof(text), ", expected FPR 2^-%u = %.3g", r, fpr);
+    line += text;
+  }
+  if (!retrieval && p.variant != filter_variant::bumped) {
+    line += std::string(", ") + variant_label(p.variant);
+  }
+  const std::uint32_t tries = result.stats.standard_attempts;
+  if (!uses_bumping(p.variant) && p.variant != filter_variant::homogeneous && tries != 0) {
+    line += ", " + std::to_string(tries) + (tries == 1 ? " try" : " tries");
+  }
+  std::snprintf(text, sizeof(text), ", %.2f s, ", seconds);
+  line += text;
+  line += format_count(keys * rate) + " keys/s, " +
+          format_bytes(static_cast<double>(input_bytes) * rate) + "/s input, ";
+  if (gpu) line += "on the GPU, ";
+  if (result.out_of_core) {
+    line += "out of core: " + std::to_string(result.partitions) + " partitions, " +
+            std::to_string(result.spilled_bytes) + " bytes spilled";
+  } else {
+    line += "in memory";
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 std::function<int()> add_build_command(CLI::App& app) {
   auto s = std::make_shared<build_settings>();

@@ -1,0 +1,59 @@
+// What `ribbon build` was asked (its command line), shared by its two build paths:
+// build_command.cpp (filters, through the bulk builder) and retrieval_build.cpp (--values,
+// --value-file).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "input.hpp"
+#include "progress.hpp"
+#include "ribbon/bulk_builder.hpp"
+#include "ribbon/filter.hpp"
+#include "util.hpp"
+
+namespace ribbon::cli {
+
+struct build_settings {
+  std::vector<std::string> inputs;
+  std::string format = "lines";
+  std::string output;
+  double fpr = 0;
+  std::uint32_t bits = 8;
+  std::uint32_t width = 64;
+  std::uint32_t threads = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t shard_size = 0;
+  std::string threshold_codes = "auto";
+  // The CPU until bench/RESULTS.md records a passing bench/gpu_check.sh on a GPU.
+  std::string backend = "cpu";
+  std::string memory_limit = "0";
+  std::string tmp_dir;
+  bool progress = false;
+  bool quiet = false;
+  std::string variant = "bumped";
+  double slack = std::numeric_limits<double>::quiet_NaN();
+  double success_probability = 0.95;
+  bool values = false;     ///< inputs are key<TAB>value lines
+  std::string value_file;  ///< little-endian 8-byte values, one per key
+  // Which options were given (set after parsing).
+  bool bits_given = false;
+  bool slack_given = false;
+  bool success_probability_given = false;
+};
+
+/// The library's options for these settings (every build path).
+build_options build_options_of(const build_settings& s, filter_variant variant);
+
+/// Prints the one-line summary of a finished build (unless --quiet).
+void print_summary(const build_settings& s, const bulk_result& result, double seconds,
+                   std::uint64_t input_bytes, bool gpu);
+
+/// A retrieval build (--values or --value-file) into s.output: the exit status.
+int run_retrieval_build(const build_settings& s, input_format format, filter_variant variant,
+                        bool gpu, clock_type::time_point start, progress_mode mode);
+
+}  // namespace ribbon::cli

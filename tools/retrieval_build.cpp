@@ -1,0 +1,246 @@
+// `ribbon build --values` / `--value-file`: a retrieval structure from key<TAB>value lines or
+// keys and a file of values. Keys are hashed as they are read; a key given twice with two
+// values is an error that names the key and where it came from.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "build_settings.hpp"
+#include "gpu_backend.hpp"
+#include "ribbon/error.hpp"
+#include "ribbon/options.hpp"
+
+namespace ribbon::cli {
+namespace {
+
+/// Key hashes and values of a retrieval build, in input order, and where each key came from.
+struct keyed_values {
+  std::vector<std::uint64_t> hashes;
+  std::vector<std::uint32_t> values;
+  std::vector<std::uint64_t> keys_per_source;  ///< keys read from each input
+};
+
+/// Reads a --value-file: little-endian 8-byte unsigned values, each below 2^32, through the
+/// same reader as u64 key files (so a bad size is reported the same way).
+std::vector<std::uint32_t> read_value_file(const std::string& path) {
+  std::vector<std::uint32_t> values;
+  try {
+    input_reader reader({path}, input_format::u64);
+    reader.run(
+        1, parse_output::keys, 0, [](input_chunk&) {},
+        [&](input_chunk& c) {
+          for (std::uint64_t i = 0; i < c.key_count; ++i) {
+            const std::uint64_t v = c.values[i];
+            if (v > UINT32_MAX) {
+              throw error(path + ": value " + std::to_string(v) + " at byte " +
+                          std::to_string(c.byte_offset + 8 * i) + " (value number " +
+                          std::to_string(values.size() + 1) + ") does not fit in 32 bits");
+            }
+            values.push_back(static_cast<std::uint32_t>(v));
+          }
+        });
+  } catch (const error& e) {
+    throw error(std::string("value file: ") + e.what());
+  }
+  return values;
+}
+
+/// Where key number `index` (from 0, in input order) came from: "FILE:LINE" for line
+/// formats, "FILE byte OFFSET" for u64.
+std::string key_location(const input_reader& reader, const keyed_values& kv, input_format format,
+                         std::uint64_t index) {
+  std::size_t source = 0;
+  while (source + 1 < kv.keys_per_source.size() && index >= kv.keys_per_source[source]) {
+    index -= kv.keys_per_source[source++];
+  }
+  if (format == input_format::u64) {
+    return reader.name(source) + " byte " + std::to_string(8 * index);
+  }
+  return reader.name(source) + ":" + std::to_string(index + 1);
+}
+
+/// The message for two values of one key: names the key (read again for byte strings, where
+/// the inputs can be read again) and the two places.
+std::string conflict_message(const build_settings& s, input_format format, input_reader& reader,
+                             const keyed_values& kv, const conflicting_values_error& e) {
+  const std::uint64_t n = kv.hashes.size();
+  std::uint64_t first = n, second = n;
+  for (std::uint64_t i = 0; i < n && second == n; ++i) {
+    if (kv.hashes[i] != e.key_hash()) continue;
+    if (first == n) {
+      first = i;
+    } else if (kv.values[i] != kv.values[first]) {
+      second = i;
+    }
+  }
+  if (second == n) return e.what();  // not found: keep the library's message
+  const std::string places = " (" + key_location(reader, kv, format, first) + " and " +
+                             key_location(reader, kv, format, second) + ")";
+  if (format != input_format::lines) return e.what() + places;  // names the integer key
+  // Only regular files can be read again (not stdin or pipes).
+  const bool rereadable = std::all_of(s.inputs.begin(), s.inputs.end(), [](const std::string& p) {
+    struct stat st;
+    return p != "-" && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  });
+  if (!rereadable) {
+    return "duplicate key with different values: one key is given two values" + places;
+  }
+  // Read the inputs again for the text of key number `first`.
+  input_reader again(s.inputs, input_format::lines);
+  std::string key;
+  std::uint64_t seen = 0;
+  again.run(
+      1, parse_output::keys, 0,
+      [&](input_chunk& c) {
+        if (s.values) parse_key_value_lines(c, input_format::lines);
+      },
+      [&](input_chunk& c) {
+        if (first >= seen && first < seen + c.key_count) {
+          key = std::string(c.texts[static_cast<std::size_t>(first - seen)]);
+        }
+        seen += c.key_count;
+      });
+  return "duplicate key with different values: " + quote_for_message(key) + places;
+}
+
+/// Values must be below this: 2^--bits where given, else 2^32.
+std::uint64_t value_limit_of(const build_settings& s) {
+  return s.bits_given && s.bits < 32 ? std::uint64_t{1} << s.bits : std::uint64_t{1} << 32;
+}
+
+std::string too_wide_for_bits(const build_settings& s) {
+  return "does not fit in --bits " + std::to_string(s.bits) + " (values must be below 2^" +
+         std::to_string(s.bits) + ")";
+}
+
+/// Splits a chunk of key<TAB>value lines and hashes the keys as the library expects (with the
+/// seed, as bulk builds do); sets the chunk's error on a value too wide for --bits.
+void parse_and_hash_key_values(const build_settings& s, input_format key_format, input_chunk& c) {
+  parse_key_value_lines(c, key_format);
+  if (!c.error.empty()) return;
+  const std::uint64_t seed_mixed = seed_mix(s.seed);
+  const std::uint64_t value_limit = value_limit_of(s);
+  const std::size_t n = c.texts.size();
+  c.values.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    c.values[i] = key_format == input_format::hex64
+                      ? hash_u64(c.values[i], seed_mixed)
+                      : hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed);
+    if (c.entry_values[i] >= value_limit) {
+      c.error = "value " + std::to_string(c.entry_values[i]) + " " + too_wide_for_bits(s);
+      c.error_line = i;
+      return;
+    }
+  }
+}
+
+/// Reads the key hashes (and, with --values, the values) of every input, in input order.
+keyed_values read_keyed_values(const build_settings& s, input_format key_format,
+                               input_reader& reader, std::uint64_t value_file_values) {
+  keyed_values kv;
+  kv.keys_per_source.assign(s.inputs.size(), 0);
+  const std::uint64_t expected =
+      !s.value_file.empty() ? value_file_values : reader.estimated_keys();
+  kv.hashes.reserve(expected);
+  if (s.values) kv.values.reserve(expected);
+  reader.run(
+      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
+      [&](input_chunk& c) {
+        if (s.values) parse_and_hash_key_values(s, key_format, c);
+      },
+      [&](input_chunk& c) {
+        if (!s.values && kv.hashes.size() + c.values.size() > value_file_values) {
+          throw error("value file " + s.value_file + " holds " + std::to_string(value_file_values) +
+                      " values, fewer than the keys (" + reader.name(c.source) + " has more)");
+        }
+        kv.hashes.insert(kv.hashes.end(), c.values.begin(), c.values.end());
+        if (s.values)
+          kv.values.insert(kv.values.end(), c.entry_values.begin(), c.entry_values.end());
+        kv.keys_per_source[c.source] += c.key_count;
+      });
+  return kv;
+}
+
+/// Gives the keys the --value-file's values: one per key, each within --bits.
+void attach_value_file(const build_settings& s, input_format format, const input_reader& reader,
+                       std::vector<std::uint32_t> file_values, keyed_values& kv) {
+  const std::uint64_t count = kv.hashes.size();
+  if (file_values.size() != count) {
+    throw error("value file " + s.value_file + " holds " + std::to_string(file_values.size()) +
+                " values for " + std::to_string(count) + " keys: give one value per key");
+  }
+  kv.values = std::move(file_values);
+  const std::uint64_t value_limit = value_limit_of(s);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    if (kv.values[i] >= value_limit) {
+      throw error("value file " + s.value_file + ": value " + std::to_string(kv.values[i]) +
+                  " at byte " + std::to_string(8 * i) + " (for the key at " +
+                  key_location(reader, kv, format, i) + ") " + too_wide_for_bits(s));
+    }
+  }
+}
+
+/// As many bits as the largest value needs, at least 1.
+std::uint32_t bits_for_values(const std::vector<std::uint32_t>& values) {
+  const std::uint32_t largest =
+      values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+  std::uint32_t bits = 1;
+  while (bits < 32 && (largest >> bits) != 0) ++bits;
+  return bits;
+}
+
+}  // namespace
+
+int run_retrieval_build(const build_settings& s, input_format format, filter_variant variant,
+                        bool gpu, clock_type::time_point start, progress_mode mode) {
+  const input_format key_format = format;
+  std::vector<std::uint32_t> file_values;
+  if (!s.value_file.empty()) file_values = read_value_file(s.value_file);
+  // key<TAB>value lines are read as lines and split here.
+  input_reader reader(s.inputs, s.values ? input_format::lines : format);
+  build_options options = build_options_of(s, variant);
+  // Fail on bad options before reading anything.
+  (void)build_params(options, key_kind_of(key_format), true);
+
+  build_progress progress;
+  progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
+  keyed_values kv = read_keyed_values(s, key_format, reader, file_values.size());
+  if (!s.values) attach_value_file(s, format, reader, std::move(file_values), kv);
+  if (!s.bits_given) options.result_bits = bits_for_values(kv.values);
+
+  progress.current.store(build_progress::solving, std::memory_order_relaxed);
+  const std::uint64_t count = kv.hashes.size();
+  build_stats stats;
+  filter f;
+  try {
+    f = gpu ? build_retrieval_on_gpu(kv.hashes.data(), kv.values.data(), count,
+                                     key_kind_of(key_format), options)
+            : filter::build_from_hashes(kv.hashes.data(), kv.values.data(), count,
+                                        key_kind_of(key_format), options, &stats);
+  } catch (const conflicting_values_error& e) {
+    display.stop(false);
+    throw error(conflict_message(s, key_format, reader, kv, e));
+  }
+  progress.current.store(build_progress::writing, std::memory_order_relaxed);
+  f.save(s.output);
+  progress.current.store(build_progress::finished, std::memory_order_relaxed);
+  display.stop(true);
+  if (mode != progress_mode::quiet) {
+    bulk_result result;
+    result.params = f.params();
+    result.input_keys = count;
+    result.key_count = f.key_count();
+    result.file_bytes = f.size_bytes();
+    result.num_layers = f.num_layers();
+    result.stats = stats;
+    print_summary(s, result, seconds_since(start),
+                  reader.counters().bytes.load(std::memory_order_relaxed), gpu);
+  }
+  return 0;
+}
+
+}  // namespace ribbon::cli
