@@ -53,47 +53,46 @@ std::uint64_t image_bytes(const filter_image& image) {
   return layout(image.params, geometries.data(), geometries.size(), sections.data());
 }
 
-void write_image(const filter_image& image, const byte_sink& sink, const section_source& external) {
-  const filter_params& p = image.params;
-  const std::size_t n = image.layers.size();
-  if (n > max_layers) throw error("a filter has at most 16 layers");
-  std::vector<layer_geometry> geometries;
-  for (const auto& l : image.layers) geometries.push_back(l.geometry);
-  std::vector<section_layout> sections(n);
-  const std::uint64_t file_bytes = layout(p, geometries.data(), n, sections.data());
+namespace {
 
-  // Builders write 1+-bit codes; a loaded older file keeps its 2-bit ones when saved again.
-  const threshold_encoding encoding = n ? geometries[0].codes : threshold_encoding::one_plus_bit;
+/// Builders write 1+-bit codes; a loaded older file keeps its 2-bit ones when saved again.
+threshold_encoding shared_encoding(const std::vector<layer_geometry>& geometries) {
+  const threshold_encoding encoding =
+      geometries.empty() ? threshold_encoding::one_plus_bit : geometries[0].codes;
   for (const layer_geometry& g : geometries) {
     if (g.codes != encoding)
       throw error("the layers of a filter must share one threshold encoding");
   }
+  return encoding;
+}
 
-  std::vector<layer_descriptor> descriptors(n);
-  for (std::size_t l = 0; l < n; ++l) {
-    const layer_image& li = image.layers[l];
-    layer_descriptor& d = descriptors[l];
-    std::memset(&d, 0, sizeof(d));
-    d.num_starts = li.geometry.num_starts;
-    d.shard_bits = li.geometry.shard_bits;
-    d.kind = static_cast<std::uint32_t>(li.geometry.kind);
-    d.salt = li.salt;
-    d.input_keys = li.input_keys;
-    d.bumped_keys = li.bumped_keys;
-    d.threshold_offset = sections[l].threshold_offset;
-    d.threshold_bytes = sections[l].threshold_bytes;
-    d.threshold_checksum = li.thresholds || d.threshold_bytes == 0
-                               ? checksum(li.thresholds, d.threshold_bytes)
-                               : li.threshold_checksum;
-    d.solution_offset = sections[l].solution_offset;
-    d.solution_bytes = sections[l].solution_bytes;
-    d.solution_checksum = li.solution || d.solution_bytes == 0
-                              ? checksum(li.solution, d.solution_bytes)
-                              : li.solution_checksum;
-    d.upper_start_block = li.geometry.upper_start_block;
-  }
+/// Fills in place (not by value) so the padding bytes the checksums cover stay zero.
+void describe_layer(const layer_image& li, const section_layout& s, layer_descriptor& d) {
+  std::memset(&d, 0, sizeof(d));
+  d.num_starts = li.geometry.num_starts;
+  d.shard_bits = li.geometry.shard_bits;
+  d.kind = static_cast<std::uint32_t>(li.geometry.kind);
+  d.salt = li.salt;
+  d.input_keys = li.input_keys;
+  d.bumped_keys = li.bumped_keys;
+  d.threshold_offset = s.threshold_offset;
+  d.threshold_bytes = s.threshold_bytes;
+  d.threshold_checksum = li.thresholds || d.threshold_bytes == 0
+                             ? checksum(li.thresholds, d.threshold_bytes)
+                             : li.threshold_checksum;
+  d.solution_offset = s.solution_offset;
+  d.solution_bytes = s.solution_bytes;
+  d.solution_checksum = li.solution || d.solution_bytes == 0
+                            ? checksum(li.solution, d.solution_bytes)
+                            : li.solution_checksum;
+  d.upper_start_block = li.geometry.upper_start_block;
+}
 
-  file_header h;
+/// Fills in place too: the header checksum covers the header's padding bytes.
+void fill_header(const filter_image& image, threshold_encoding encoding, std::uint64_t file_bytes,
+                 const std::vector<layer_descriptor>& descriptors, file_header& h) {
+  const filter_params& p = image.params;
+  const std::size_t n = descriptors.size();
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, magic, sizeof(magic));
   h.format_version = version_for(encoding);
@@ -115,33 +114,67 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
   h.descriptor_bytes = sizeof(layer_descriptor);
   h.descriptors_checksum = checksum(descriptors.data(), n * sizeof(layer_descriptor));
   h.header_checksum = checksum(&h, offsetof(file_header, header_checksum));
+}
 
-  static const unsigned char zeros[section_alignment] = {};
-  std::uint64_t written = 0;
-  auto emit = [&](const void* data, std::uint64_t bytes) {
-    if (bytes) sink(data, bytes);
-    written += bytes;
-  };
-  auto pad_to = [&](std::uint64_t offset) {
-    while (written < offset) emit(zeros, std::min<std::uint64_t>(offset - written, sizeof(zeros)));
-  };
-  emit(&h, sizeof(h));
-  emit(descriptors.data(), n * sizeof(layer_descriptor));
-  auto emit_section = [&](std::size_t l, section which, const void* data, std::uint64_t bytes) {
+/// Streams the file to a sink, counting bytes so sections land at their canonical offsets.
+class image_writer {
+ public:
+  image_writer(const byte_sink& sink, const section_source& external)
+      : sink_(sink), external_(external) {}
+
+  void emit(const void* data, std::uint64_t bytes) {
+    if (bytes) sink_(data, bytes);
+    written_ += bytes;
+  }
+
+  void pad_to(std::uint64_t offset) {
+    static const unsigned char zeros[section_alignment] = {};
+    while (written_ < offset)
+      emit(zeros, std::min<std::uint64_t>(offset - written_, sizeof(zeros)));
+  }
+
+  /// A section is in memory, or (after an out-of-core build) comes from the external source.
+  void emit_section(std::size_t l, section which, const void* data, std::uint64_t bytes) {
     if (data != nullptr || bytes == 0) return emit(data, bytes);
-    if (!external) throw error("write_image: a section is neither in memory nor external");
-    const std::uint64_t end = written + bytes;
-    external(l, which, [&](const void* piece, std::size_t size) { emit(piece, size); });
-    if (written != end) throw error("write_image: an external section has the wrong size");
-  };
+    if (!external_) throw error("write_image: a section is neither in memory nor external");
+    const std::uint64_t end = written_ + bytes;
+    external_(l, which, [&](const void* piece, std::size_t size) { emit(piece, size); });
+    if (written_ != end) throw error("write_image: an external section has the wrong size");
+  }
+
+ private:
+  const byte_sink& sink_;
+  const section_source& external_;
+  std::uint64_t written_ = 0;
+};
+
+}  // namespace
+
+void write_image(const filter_image& image, const byte_sink& sink, const section_source& external) {
+  const std::size_t n = image.layers.size();
+  if (n > max_layers) throw error("a filter has at most 16 layers");
+  std::vector<layer_geometry> geometries;
+  for (const auto& l : image.layers) geometries.push_back(l.geometry);
+  std::vector<section_layout> sections(n);
+  const std::uint64_t file_bytes = layout(image.params, geometries.data(), n, sections.data());
+  const threshold_encoding encoding = shared_encoding(geometries);
+
+  std::vector<layer_descriptor> descriptors(n);
+  for (std::size_t l = 0; l < n; ++l) describe_layer(image.layers[l], sections[l], descriptors[l]);
+  file_header h;
+  fill_header(image, encoding, file_bytes, descriptors, h);
+
+  image_writer out(sink, external);
+  out.emit(&h, sizeof(h));
+  out.emit(descriptors.data(), n * sizeof(layer_descriptor));
   for (std::size_t l = 0; l < n; ++l) {
     const layer_image& li = image.layers[l];
     if (sections[l].threshold_bytes) {
-      pad_to(sections[l].threshold_offset);
-      emit_section(l, section::thresholds, li.thresholds, sections[l].threshold_bytes);
+      out.pad_to(sections[l].threshold_offset);
+      out.emit_section(l, section::thresholds, li.thresholds, sections[l].threshold_bytes);
     }
-    pad_to(sections[l].solution_offset);
-    emit_section(l, section::solution, li.solution, sections[l].solution_bytes);
+    out.pad_to(sections[l].solution_offset);
+    out.emit_section(l, section::solution, li.solution, sections[l].solution_bytes);
   }
 }
 

@@ -199,8 +199,8 @@ void bind_sequence(nb::module_& m) {
            "distinct count is known).");
 }
 
-/// The steps over hash arrays: without the GIL, C++ errors as ribbon exceptions.
-void bind_steps(nb::module_& m) {
+/// Planning a layer and solving its shard ranges.
+void bind_range_steps(nb::module_& m) {
   m.def(
       "plan_layer",
       [](const filter_params& p, std::uint32_t layer, std::uint64_t keys,
@@ -252,7 +252,10 @@ void bind_steps(nb::module_& m) {
       nb::arg("part_path"), nb::arg("skip_if_repeats") = false, nb::arg("threads") = 0,
       "Solves one range from its hash arrays into its part file (part_path empty: no file, the "
       "part's bytes returned); returns (received, distinct, solved, bumped, part bytes).");
+}
 
+/// The last layers built in one place, and the file written from all the layers' parts.
+void bind_finish_steps(nb::module_& m) {
   nb::class_<dist::finished_layers>(m, "FinishedLayers",
                                     "The last layers of a build, built in memory.")
       .def_prop_ro("num_layers", [](const dist::finished_layers& f) { return f.layers().size(); });
@@ -283,6 +286,10 @@ void bind_steps(nb::module_& m) {
       nb::arg("rest").none(),
       "Writes the file from (plan, bumped_keys, part paths) per distributed layer and the "
       "finished layers.");
+}
+
+/// The file framed around sections that others write, with the checksums they need.
+void bind_frame_steps(nb::module_& m) {
   m.def(
       "frame_file",
       [](const filter_params& p, std::uint64_t key_count,
@@ -326,6 +333,13 @@ void bind_steps(nb::module_& m) {
           },
           nb::arg("bytes"))
       .def("digest", &detail::xxh64_stream::digest);
+}
+
+/// The steps over hash arrays: without the GIL, C++ errors as ribbon exceptions.
+void bind_steps(nb::module_& m) {
+  bind_range_steps(m);
+  bind_finish_steps(m);
+  bind_frame_steps(m);
 }
 
 }  // namespace

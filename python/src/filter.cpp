@@ -238,14 +238,13 @@ bool contains_one(const filter& f, nb::handle key) {
 
 using namespace ribbon::python;
 
-void bind_filter(nb::module_& m) {
-  nb::class_<ribbon::filter>(m, "Filter", R"(A static Ribbon filter or retrieval structure.
+namespace {
 
-Made by ribbon.build(), ribbon.load() or Filter.from_bytes(); immutable. Queries take arrays of
-keys of the kind the filter was built from (integers or byte strings) and return numpy arrays.
-Pickles as its file bytes, so it can be shipped to Spark or Dask workers.)")
-      .def("contains", &contains, nb::arg("keys"),
-           R"(Membership of each key: a numpy bool array, True for every key of the set.
+using filter_class = nb::class_<ribbon::filter>;
+
+void bind_queries(filter_class& c) {
+  c.def("contains", &contains, nb::arg("keys"),
+        R"(Membership of each key: a numpy bool array, True for every key of the set.
 
 keys: a numpy integer or bytes array, a pyarrow array, or an iterable of int/bytes/str, of
 the filter's key kind. Runs without the GIL, in parallel for large batches.)")
@@ -253,30 +252,36 @@ the filter's key kind. Runs without the GIL, in parallel for large batches.)")
       .def("lookup", &lookup, nb::arg("keys"),
            R"(Retrieval structures: the value stored for each key (numpy uint32 array).
 
-A key that is not in the set gets an arbitrary value below 2^bits.)")
-      .def(
-          "save",
-          [](const ribbon::filter& f, const std::filesystem::path& path) {
-            translating(failure::file, [&] {
-              nb::gil_scoped_release release;
-              f.save(path.string());
-            });
-          },
-          nb::arg("path"),
-          "Writes the file atomically (a temporary file in the same directory, renamed).")
+A key that is not in the set gets an arbitrary value below 2^bits.)");
+}
+
+/// Files, buffers and pickling: all carry the file image.
+void bind_serialization(filter_class& c) {
+  c.def(
+       "save",
+       [](const ribbon::filter& f, const std::filesystem::path& path) {
+         translating(failure::file, [&] {
+           nb::gil_scoped_release release;
+           f.save(path.string());
+         });
+       },
+       nb::arg("path"),
+       "Writes the file atomically (a temporary file in the same directory, renamed).")
       .def_static("from_bytes", &from_buffer, nb::arg("buffer"), nb::kw_only(),
                   nb::arg("verify") = true,
                   "A filter from a file image (bytes or any buffer), validated like a file.")
       .def("to_bytes", &to_bytes, "The file bytes.")
       .def("__bytes__", &to_bytes, "The file bytes.")
       .def("__getstate__", &to_bytes)
-      .def("__setstate__",
-           [](ribbon::filter& self, nb::bytes image) {
-             new (&self) ribbon::filter(from_buffer(image, true));
-           })
-      .def(
-          "__len__", [](const ribbon::filter& f) { return f.key_count(); },
-          "The key count recorded in the file.")
+      .def("__setstate__", [](ribbon::filter& self, nb::bytes image) {
+        new (&self) ribbon::filter(from_buffer(image, true));
+      });
+}
+
+void bind_properties(filter_class& c) {
+  c.def(
+       "__len__", [](const ribbon::filter& f) { return f.key_count(); },
+       "The key count recorded in the file.")
       .def("info", &info, "The fields of `ribbon info --json`, as a dict.")
       .def_prop_ro(
           "fpr",
@@ -312,7 +317,9 @@ A key that is not in the set gets an arbitrary value below 2^bits.)")
                       f.params().result_bits, f.bits_per_key());
         return std::string(text);
       });
+}
 
+void bind_build(nb::module_& m) {
   m.def(
       "build",
       [](nb::handle keys, nb::handle values, std::optional<double> fpr,
@@ -348,11 +355,28 @@ key_kind: "u64" or "bytes", the kind of an empty key list (else inferred).
 threshold_codes: how buckets store their thresholds: "1+-bit" (the smallest file), "2-bit"
   (faster batched queries, about 0.04 % more space) or "auto"/None (1+-bit; 2-bit at w=32).
 Runs without the GIL; Ctrl-C stops it within about a second.)");
+}
 
+void bind_load(nb::module_& m) {
   m.def("load", &load, nb::arg("path"), nb::kw_only(), nb::arg("verify") = true,
         nb::arg("mmap") = true,
         R"(Opens a filter file (any builder's: CPU, GPU, CLI, Python).
 
 verify: check every section's checksum (reads the whole file). mmap: map the file instead
 of reading it into memory.)");
+}
+
+}  // namespace
+
+void bind_filter(nb::module_& m) {
+  filter_class c(m, "Filter", R"(A static Ribbon filter or retrieval structure.
+
+Made by ribbon.build(), ribbon.load() or Filter.from_bytes(); immutable. Queries take arrays of
+keys of the kind the filter was built from (integers or byte strings) and return numpy arrays.
+Pickles as its file bytes, so it can be shipped to Spark or Dask workers.)");
+  bind_queries(c);
+  bind_serialization(c);
+  bind_properties(c);
+  bind_build(m);
+  bind_load(m);
 }
