@@ -57,6 +57,17 @@ def kill_an_executor_when_ranges_run(sc, min_tasks: int, report: dict, done: thr
         time.sleep(0.05)
 
 
+def executors_after_replacement(sc, before: list, wait_seconds: float = 120) -> list:
+    """The executor pids once the master has launched one not in `before` (it may come after
+    the build, which the surviving executor can finish alone), or after `wait_seconds`."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        pids = executor_pids(sc.applicationId)
+        if set(pids) - set(before) or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.2)
+
+
 def main(keys_path: str, out: str, min_tasks: int) -> int:
     import pandas as pd
     import pyspark
@@ -83,7 +94,11 @@ def main(keys_path: str, out: str, min_tasks: int) -> int:
     sc = session.sparkContext
     sc.setLogLevel("ERROR")
     keys = np.fromfile(keys_path, dtype="<u8").astype(np.int64)  # two's complement, as the CLI
-    df = session.createDataFrame(pd.DataFrame({"k": keys})).repartition(5)
+    # Partitioned by the key's hash, not round robin: a round-robin repartition's output is
+    # indeterminate, and Spark refuses to rerun the stages after it once an executor is lost
+    # ("A shuffle map stage with indeterminate output was failed and retried"). Sources that
+    # users build from (files, tables) are determinate.
+    df = session.createDataFrame(pd.DataFrame({"k": keys})).repartition(5, "k")
 
     report: dict = {}
     done = threading.Event()
@@ -97,7 +112,7 @@ def main(keys_path: str, out: str, min_tasks: int) -> int:
     report["layers"] = stats.layers
     if "stage" in report:
         report["killed_pid_alive"] = os.path.exists(f"/proc/{report['killed_pid']}")
-        report["executors_after"] = executor_pids(sc.applicationId)
+        report["executors_after"] = executors_after_replacement(sc, report["executors_before"])
     session.stop()
     print(json.dumps(report))
     return 0
