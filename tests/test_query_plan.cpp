@@ -185,6 +185,22 @@ TEST(QueryPlan, EveryRowCheckGivesTheSameScalarAnswers) {
   }
 }
 
+/// Keys laid out as Arrow lays out a string array: their bytes back to back, and the offsets
+/// of their ends (32- and 64-bit).
+struct arrow_layout {
+  std::string data;
+  std::vector<std::int32_t> offsets32{0};
+  std::vector<std::int64_t> offsets64{0};
+  explicit arrow_layout(const std::vector<std::string>& keys) {
+    for (const std::string& k : keys) {
+      data += k;
+      offsets32.push_back(static_cast<std::int32_t>(data.size()));
+      offsets64.push_back(static_cast<std::int64_t>(data.size()));
+    }
+  }
+  const unsigned char* bytes() const { return reinterpret_cast<const unsigned char*>(data.data()); }
+};
+
 /// Arrow-layout byte-string batches (32- and 64-bit offsets) answer as the views do.
 TEST(QueryPlan, OffsetBatchesEqualViewBatches) {
   const std::vector<std::string> keys = ribbon_test::string_keys(23, 0, 5000);
@@ -198,15 +214,10 @@ TEST(QueryPlan, OffsetBatchesEqualViewBatches) {
     const ribbon::filter f =
         retrieval ? ribbon::filter::build(views.data(), values.data(), views.size(), o)
                   : ribbon::filter::build(views.data(), views.size(), o);
-    std::string data;
-    std::vector<std::int32_t> offsets32{0};
-    std::vector<std::int64_t> offsets64{0};
-    for (const std::string& p : probes) {
-      data += p;
-      offsets32.push_back(static_cast<std::int32_t>(data.size()));
-      offsets64.push_back(static_cast<std::int64_t>(data.size()));
-    }
-    const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+    const arrow_layout probe_layout(probes);
+    const std::vector<std::int32_t>& offsets32 = probe_layout.offsets32;
+    const std::vector<std::int64_t>& offsets64 = probe_layout.offsets64;
+    const unsigned char* bytes = probe_layout.bytes();
     const std::vector<std::string_view> probe_views = ribbon_test::views(probes);
     const std::size_t n = probes.size();
     if (retrieval) {
@@ -235,15 +246,10 @@ TEST(QueryPlan, BuildsFromOffsetsEqualBuildsFromViews) {
   // Key 0 is the empty key: two equal offsets.
   const std::vector<std::string> keys = ribbon_test::string_keys(29, 0, 3000);
   const std::vector<std::string_view> views = ribbon_test::views(keys);
-  std::string data;
-  std::vector<std::int32_t> offsets32{0};
-  std::vector<std::int64_t> offsets64{0};
-  for (const std::string& k : keys) {
-    data += k;
-    offsets32.push_back(static_cast<std::int32_t>(data.size()));
-    offsets64.push_back(static_cast<std::int64_t>(data.size()));
-  }
-  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+  const arrow_layout layout(keys);
+  const std::vector<std::int32_t>& offsets32 = layout.offsets32;
+  const std::vector<std::int64_t>& offsets64 = layout.offsets64;
+  const unsigned char* bytes = layout.bytes();
   std::vector<std::uint32_t> values(keys.size());
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::uint32_t>(i % 199);
   ribbon::build_options o;
