@@ -155,10 +155,7 @@ auto bytes_hash(const std::string_view* keys) {
 template <class Offset>
 auto offsets_hash(const Offset* offsets, const unsigned char* data) {
   return [offsets, data](const filter_params& p) {
-    return [offsets, data, seed = p.seed](std::uint64_t i) {
-      return hash_bytes(data + offsets[i], static_cast<std::size_t>(offsets[i + 1] - offsets[i]),
-                        seed);
-    };
+    return detail::offsets_key_hash<Offset>{offsets, data, p.seed};
   };
 }
 auto given_hash(const std::uint64_t* hashes) {

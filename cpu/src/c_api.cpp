@@ -119,10 +119,9 @@ struct u64_key_hash {
 };
 
 /// Key hashes of Arrow-layout byte-string keys.
-ribbon::detail::kernels::offset_key_hash<uint64_t> bytes_key_hash(const ribbon::filter& f,
-                                                                  const void* data,
-                                                                  const uint64_t* offsets) {
-  return {f.ref(), offsets, static_cast<const unsigned char*>(data)};
+ribbon::detail::offsets_key_hash<uint64_t> bytes_key_hash(const ribbon::filter& f, const void* data,
+                                                          const uint64_t* offsets) {
+  return {offsets, static_cast<const unsigned char*>(data), f.ref().params.seed};
 }
 
 void check_batch(const void* keys, const void* out, uint64_t count) {

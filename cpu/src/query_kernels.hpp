@@ -320,18 +320,6 @@ void lookup_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
   });
 }
 
-/// Key hashes of byte-string keys laid out as Arrow lays them out: key i is the bytes
-/// [offsets[i], offsets[i + 1]) of `data`.
-template <class Offset>
-struct offset_key_hash {
-  const filter_ref& f;
-  const Offset* offsets;
-  const unsigned char* data;
-  RIBBON_FORCE_INLINE std::uint64_t operator()(std::uint64_t i) const {
-    return f.key_hash(data + offsets[i], static_cast<std::size_t>(offsets[i + 1] - offsets[i]));
-  }
-};
-
 /// The scalar routines, one instantiation per width, layer-0 rule, r and row check.
 template <unsigned Width, bump_rule Rule, std::uint32_t Bits, class Rows>
 bool planned_contains(const query_plan& q, std::uint64_t hash) {

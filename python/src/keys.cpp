@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "errors.hpp"
 
@@ -360,10 +361,9 @@ void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out) {
   } else {
     for (const arrow_strings& chunk : keys.arrow_chunks()) {
       with_offsets(chunk, [&](const auto* offsets) {
-        for (std::uint64_t i = 0; i < chunk.count; ++i) {
-          *out++ = hash_bytes(chunk.data + offsets[i],
-                              static_cast<std::size_t>(offsets[i + 1] - offsets[i]), seed);
-        }
+        using Offset = std::decay_t<decltype(*offsets)>;
+        const detail::offsets_key_hash<Offset> key_hash{offsets, chunk.data, seed};
+        for (std::uint64_t i = 0; i < chunk.count; ++i) *out++ = key_hash(i);
       });
     }
   }

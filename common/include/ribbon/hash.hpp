@@ -88,6 +88,22 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t hash_bytes(const void* data, std::si
   return detail::xxh64(data, length, seed);
 }
 
+namespace detail {
+/// Key hashes of byte-string keys laid out as Arrow lays out string and binary arrays: key i
+/// is the bytes [offsets[i], offsets[i + 1]) of `data` (Offset: std::int32_t, std::int64_t,
+/// or the C ABI's std::uint64_t). What builds and queries from offsets hash.
+template <class Offset>
+struct offsets_key_hash {
+  const Offset* offsets;
+  const unsigned char* data;
+  std::uint64_t seed;
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t operator()(std::uint64_t i) const {
+    return hash_bytes(data + offsets[i], static_cast<std::size_t>(offsets[i + 1] - offsets[i]),
+                      seed);
+  }
+};
+}  // namespace detail
+
 /// Hash of a key in the next layer: a bijection of its hash in the previous layer.
 RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t remix(std::uint64_t hash, std::uint64_t layer_salt) {
   return mix64(hash ^ layer_salt);
