@@ -25,6 +25,7 @@ path in ``local[...]`` mode, NFS...) or a URI of any file system ``pyarrow.fs`` 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import uuid
@@ -216,6 +217,35 @@ def _solve_ranges(task, layer: int, keys_of_ranges, fail_first_attempt):
     return run
 
 
+def _collect(df) -> pa.Table:
+    """``df`` on the driver through one more exchange (to one partition), so that the stage
+    computing ``df`` is a shuffle map stage: one that Spark can rerun whole (see
+    :func:`_rerunnable_stages`)."""
+    return df.repartition(1).toArrow()
+
+
+@contextlib.contextmanager
+def _rerunnable_stages(session):
+    """Adaptive query execution off while the build runs (the session's setting is restored).
+
+    Spark 4 compares a rerun map task's output with its first attempt's (order-independent
+    checksums). Routed blobs group hashes as their rows arrived, and rows read from a shuffle
+    arrive in any order: after a lost executor, rerun route tasks may differ, and Spark then
+    reruns every task of the stage that read them. It can rerun a shuffle map stage; a result
+    stage some of whose tasks have finished it cannot, and it fails the job ("A shuffle map
+    stage with indeterminate output was failed and retried"). With AQE, caching a layer's
+    ranges is a job of its own whose last stage is such a result stage; without it, the ranges
+    are solved and cached inside a map stage of the job that collects them (:func:`_collect`).
+    The build's exchanges have fixed partition counts, so AQE has nothing to adapt here."""
+    key = "spark.sql.adaptive.enabled"
+    before = session.conf.get(key)
+    session.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        session.conf.set(key, before)
+
+
 def _run_pickled(tasks):
     """mapInArrow over spark.range: partition i runs tasks[i], its result pickled."""
 
@@ -276,11 +306,11 @@ class SparkEngine(dist.Engine):
         )
         self.persisted.append(solved)
         columns = ["range", "received", "distinct", "solved", "bumped_keys"]
-        rows = solved.select(*columns).toArrow().to_pylist()
+        rows = _collect(solved.select(*columns)).to_pylist()
         return [dist.RangeResult(*(row[c] for c in columns)) for row in rows], solved
 
     def collect(self, source) -> np.ndarray:
-        views = _hash_views(source.select("bumped").toArrow().column(0))
+        views = _hash_views(_collect(source.select("bumped")).column(0))
         return np.concatenate(views) if views else np.empty(0, dtype=np.uint64)
 
     def run_tasks(self, tasks):
@@ -347,14 +377,15 @@ def build(
         df, column, params, batch_keys=batch_keys, fail_first_attempt=_fail_first_attempt
     )
     try:
-        return dist.run_build(
-            engine,
-            params,
-            destination,
-            range_keys=range_keys,
-            one_place_keys=one_place_keys,
-            threads=threads,
-        )
+        with _rerunnable_stages(df.sparkSession):
+            return dist.run_build(
+                engine,
+                params,
+                destination,
+                range_keys=range_keys,
+                one_place_keys=one_place_keys,
+                threads=threads,
+            )
     finally:
         engine.release_all()
 

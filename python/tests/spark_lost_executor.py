@@ -1,14 +1,18 @@
 """Run by test_spark_cluster.py in a process of its own (a JVM holds one Spark context, and the
-other Spark tests' is local[2,4]): builds a filter with ribbon.spark.build on
+other Spark tests' is local[2,4]): builds filters with ribbon.spark.build on
 local-cluster[2,1,1024], a master with two workers and two executor JVMs of one core each,
 while a thread kills one executor JVM (SIGKILL) once the range tasks run.
 
-    python spark_lost_executor.py KEYS.u64 OUT.ribbon MIN_TASKS
+    python spark_lost_executor.py KEYS.u64 OUT_DIR MIN_TASKS SOURCE[,SOURCE...]
 
-KEYS.u64: little-endian 64-bit keys. The kill comes in the first stage of at least MIN_TASKS
-tasks (layer 0's range tasks: the source frame has fewer partitions) with two running.
-Prints one JSON line: the build's layers and what was killed when. Exits 77 if the
-local cluster cannot start.
+KEYS.u64: little-endian 64-bit keys. One build per SOURCE, into OUT_DIR/SOURCE.ribbon, from a
+source frame partitioned by "hash" (by the key, as after a join or an aggregation: the same
+rows per partition on a rerun, in any order) or "round-robin" (a `repartition(n)`: which rows
+a partition gets is itself indeterminate). Each build's kill comes in its first stage of at
+least MIN_TASKS tasks (layer 0's range tasks: the source frame has fewer partitions) with two
+running and one done; the next build waits for the replacement executor. Prints one JSON
+line: per source, the build's layers and what was killed when. Exits 77 if the local cluster
+cannot start.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ def kill_an_executor_when_ranges_run(sc, min_tasks: int, report: dict, done: thr
             info = tracker.getStageInfo(stage_id)
             if info is None or info.numTasks < min_tasks or info.numActiveTasks < 2:
                 continue
+            if info.numCompletedTasks < 1:  # some done: Spark cannot just start the stage over
+                continue
             pids = executor_pids(sc.applicationId)
             os.kill(pids[0], signal.SIGKILL)
             report.update(killed_pid=pids[0], executors_before=pids, stage=stage_id,
@@ -68,12 +74,44 @@ def executors_after_replacement(sc, before: list, wait_seconds: float = 120) -> 
         time.sleep(0.2)
 
 
-def main(keys_path: str, out: str, min_tasks: int) -> int:
+def wait_for_executors(sc, count: int, wait_seconds: float = 120) -> None:
+    """Until `count` executors have registered with the driver (or `wait_seconds` passed)."""
+    deadline = time.monotonic() + wait_seconds
+    # The driver is one of the tracker's "executors".
+    while len(sc._jsc.sc().statusTracker().getExecutorInfos()) < count + 1:
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.2)
+
+
+def build_losing_an_executor(session, keys, source: str, out: str, min_tasks: int) -> dict:
     import pandas as pd
-    import pyspark
-    from pyspark.sql import SparkSession
 
     import ribbon.spark
+
+    sc = session.sparkContext
+    wait_for_executors(sc, 2)  # the killer needs two running tasks
+    df = session.createDataFrame(pd.DataFrame({"k": keys}))
+    df = df.repartition(5, "k") if source == "hash" else df.repartition(5)
+    report: dict = {}
+    done = threading.Event()
+    killer = threading.Thread(target=kill_an_executor_when_ranges_run,
+                              args=(sc, min_tasks, report, done), daemon=True)
+    killer.start()
+    stats = ribbon.spark.build(df, "k", out, width=32, shard_size=1024, range_keys=2500,
+                               one_place_keys=10000)  # layer 1 on the driver: fewer jobs
+    done.set()
+    killer.join()
+    report["layers"] = stats.layers
+    if "stage" in report:
+        report["killed_pid_alive"] = os.path.exists(f"/proc/{report['killed_pid']}")
+        report["executors_after"] = executors_after_replacement(sc, report["executors_before"])
+    return report
+
+
+def main(keys_path: str, out_dir: str, min_tasks: int, sources: list) -> int:
+    import pyspark
+    from pyspark.sql import SparkSession
 
     # local-cluster launches executors from a Spark installation: pip's pyspark is one.
     os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
@@ -91,32 +129,17 @@ def main(keys_path: str, out: str, min_tasks: int) -> int:
     except Exception as e:  # noqa: BLE001 (any failure to start is reported, then skipped)
         print(f"local-cluster[2,1,1024] did not start: {e}", file=sys.stderr)
         return CANNOT_START
-    sc = session.sparkContext
-    sc.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel("ERROR")
     keys = np.fromfile(keys_path, dtype="<u8").astype(np.int64)  # two's complement, as the CLI
-    # Partitioned by the key's hash, not round robin: a round-robin repartition's output is
-    # indeterminate, and Spark refuses to rerun the stages after it once an executor is lost
-    # ("A shuffle map stage with indeterminate output was failed and retried"). Sources that
-    # users build from (files, tables) are determinate.
-    df = session.createDataFrame(pd.DataFrame({"k": keys})).repartition(5, "k")
-
-    report: dict = {}
-    done = threading.Event()
-    killer = threading.Thread(target=kill_an_executor_when_ranges_run,
-                              args=(sc, min_tasks, report, done), daemon=True)
-    killer.start()
-    stats = ribbon.spark.build(df, "k", out, width=32, shard_size=1024, range_keys=2500,
-                               one_place_keys=10000)  # layer 1 on the driver: fewer jobs
-    done.set()
-    killer.join()
-    report["layers"] = stats.layers
-    if "stage" in report:
-        report["killed_pid_alive"] = os.path.exists(f"/proc/{report['killed_pid']}")
-        report["executors_after"] = executors_after_replacement(sc, report["executors_before"])
+    reports = {
+        source: build_losing_an_executor(session, keys, source,
+                                         os.path.join(out_dir, f"{source}.ribbon"), min_tasks)
+        for source in sources
+    }
     session.stop()
-    print(json.dumps(report))
+    print(json.dumps(reports))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(",")))

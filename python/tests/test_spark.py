@@ -142,3 +142,22 @@ def test_bad_input_is_refused_before_any_work(spark, tmp_path):
     with pytest.raises(OSError, match="does not exist"):
         ribbon.spark.build(fine, "k", str(tmp_path / "missing" / "x.ribbon"))
     assert not out.exists() and parts_left(tmp_path) == []
+
+
+def test_builds_leave_the_sessions_settings_as_they_were(spark, tmp_path):
+    # The build turns adaptive query execution off while it runs (ribbon.spark's
+    # _rerunnable_stages), after a failure too.
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    try:
+        for setting in ("true", "false"):
+            spark.conf.set(key, setting)
+            ribbon.spark.build(spark.range(1000).withColumnRenamed("id", "k"), "k",
+                               str(tmp_path / "k.ribbon"))
+            assert spark.conf.get(key) == setting
+            with pytest.raises(ribbon.KeysError):
+                ribbon.spark.build(spark.createDataFrame([(None,)], "k long"), "k",
+                                   str(tmp_path / "k.ribbon"))
+            assert spark.conf.get(key) == setting
+    finally:
+        spark.conf.set(key, before)

@@ -23,6 +23,9 @@ CANNOT_START = 77
 # Layer 0 of 40000 keys in ranges of 2500: at least 16 range tasks, against 5 partitions of
 # the source frame, so the helper's kill lands in the range tasks' stage.
 RANGE_TASKS = 16
+# The source frame partitioned by the key (determinate rows per partition, in any order, as
+# after a join) and round robin (indeterminate rows per partition).
+SOURCES = ("hash", "round-robin")
 
 
 def test_a_lost_executor_is_replaced_and_the_file_unchanged(tmp_path):
@@ -30,19 +33,30 @@ def test_a_lost_executor_is_replaced_and_the_file_unchanged(tmp_path):
     keys = random_u64(40000, seed=31)
     expected = cli_build(keys, str(tmp_path), "-w", "32", "--shard-size", "1024")
     source = write_keys(keys, str(tmp_path / "keys.u64"))
-    out = tmp_path / "k.ribbon"
-    run = subprocess.run([sys.executable, HELPER, source, str(out), str(RANGE_TASKS)],
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    run = subprocess.run([sys.executable, HELPER, source, str(out_dir), str(RANGE_TASKS),
+                          ",".join(SOURCES)],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     if run.returncode == CANNOT_START:
         pytest.skip(run.stderr.strip().splitlines()[-1])
-    assert run.returncode == 0, run.stderr[-4000:]
-    report = json.loads(run.stdout.strip().splitlines()[-1])
-    assert report["layers"][0]["ranges"] >= RANGE_TASKS, report
-    assert "stage" in report, f"no stage of {RANGE_TASKS}+ tasks ran two at once: no kill: {report}"
-    assert report["completed_when_killed"] < report["stage_tasks"], report  # mid-stage
-    assert not report["killed_pid_alive"], report
-    # The cluster noticed: a new executor JVM took the lost one's place.
-    assert report["killed_pid"] not in report["executors_after"], report
-    assert len(set(report["executors_after"]) - set(report["executors_before"])) >= 1, report
-    assert out.read_bytes() == expected
-    assert [n for n in os.listdir(tmp_path) if "ribbon-parts" in n or ".tmp-" in n] == []
+    assert run.returncode == 0, failure_of(run.stderr)
+    reports = json.loads(run.stdout.strip().splitlines()[-1])
+    for source in SOURCES:
+        report = reports[source]
+        assert report["layers"][0]["ranges"] >= RANGE_TASKS, report
+        assert "stage" in report, f"{source}: no stage of {RANGE_TASKS}+ tasks ran two: {report}"
+        # Mid-stage: some range tasks done (Spark cannot start the stage over), some not.
+        assert 0 < report["completed_when_killed"] < report["stage_tasks"], report
+        assert not report["killed_pid_alive"], report
+        # The cluster noticed: a new executor JVM took the lost one's place.
+        assert report["killed_pid"] not in report["executors_after"], report
+        assert len(set(report["executors_after"]) - set(report["executors_before"])) >= 1, report
+        assert (out_dir / f"{source}.ribbon").read_bytes() == expected, source
+    assert [n for n in os.listdir(out_dir) if "ribbon-parts" in n or ".tmp-" in n] == []
+
+
+def failure_of(stderr: str) -> str:
+    """The Python traceback in a helper's stderr (Spark's shutdown noise comes after it)."""
+    start = stderr.find("Traceback (most recent call last)")
+    return stderr[start : start + 6000] if start >= 0 else stderr[-6000:]
