@@ -1,7 +1,7 @@
 """Benchmark: ribbon.spark.build against `ribbon build` on the same integer keys.
 
     python python/examples/spark_benchmark.py --keys 100000000 --cli build/tools/ribbon \\
-        --workdir /tmp/ribbon-bench [--master local[2]] [--partitions 16]
+        --workdir /tmp/ribbon-bench [--master local[2]] [--partitions 16] [--batch 1048576]
 
 Keys are 0 .. n-1 (spark.range; hashing makes them random), written once as a u64 file for
 the CLI. Prints the wall time of both builds, whether the files are identical, the build's
@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument("--range-keys", type=int, default=None)
     ap.add_argument("--skip-cli", action="store_true")
     ap.add_argument("--strings", action="store_true", help="keys as decimal strings")
+    ap.add_argument("--batch", type=int, default=1 << 20, help="arrow.maxRecordsPerBatch")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     n = args.keys
@@ -80,7 +81,7 @@ def main() -> None:
         SparkSession.builder.master(args.master)
         .appName("ribbon-spark-benchmark")
         .config("spark.driver.memory", "4g")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.batch))
         .config("spark.local.dir", args.workdir)
         .getOrCreate()
     )
