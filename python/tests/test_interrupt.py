@@ -14,6 +14,9 @@ import numpy as np
 import ribbon
 
 mode, out_dir = sys.argv[1], sys.argv[2]
+# As in an interactive interpreter: a background job (CI run with `&`) starts with SIGINT
+# ignored, and Python then installs no KeyboardInterrupt handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 keys = np.random.default_rng(1).integers(0, 2**64, size=40_000_000, dtype=np.uint64)
 sent = []
 def interrupt():
