@@ -7,7 +7,9 @@
 2. the keys to Python workers (mapInArrow) that only count them: the JVM -> Arrow -> Python
    hand-over;
 3. the same, hashing every batch (ribbon.distributed.hash_batch);
-4. layer 0's map side as ribbon.spark.build runs it: hash, route, shuffle write.
+4. layer 0's map side as ribbon.spark.build runs it: hash, route, shuffle write;
+5. keys hashed in the JVM (Spark's xxhash64, a stand-in) and gathered per range by Spark's
+   collect_list, the lists to Python: what built-in functions give without the row hand-over.
 Each job runs twice (the first of a session also starts the Python workers); wall seconds.
 """
 
@@ -18,6 +20,7 @@ import time
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 import ribbon.distributed as dist
 import ribbon.spark as rs
@@ -31,6 +34,11 @@ def counted(f):
         yield pa.RecordBatch.from_arrays([pa.array([total])], names=["c"])
 
     return run
+
+
+def count_list_elements(batches):
+    total = sum(len(b.column(1).flatten()) for b in batches)
+    yield pa.RecordBatch.from_arrays([pa.array([total])], names=["c"])
 
 
 def main() -> None:
@@ -62,6 +70,11 @@ def main() -> None:
         .agg({"c": "sum"}).collect(),
         "hash, route, shuffle write": lambda: df.mapInArrow(route, rs.ROUTED_SCHEMA)
         .repartition(plan.num_ranges, "part").count(),
+        "JVM hash, collect_list per range, to Python": lambda: df.select(
+            F.xxhash64("k").alias("h"))
+        .groupBy(F.pmod("h", F.lit(max(2, plan.num_ranges))).alias("r"))
+        .agg(F.collect_list("h").alias("hashes"))
+        .mapInArrow(count_list_elements, "c long").agg({"c": "sum"}).collect(),
     }
     df.count()  # Spark's own first-job costs, outside the figures
     for attempt in (1, 2):
