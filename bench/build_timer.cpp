@@ -1,9 +1,12 @@
 // The C++ side of bench/python_bench.py: times filter::build and batched contains over keys
 // read from files, as that script times the Python package over the same keys, and reports the
 // build's peak RSS beyond the keys.
-//   ribbon_build_timer KEYS PROBES u64|lines THREADS REPEATS
-// KEYS and PROBES: little-endian u64 files, or lines files (keys are the lines' bytes, read as
-// string_views into the file's bytes). Prints one JSON object (seconds of each repeat).
+//   ribbon_build_timer KEYS PROBES u64|lines|arrow THREADS REPEATS
+// KEYS and PROBES: little-endian u64 files, or lines files: with `lines` the keys are
+// string_views into the file's bytes, with `arrow` they are laid out as a pyarrow
+// large_string array (64-bit offsets into the lines' bytes without the newlines; what the
+// Python side queries) and built and queried in that layout (build_offsets,
+// contains_offsets). Prints one JSON object (seconds of each repeat).
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -37,6 +40,38 @@ std::vector<std::string_view> lines_of(const std::string& text) {
   return lines;
 }
 
+/// Keys laid out as an Arrow large_string array.
+struct arrow_keys {
+  std::vector<std::int64_t> offsets{0};
+  std::vector<unsigned char> data;
+  std::size_t size() const { return offsets.size() - 1; }
+};
+
+arrow_keys arrow_of(const std::vector<std::string_view>& lines) {
+  arrow_keys keys;
+  for (std::string_view line : lines) {
+    keys.data.insert(keys.data.end(), line.begin(), line.end());
+    keys.offsets.push_back(static_cast<std::int64_t>(keys.data.size()));
+  }
+  return keys;
+}
+
+template <class Key>
+ribbon::filter build_filter(const std::vector<Key>& keys, const ribbon::build_options& options) {
+  return ribbon::filter::build(keys.data(), keys.size(), options);
+}
+ribbon::filter build_filter(const arrow_keys& keys, const ribbon::build_options& options) {
+  return ribbon::filter::build_offsets(keys.offsets.data(), keys.data.data(), keys.size(), options);
+}
+
+template <class Key>
+void query_filter(const ribbon::filter& f, const std::vector<Key>& keys, bool* out) {
+  f.contains(keys.data(), keys.size(), out);
+}
+void query_filter(const ribbon::filter& f, const arrow_keys& keys, bool* out) {
+  f.contains_offsets(keys.offsets.data(), keys.data.data(), keys.size(), out);
+}
+
 /// A field of /proc/self/status in kB (VmRSS, VmHWM).
 long status_kb(const char* field) {
   std::ifstream in("/proc/self/status");
@@ -59,9 +94,8 @@ double timed(const F& f) {
 }
 
 /// Times `repeats` builds and batched queries of the keys; prints the JSON object.
-template <class Key>
-void run(const std::vector<Key>& keys, const std::vector<Key>& probes, std::uint32_t threads,
-         int repeats) {
+template <class Keys>
+void run(const Keys& keys, const Keys& probes, std::uint32_t threads, int repeats) {
   ribbon::build_options options;
   options.threads = threads;
   std::string build = "[", query = "[";
@@ -71,14 +105,11 @@ void run(const std::vector<Key>& keys, const std::vector<Key>& probes, std::uint
   std::uint64_t positives = 0;
   for (int i = 0; i < repeats; ++i) {
     ribbon::filter f;
-    build += (i ? ", " : "") + std::to_string(timed([&] {
-               f = ribbon::filter::build(keys.data(), keys.size(), options);
-             }));
+    build += (i ? ", " : "") + std::to_string(timed([&] { f = build_filter(keys, options); }));
     if (i == 0) peak = status_kb("VmHWM:");
     f.set_query_threads(threads);
     std::unique_ptr<bool[]> out(new bool[probes.size()]);
-    query += (i ? ", " : "") +
-             std::to_string(timed([&] { f.contains(probes.data(), probes.size(), out.get()); }));
+    query += (i ? ", " : "") + std::to_string(timed([&] { query_filter(f, probes, out.get()); }));
     positives = 0;
     for (std::size_t j = 0; j < probes.size(); ++j) positives += out[j];
   }
@@ -92,7 +123,7 @@ void run(const std::vector<Key>& keys, const std::vector<Key>& probes, std::uint
 
 int main(int argc, char** argv) {
   if (argc != 6) {
-    std::fprintf(stderr, "usage: %s KEYS PROBES u64|lines THREADS REPEATS\n", argv[0]);
+    std::fprintf(stderr, "usage: %s KEYS PROBES u64|lines|arrow THREADS REPEATS\n", argv[0]);
     return 2;
   }
   const std::string format = argv[3];
@@ -107,6 +138,8 @@ int main(int argc, char** argv) {
     };
     const std::vector<std::uint64_t> keys = words(key_bytes), probes = words(probe_bytes);
     run(keys, probes, threads, repeats);
+  } else if (format == "arrow") {
+    run(arrow_of(lines_of(key_bytes)), arrow_of(lines_of(probe_bytes)), threads, repeats);
   } else {
     run(lines_of(key_bytes), lines_of(probe_bytes), threads, repeats);
   }

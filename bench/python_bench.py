@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The Python package against the C++ library over the same keys (bench/RESULTS.md).
 
-    bench/python_bench.py BUILD_DIR [--keys 10000000] [--repeats 5] [--threads 2]
+    bench/python_bench.py BUILD_DIR [--keys 10000000] [--repeats 5] [--threads 2] [--cpp-strings arrow|lines]
 
 BUILD_DIR: a CMake build with the Python extension and bench/ (RIBBON_BUILD_BENCHMARKS=ON):
 its python/ is put on sys.path and bench/ribbon_build_timer times the C++ side. For each key
 kind (u64: random 64-bit integers; strings: 16-character hex lines) it writes the keys and as
 many non-member probes to files, then alternates C++ and Python runs, each in a fresh process:
-build (filter::build from a uint64 array / string_views, vs ribbon.build from a numpy uint64
-array / a pyarrow large_string array made from the same bytes without per-key objects),
+build (filter::build from a uint64 array, and for strings build_offsets over the same Arrow
+layout, or string_views with --cpp-strings lines, vs ribbon.build from a numpy uint64 array /
+a pyarrow large_string array made from the same bytes without per-key objects),
 batched contains of the probes (numpy uint64 / pyarrow array vs the C++ batched path), and the
 build's peak RSS beyond the keys (VmHWM after the first build minus VmRSS before it, with
 clear_refs resetting the peak). Prints the medians and the Python/C++ ratios.
@@ -89,6 +90,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--formats", default="u64,lines")
+    parser.add_argument("--cpp-strings", choices=["arrow", "lines"], default="arrow",
+                        help="the C++ side's string keys: Arrow offsets as Python's (build_offsets, "
+                             "contains_offsets), or string_views")
     args = parser.parse_args()
     timer = os.path.join(args.build_dir, "bench", "ribbon_build_timer")
     python_dir = os.path.join(args.build_dir, "python")
@@ -97,7 +101,8 @@ def main():
             keys, probes = write_keys(tmp, args.keys, fmt, 1), write_keys(tmp, args.keys, fmt, 2)
             runs = {"C++": [], "Python": []}
             for _ in range(args.repeats):  # alternate, one build + query per process run
-                runs["C++"].append(median_run([timer, keys, probes, fmt, str(args.threads), "1"]))
+                cpp_fmt = args.cpp_strings if fmt == "lines" else fmt
+                runs["C++"].append(median_run([timer, keys, probes, cpp_fmt, str(args.threads), "1"]))
                 runs["Python"].append(median_run([sys.executable, "-c", PYTHON_SIDE, python_dir, keys, probes, fmt,
                                                   str(args.threads), "1"]))
             summary = {}
