@@ -352,8 +352,9 @@ def build(
 
     The file is byte-identical to ``ribbon build`` over the same distinct keys and options
     (integer columns as ``--format u64``, string/binary columns as byte strings), whatever
-    the partitioning, the number of executors, the order of rows and task retries. Repeated
-    keys count once. ``range_keys``: keys per range task (its memory: about 40 bytes per key);
+    the partitioning, the number of executors, the order of rows, task retries and lost
+    executors (adaptive query execution is off while the build runs: see
+    :func:`_rerunnable_stages`). Repeated keys count once. ``range_keys``: keys per range task (its memory: about 40 bytes per key);
     ``one_place_keys``: layers this small are finished on the driver. ``path``: a path on a
     file system that the executors and the driver share, or a URI that ``pyarrow.fs``
     resolves (``s3://bucket/key``, ``hdfs://...``; credentials from the usual environment
