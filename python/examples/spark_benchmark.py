@@ -1,7 +1,8 @@
 """Benchmark: ribbon.spark.build against `ribbon build` on the same integer keys.
 
     python python/examples/spark_benchmark.py --keys 100000000 --cli build/tools/ribbon \\
-        --workdir /tmp/ribbon-bench [--master local[2]] [--partitions 16] [--batch 1048576]
+        --workdir /tmp/ribbon-bench [--master local[2]] [--partitions 16] [--batch 1048576] \\
+        [--engine auto|jvm|python]
 
 Keys are 0 .. n-1 (spark.range; hashing makes them random), written once as a u64 file for
 the CLI. Prints the wall time of both builds, whether the files are identical, the build's
@@ -55,6 +56,8 @@ def main() -> None:
     ap.add_argument("--skip-cli", action="store_true")
     ap.add_argument("--strings", action="store_true", help="keys as decimal strings")
     ap.add_argument("--batch", type=int, default=1 << 20, help="arrow.maxRecordsPerBatch")
+    ap.add_argument("--engine", default="auto", choices=["auto", "jvm", "python"],
+                    help="where layer 0 routes (auto/jvm: the session gets ribbon.jar)")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     n = args.keys
@@ -76,9 +79,13 @@ def main() -> None:
 
     import ribbon.distributed as dist
     import ribbon.spark
+    import ribbon.spark_jvm
 
+    builder = SparkSession.builder
+    if args.engine != "python":
+        builder = builder.config("spark.jars", ribbon.spark_jvm.jar_path())
     spark = (
-        SparkSession.builder.master(args.master)
+        builder.master(args.master)
         .appName("ribbon-spark-benchmark")
         .config("spark.driver.memory", "4g")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.batch))
@@ -97,9 +104,9 @@ def main() -> None:
 
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.monotonic()
-    stats = ribbon.spark.build(df, "k", out, **options)
+    stats = ribbon.spark.build(df, "k", out, engine=args.engine, **options)
     spark_seconds = time.monotonic() - start
-    print(f"ribbon.spark.build: {spark_seconds:.2f} s, {stats.keys} keys, "
+    print(f"ribbon.spark.build (engine {args.engine}): {spark_seconds:.2f} s, {stats.keys} keys, "
           f"{stats.bits_per_key:.3f} bits/key")
     if not args.skip_cli:
         same = open(out, "rb").read() == open(cli_out, "rb").read()

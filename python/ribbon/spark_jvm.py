@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["jar_path", "jvm_available", "register", "contains_column", "lookup_column"]
+__all__ = ["jar_path", "jvm_available", "add_jar", "register", "contains_column", "lookup_column"]
 
 _CONTAINS_CLASS = "dev.ribbon.spark.ContainsFunction"
 _LOOKUP_CLASS = "dev.ribbon.spark.LookupFunction"
@@ -57,12 +57,10 @@ def jvm_available(spark) -> bool:
     return re.search(r"ribbon[^/\\\s,():]*\.jar", shipped) is not None
 
 
-def register(spark) -> None:
-    """Registers ``ribbon_contains`` (boolean) and ``ribbon_lookup`` (long) in ``spark``.
-    Adds the jar to the session (``ADD JAR``) if its classes are not loadable yet; starting
-    the session with ``spark.jars`` set to :func:`jar_path` is the surer way."""
-    from pyspark.sql.types import BooleanType, LongType
-
+def add_jar(spark) -> None:
+    """Makes the jar's classes loadable on the driver and the executors: adds the jar to the
+    session (``ADD JAR``) if they are not yet; starting the session with ``spark.jars`` set
+    to :func:`jar_path` is the surer way. RuntimeError if they stay unloadable."""
     if not jvm_available(spark):
         spark.sql("ADD JAR '%s'" % jar_path().replace("'", "\\'"))
     if not jvm_available(spark):
@@ -70,6 +68,14 @@ def register(spark) -> None:
             "the ribbon UDF classes are not on the driver's class path: start the session with "
             "spark.jars=%s" % jar_path()
         )
+
+
+def register(spark) -> None:
+    """Registers ``ribbon_contains`` (boolean) and ``ribbon_lookup`` (long) in ``spark``
+    (adding the jar first where needed: :func:`add_jar`)."""
+    from pyspark.sql.types import BooleanType, LongType
+
+    add_jar(spark)
     spark.udf.registerJavaFunction("ribbon_contains", _CONTAINS_CLASS, BooleanType())
     spark.udf.registerJavaFunction("ribbon_lookup", _LOOKUP_CLASS, LongType())
 

@@ -161,6 +161,12 @@ void bind_plan(nb::module_& m) {
       .def_ro("shards_per_range", &dist::layer_plan::shards_per_range)
       .def_prop_ro("num_ranges", &dist::layer_plan::num_ranges)
       .def_prop_ro("num_shards", [](const dist::layer_plan& p) { return p.geometry.num_shards(); })
+      .def_prop_ro(
+          "num_starts", [](const dist::layer_plan& p) { return p.geometry.num_starts; },
+          "Row starts of the layer: a layer hash starts at fastrange64(hash, num_starts).")
+      .def_prop_ro(
+          "shard_bits", [](const dist::layer_plan& p) { return p.geometry.shard_bits; },
+          "log2 of the shard size: a start's shard is start >> shard_bits.")
       .def("part_bytes", &dist::layer_plan::part_bytes, nb::arg("params"), nb::arg("range"))
       .def("threshold_bytes", &dist::layer_plan::threshold_bytes, nb::arg("params"),
            nb::arg("range"))

@@ -3,14 +3,15 @@ other Spark tests' is local[2,4]): builds filters with ribbon.spark.build on
 local-cluster[2,1,1024], a master with two workers and two executor JVMs of one core each,
 while a thread kills one executor JVM (SIGKILL) once the range tasks run.
 
-    python spark_lost_executor.py KEYS.u64 OUT_DIR MIN_TASKS SOURCE[,SOURCE...]
+    python spark_lost_executor.py KEYS.u64 OUT_DIR MIN_TASKS SOURCE:ENGINE[,SOURCE:ENGINE...]
 
 KEYS.u64: little-endian 64-bit keys. One build per SOURCE, into OUT_DIR/SOURCE.ribbon, from a
 source frame partitioned by "hash" (by the key, as after a join or an aggregation: the same
 rows per partition on a rerun, in any order) or "round-robin" (a `repartition(n)`: which rows
 a partition gets is itself indeterminate). Each build's kill comes in its first stage of at
 least MIN_TASKS tasks (layer 0's range tasks: the source frame has fewer partitions) with two
-running and one done; the next build waits for the replacement executor. Prints one JSON
+running and one done; the next build waits for the replacement executor. ENGINE: where layer 0
+routes ("jvm": the session gets ribbon.jar; "python"). Prints one JSON
 line: per source, the build's layers and what was killed when. Exits 77 if the local cluster
 cannot start.
 """
@@ -84,7 +85,8 @@ def wait_for_executors(sc, count: int, wait_seconds: float = 120) -> None:
         time.sleep(0.2)
 
 
-def build_losing_an_executor(session, keys, source: str, out: str, min_tasks: int) -> dict:
+def build_losing_an_executor(session, keys, source: str, engine: str, out: str,
+                             min_tasks: int) -> dict:
     import pandas as pd
 
     import ribbon.spark
@@ -99,7 +101,8 @@ def build_losing_an_executor(session, keys, source: str, out: str, min_tasks: in
                               args=(sc, min_tasks, report, done), daemon=True)
     killer.start()
     stats = ribbon.spark.build(df, "k", out, width=32, shard_size=1024, range_keys=2500,
-                               one_place_keys=10000)  # layer 1 on the driver: fewer jobs
+                               one_place_keys=10000,  # layer 1 on the driver: fewer jobs
+                               engine=engine)
     done.set()
     killer.join()
     report["layers"] = stats.layers
@@ -116,9 +119,14 @@ def main(keys_path: str, out_dir: str, min_tasks: int, sources: list) -> int:
     # local-cluster launches executors from a Spark installation: pip's pyspark is one.
     os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    builder = SparkSession.builder
+    if any(engine == "jvm" for _, engine in sources):
+        import ribbon.spark_jvm
+
+        builder = builder.config("spark.jars", ribbon.spark_jvm.jar_path())
     try:
         session = (
-            SparkSession.builder.master("local-cluster[2,1,1024]")
+            builder.master("local-cluster[2,1,1024]")
             .appName("ribbon-lost-executor")
             .config("spark.ui.enabled", "false")
             .config("spark.driver.memory", "1g")
@@ -132,9 +140,9 @@ def main(keys_path: str, out_dir: str, min_tasks: int, sources: list) -> int:
     session.sparkContext.setLogLevel("ERROR")
     keys = np.fromfile(keys_path, dtype="<u8").astype(np.int64)  # two's complement, as the CLI
     reports = {
-        source: build_losing_an_executor(session, keys, source,
+        source: build_losing_an_executor(session, keys, source, engine,
                                          os.path.join(out_dir, f"{source}.ribbon"), min_tasks)
-        for source in sources
+        for source, engine in sources
     }
     session.stop()
     print(json.dumps(reports))
@@ -142,4 +150,5 @@ def main(keys_path: str, out_dir: str, min_tasks: int, sources: list) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(",")))
+    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]),
+                  [tuple(spec.split(":")) for spec in sys.argv[4].split(",")]))

@@ -44,11 +44,36 @@ def integer_expected(integer_keys, tmp_path_factory):
     return cli_build(integer_keys, str(tmp_path_factory.mktemp("cli")), *CLI_SMALL)
 
 
-@pytest.mark.parametrize("partitions", [1, 7, 64])
-def test_integer_column_equals_the_cli(spark, integer_keys, integer_expected, partitions, tmp_path):
+@pytest.fixture(scope="module")
+def jar(spark):  # noqa: F811
+    """ribbon.jar added to the session (then engine="auto" routes layer 0 in the JVM too)."""
+    import ribbon.spark_jvm
+
+    try:
+        ribbon.spark_jvm.jar_path()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    ribbon.spark_jvm.add_jar(spark)
+
+
+def engine_of(request, engine: str) -> str:
+    if engine == "jvm":
+        request.getfixturevalue("jar")
+    return engine
+
+
+@pytest.mark.parametrize(
+    "engine,partitions", [("python", 1), ("python", 7), ("python", 64), ("jvm", 1), ("jvm", 7)]
+)
+def test_integer_column_equals_the_cli(
+    spark, integer_keys, integer_expected, engine, partitions, tmp_path, request
+):
     df = integer_frame(spark, integer_keys, partitions, seed=partitions)
     out = str(tmp_path / "k.ribbon")
-    stats = ribbon.spark.build(df, "k", out, **SMALL)
+    # batch_keys: several route batches per map task.
+    stats = ribbon.spark.build(
+        df, "k", out, engine=engine_of(request, engine), batch_keys=3000, **SMALL
+    )
     distributed = [layer for layer in stats.layers if not layer["replanned"]]
     assert len(distributed) >= 2 and distributed[0]["ranges"] >= 5
     assert distributed[1]["ranges"] >= 2 and stats.one_place_layers >= 1
@@ -56,19 +81,38 @@ def test_integer_column_equals_the_cli(spark, integer_keys, integer_expected, pa
     assert parts_left(tmp_path) == []
 
 
-def test_string_column_equals_the_cli(spark, tmp_path):
-    keys = random_strings(20000, seed=12)
+@pytest.mark.parametrize("engine", ["python", "jvm"])
+def test_string_column_equals_the_cli(spark, engine, tmp_path, request):
+    engine = engine_of(request, engine)
+    keys = random_strings(20000, seed=12) + ["ünïcødé %d" % i for i in range(50)]
+    keys = [k if isinstance(k, bytes) else k.encode() for k in keys]
     expected = cli_build(keys, str(tmp_path), *CLI_SMALL, "--fpr", "0.001", "--seed", "3")
     order = np.random.default_rng(5).permutation(len(keys))
     strings = pd.DataFrame({"s": [keys[i].decode() for i in order]})
     df = spark.createDataFrame(strings, "s string").repartition(7)
     out = str(tmp_path / "s.ribbon")
-    ribbon.spark.build(df, "s", out, fpr=0.001, seed=3, **SMALL)
+    ribbon.spark.build(df, "s", out, fpr=0.001, seed=3, engine=engine, **SMALL)
     assert open(out, "rb").read() == expected
     binary = spark.createDataFrame(pd.DataFrame({"b": [keys[i] for i in order]}), "b binary")
     binary = binary.repartition(3)
-    ribbon.spark.build(binary, "b", out, fpr=0.001, seed=3, **SMALL)
+    ribbon.spark.build(binary, "b", out, fpr=0.001, seed=3, engine=engine, **SMALL)
     assert open(out, "rb").read() == expected
+
+
+@pytest.mark.parametrize("engine", ["python", "jvm"])
+def test_narrow_integer_columns_are_their_64_bit_values(spark, engine, tmp_path, request):
+    # int and short columns with negative values: sign-extended, as --format u64 reads the
+    # two's complement; seed -5, which is 2^64 - 5 (the JVM gets it as a negative long).
+    engine = engine_of(request, engine)
+    values = np.arange(-15000, 15000, 2, dtype=np.int64)
+    seed = "18446744073709551611"
+    expected = cli_build(values.view(np.uint64), str(tmp_path), *CLI_SMALL, "--seed", seed)
+    frame = spark.createDataFrame(pd.DataFrame({"k": values})).repartition(5)
+    out = str(tmp_path / "n.ribbon")
+    for column_type in ("int", "short"):
+        df = frame.selectExpr(f"cast(k as {column_type}) as k")
+        ribbon.spark.build(df, "k", out, seed=-5, engine=engine, **SMALL)
+        assert open(out, "rb").read() == expected, column_type
 
 
 def test_failed_task_attempts_are_retried_and_the_file_unchanged(

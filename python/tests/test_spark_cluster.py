@@ -28,6 +28,17 @@ RANGE_TASKS = 16
 SOURCES = ("hash", "round-robin")
 
 
+def engines() -> dict:
+    """Where each source's build routes layer 0: the JVM for one where ribbon.jar exists."""
+    import ribbon.spark_jvm
+
+    try:
+        ribbon.spark_jvm.jar_path()
+    except FileNotFoundError:
+        return {"hash": "python", "round-robin": "python"}
+    return {"hash": "jvm", "round-robin": "python"}
+
+
 def test_a_lost_executor_is_replaced_and_the_file_unchanged(tmp_path):
     pytest.importorskip("pyspark")
     keys = random_u64(40000, seed=31)
@@ -35,8 +46,8 @@ def test_a_lost_executor_is_replaced_and_the_file_unchanged(tmp_path):
     source = write_keys(keys, str(tmp_path / "keys.u64"))
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    run = subprocess.run([sys.executable, HELPER, source, str(out_dir), str(RANGE_TASKS),
-                          ",".join(SOURCES)],
+    specs = ",".join(f"{source}:{engine}" for source, engine in engines().items())
+    run = subprocess.run([sys.executable, HELPER, source, str(out_dir), str(RANGE_TASKS), specs],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     if run.returncode == CANNOT_START:
         pytest.skip(run.stderr.strip().splitlines()[-1])

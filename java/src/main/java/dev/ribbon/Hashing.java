@@ -3,8 +3,11 @@ package dev.ribbon;
 import net.jpountz.xxhash.XXHash64;
 import net.jpountz.xxhash.XXHashFactory;
 
-/** The hash functions of the format (docs/format.md, section 7). */
-final class Hashing {
+/**
+ * The hash functions of the format (docs/format.md, section 7), public for the Spark build's
+ * routing (dev.ribbon.spark.Routing), which hashes keys as {@code ribbon build} does.
+ */
+public final class Hashing {
     /** lz4-java's pure-Java XXH64 (no JNI), the reference algorithm. */
     static final XXHash64 XXH64 = XXHashFactory.fastestJavaInstance().hash64();
 
@@ -24,18 +27,23 @@ final class Hashing {
     }
 
     /** The per-filter constant that integer keys are hashed with. */
-    static long seedMix(long seed) {
+    public static long seedMix(long seed) {
         return mix64(seed ^ SEED_MIX_CONSTANT) | 1;
     }
 
     /** Key hash of an integer key. */
-    static long hashLong(long key, long seedMixed) {
+    public static long hashLong(long key, long seedMixed) {
         return mix64((key + seedMixed) * KEY_MULTIPLIER);
     }
 
     /** Key hash of a byte-string key: XXH64 with the file's seed. */
-    static long hashBytes(byte[] key, long seed) {
+    public static long hashBytes(byte[] key, long seed) {
         return XXH64.hash(key, 0, key.length, seed);
+    }
+
+    /** Key hash of the byte-string key {@code bytes[offset, offset + length)}. */
+    public static long hashBytes(byte[] bytes, int offset, int length, long seed) {
+        return XXH64.hash(bytes, offset, length, seed);
     }
 
     /** A key's hash in the next layer. */
@@ -44,7 +52,7 @@ final class Hashing {
     }
 
     /** The high 64 bits of the unsigned 128-bit product (Math.unsignedMultiplyHigh is Java 18). */
-    static long unsignedMultiplyHigh(long a, long b) {
+    public static long unsignedMultiplyHigh(long a, long b) {
         return Math.multiplyHigh(a, b) + ((a >> 63) & b) + ((b >> 63) & a);
     }
 }
