@@ -48,13 +48,11 @@ class shard_eliminator {
         ws_(ws),
         hashes_(hashes),
         count_(count),
-        codes_(code_writer_for(p, g, shard, threshold_words, threshold_origin)),
-        begin_(g.shard_begin(shard)),
+        frame_(p, g, shard, threshold_words, threshold_origin, ws.undo_columns, ws.undo_offsets,
+               Width),
         bucket_size_(g.bumping() ? p.bucket_size : g.shard_end(shard) - g.shard_begin(shard)),
-        num_buckets_(g.bumping() ? (g.shard_end(shard) - g.shard_begin(shard)) / p.bucket_size : 1),
-        rule_limit_(rule_bump_limit(g, shard, Width)),
-        upper_start_(upper_first_start(g, Width)),
-        undo_(ws.undo_columns, ws.undo_offsets, undo_capacity(p.bucket_size, Width)) {
+        num_buckets_(g.bumping() ? (g.shard_end(shard) - g.shard_begin(shard)) / p.bucket_size
+                                 : 1) {
     const std::uint64_t columns = shard_columns(g, shard, Width);
     for (std::uint64_t c = 0; c < columns; ++c) {
       ws_.coeffs[c] = 0;
@@ -82,7 +80,7 @@ class shard_eliminator {
       return;
     }
     // A plain layer never undoes rows.
-    if (g_.bumping() && !undo_.push(column_, row_start_ - bucket_begin())) {
+    if (g_.bumping() && !frame_.undo.push(column_, row_start_ - bucket_begin())) {
       fail_row();
       return;
     }
@@ -133,8 +131,8 @@ class shard_eliminator {
   RIBBON_HD bool load_row() {
     if (row_ == bucket_first_) return false;
     const shard_row<Width, Result> r =
-        row_of<Width, Result>(p_, g_, begin_, upper_start_, hashes_[row_ - 1]);
-    if (r.start < rule_limit_) return false;  // the rest of the bucket is bumped by rule
+        row_of<Width, Result>(p_, g_, frame_.begin, frame_.upper_start, hashes_[row_ - 1]);
+    if (r.start < frame_.rule_limit) return false;  // the rest of the bucket is bumped by rule
     --row_;
     row_start_ = r.start;
     column_ = r.start;
@@ -156,7 +154,7 @@ class shard_eliminator {
       done_ = true;
       return;
     }
-    code_ = fail_bucket(p_, codes_, bucket_, row_start_ - bucket_begin(), undo_,
+    code_ = fail_bucket(p_, frame_.codes, bucket_, row_start_ - bucket_begin(), frame_.undo,
                         [this](std::uint32_t column) { ws_.coeffs[column] = 0; });
     next_bucket();
   }
@@ -171,11 +169,12 @@ class shard_eliminator {
         return;
       }
       code_ = 0;
-      undo_.clear();
+      frame_.undo.clear();
       bucket_first_ = bucket_end_;
       std::uint64_t end = bucket_first_;
       const std::uint64_t limit = bucket_begin() + bucket_size_;
-      while (end < count_ && local_start(record_hash(hashes_[end]), g_, begin_) < limit) ++end;
+      while (end < count_ && local_start(record_hash(hashes_[end]), g_, frame_.begin) < limit)
+        ++end;
       bucket_end_ = end;
       row_ = end;
       if (load_row()) return;
@@ -186,13 +185,14 @@ class shard_eliminator {
   /// front.
   RIBBON_HD void finish_bucket() {
     if (!g_.sharded()) return;
-    const std::uint64_t bump_below = bump_limit(p_, g_, bucket_begin(), code_, rule_limit_);
+    const std::uint64_t bump_below = bump_limit(p_, g_, bucket_begin(), code_, frame_.rule_limit);
     for (std::uint64_t i = bucket_first_;
-         i < bucket_end_ && local_start(record_hash(hashes_[i]), g_, begin_) < bump_below; ++i) {
+         i < bucket_end_ && local_start(record_hash(hashes_[i]), g_, frame_.begin) < bump_below;
+         ++i) {
       hashes_[kept_++] = hashes_[i];
     }
     if (!g_.bumping()) return;
-    codes_.record(bucket_, code_);
+    frame_.codes.record(bucket_, code_);
   }
 
   static constexpr std::uint64_t no_bucket = ~std::uint64_t{0};
@@ -202,13 +202,9 @@ class shard_eliminator {
   shard_workspace<Width, Result> ws_;
   Record* hashes_;
   std::uint64_t count_;
-  shard_code_writer codes_;
-  std::uint64_t begin_;  // first start position of the shard
+  shard_frame frame_;
   std::uint64_t bucket_size_;
   std::uint64_t num_buckets_;
-  std::uint64_t rule_limit_;   // local starts below this are bumped by rule
-  std::uint64_t upper_start_;  // starts from this on are in blocks of r + 1 bits
-  undo_stack undo_;
 
   // Current row.
   std::uint64_t column_ = 0;

@@ -184,6 +184,26 @@ RIBBON_HD inline shard_code_writer code_writer_for(const filter_params& p, const
   return {words, buckets, g.code_index_bits(p.bucket_size)};
 }
 
+/// What eliminating a shard derives once from its layer, the same for the CPU's
+/// shard_eliminator and the GPU's tile_eliminator.
+struct shard_frame {
+  shard_code_writer codes;    ///< where the shard's buckets' threshold codes go
+  std::uint64_t begin;        ///< first start position of the shard
+  std::uint64_t rule_limit;   ///< local starts below this are bumped by rule
+  std::uint64_t upper_start;  ///< starts from this on are in blocks of r + 1 bits
+  undo_stack undo;            ///< the current bucket's rows, undone where it fails
+
+  RIBBON_HD shard_frame(const filter_params& p, const layer_geometry& g, std::uint64_t shard,
+                        std::uint64_t* threshold_words, std::uint64_t threshold_origin,
+                        std::uint32_t* undo_columns, std::uint32_t* undo_offsets,
+                        std::uint32_t width)
+      : codes(code_writer_for(p, g, shard, threshold_words, threshold_origin)),
+        begin(g.shard_begin(shard)),
+        rule_limit(rule_bump_limit(g, shard, width)),
+        upper_start(upper_first_start(g, width)),
+        undo(undo_columns, undo_offsets, undo_capacity(p.bucket_size, width)) {}
+};
+
 /// Outcome of eliminating one shard.
 struct shard_outcome {
   std::uint64_t bumped = 0;  ///< keys passed on to the next layer

@@ -94,14 +94,11 @@ class tile_eliminator {
         ws_(ws),
         hashes_(hashes),
         count_(count),
-        codes_(code_writer_for(p, g, shard, threshold_words, threshold_origin)),
-        begin_(g.shard_begin(shard)),
+        frame_(p, g, shard, threshold_words, threshold_origin, ws.band.undo_columns,
+               ws.band.undo_offsets, Width),
         starts_(g.shard_end(shard) - g.shard_begin(shard)),
         columns_(shard_columns(g, shard, Width)),
-        rule_limit_(rule_bump_limit(g, shard, Width)),
-        upper_start_(upper_first_start(g, Width)),
-        slot_mask_(band_slots(p.bucket_size, Width) - 1),
-        undo_(ws.band.undo_columns, ws.band.undo_offsets, undo_capacity(p.bucket_size, Width)) {}
+        slot_mask_(band_slots(p.bucket_size, Width) - 1) {}
 
   RIBBON_HD shard_outcome run() {
     clear_band();
@@ -121,7 +118,7 @@ class tile_eliminator {
   using row = shard_row<Width, Result>;
 
   RIBBON_HD std::uint64_t start_of(std::uint64_t i) const {
-    return local_start(record_hash(hashes_[i]), g_, begin_);
+    return local_start(record_hash(hashes_[i]), g_, frame_.begin);
   }
 
   /// The end of the run of keys from `first` on whose local start is below `limit` (the keys
@@ -146,7 +143,7 @@ class tile_eliminator {
   /// Inserts the keys of the bucket at base_ in descending start order, a chunk of rows (one
   /// per lane) at a time, until one fails or only rule-bumped keys are left.
   RIBBON_HD void eliminate_bucket() {
-    undo_.clear();
+    frame_.undo.clear();
     code_ = 0;
     bucket_first_ = bucket_end_;
     bucket_end_ = end_of_starts_below(bucket_first_, base_ + p_.bucket_size);
@@ -156,12 +153,13 @@ class tile_eliminator {
           end - bucket_first_ < Tile::size ? end - bucket_first_ : Tile::size;
       tile_.for_each_lane([&](unsigned lane) {
         if (lane < chunk) {
-          rows[lane] = row_of<Width, Result>(p_, g_, begin_, upper_start_, hashes_[end - 1 - lane]);
+          rows[lane] = row_of<Width, Result>(p_, g_, frame_.begin, frame_.upper_start,
+                                             hashes_[end - 1 - lane]);
         }
       });
       for (unsigned i = 0; i < chunk; ++i) {
         const row next = tile_.shuffle(rows, i);
-        if (next.start < rule_limit_) return;  // the rest of the bucket is bumped by rule
+        if (next.start < frame_.rule_limit) return;  // the rest of the bucket is bumped by rule
         if (!insert(next)) return;
       }
       end -= chunk;
@@ -182,7 +180,7 @@ class tile_eliminator {
     }
     tile_.sync();  // every lane has read the band before it changes
     // A layer without thresholds never undoes rows.
-    if (g_.bumping() && !undo_.push(column, r.start - base_)) return fail(r.start);
+    if (g_.bumping() && !frame_.undo.push(column, r.start - base_)) return fail(r.start);
     const std::uint32_t slot = static_cast<std::uint32_t>(column) & slot_mask_;
     ws_.band.coeffs[slot] = r.coeff;
     ws_.band.results[slot] = r.result;
@@ -197,7 +195,7 @@ class tile_eliminator {
       failed_ = true;
       return false;
     }
-    code_ = fail_bucket(p_, codes_, base_ / p_.bucket_size, start - base_, undo_,
+    code_ = fail_bucket(p_, frame_.codes, base_ / p_.bucket_size, start - base_, frame_.undo,
                         [this](std::uint32_t column) { ws_.band.coeffs[column & slot_mask_] = 0; });
     return false;
   }
@@ -205,10 +203,10 @@ class tile_eliminator {
   /// Records the bucket's code and moves its bumped keys (a prefix) to the front.
   RIBBON_HD void finish_bucket(std::uint64_t bucket) {
     if (!g_.sharded()) return;
-    move_to_front(bucket_first_, end_of_starts_below(
-                                     bucket_first_, bump_limit(p_, g_, base_, code_, rule_limit_)));
+    move_to_front(bucket_first_, end_of_starts_below(bucket_first_, bump_limit(p_, g_, base_, code_,
+                                                                               frame_.rule_limit)));
     if (!g_.bumping()) return;
-    codes_.record(bucket, code_);
+    frame_.codes.record(bucket, code_);
   }
 
   /// Moves keys [first, end) to the front (after the keys moved before), a chunk a lane a key:
@@ -251,14 +249,10 @@ class tile_eliminator {
   tile_workspace<Width, Result> ws_;
   Record* hashes_;
   std::uint64_t count_;
-  shard_code_writer codes_;
-  std::uint64_t begin_;        // first start position of the shard
-  std::uint64_t starts_;       // start positions of the shard
-  std::uint64_t columns_;      // shard_columns()
-  std::uint64_t rule_limit_;   // local starts below this are bumped by rule
-  std::uint64_t upper_start_;  // starts from this on are in blocks of r + 1 bits
-  std::uint32_t slot_mask_;    // band_slots() - 1
-  undo_stack undo_;
+  shard_frame frame_;
+  std::uint64_t starts_;     // start positions of the shard
+  std::uint64_t columns_;    // shard_columns()
+  std::uint32_t slot_mask_;  // band_slots() - 1
 
   std::uint64_t base_ = 0;          // first column (and start) of the current bucket
   std::uint64_t bucket_first_ = 0;  // first key of the bucket
