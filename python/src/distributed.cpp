@@ -122,7 +122,7 @@ void bind_params(nb::module_& m) {
       .def(
           "__init__",
           [](filter_params* self, const std::string& kind_name, std::optional<double> fpr,
-             std::optional<std::int64_t> bits, std::int64_t width, std::int64_t seed,
+             std::optional<std::int64_t> bits, std::int64_t width, std::uint64_t seed,
              std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes) {
             build_arguments args;
             args.fpr = fpr;

@@ -50,6 +50,21 @@ def test_string_keys_from_arrow_equal_the_cli(tmp_path):
     assert open(out, "rb").read() == expected
 
 
+def test_seeds_take_the_whole_64_bit_range_as_the_cli_and_ribbon_build(tmp_path):
+    keys = random_u64(5000, seed=6)
+    seed = 2**64 - 5
+    expected = cli_build(keys, str(tmp_path), *CLI_SMALL, "--seed", str(seed))
+    out = str(tmp_path / "seed.ribbon")
+    dist.build([keys], out, key_kind="u64", seed=seed, **SMALL)
+    assert open(out, "rb").read() == expected
+    assert ribbon.build(keys, seed=seed, shard_size=4096).to_bytes() == expected
+    for bad in (-1, 2**64):  # refused as ribbon.build refuses them
+        with pytest.raises(TypeError):
+            dist.build_params("u64", seed=bad)
+        with pytest.raises(TypeError):
+            ribbon.build(keys, seed=bad)
+
+
 def test_repeated_keys_build_the_file_of_the_distinct_keys(tmp_path):
     keys = random_u64(20000, seed=3)
     with_repeats = np.concatenate([keys, keys[:5000], keys[7:8]])
