@@ -401,8 +401,9 @@ def build(
     ``engine``: where layer 0's keys are hashed and routed. ``"auto"`` (default): in the
     executors' JVMs (ribbon.jar, the hashes of ``ribbon build``) when the session's class path
     has the jar (``spark.jars`` set to ``ribbon.spark_jvm.jar_path()``), else in Python
-    workers from Arrow batches; ``"jvm"`` and ``"python"`` force one. The JVM route saves
-    handing every key to Python (about 200 ns of executor time a key); the file is the same.
+    workers from Arrow batches; ``"jvm"`` and ``"python"`` force one. The file is the same;
+    the JVM route spares handing every key to Python, which took the map stage a fifth of
+    its executor time in bench/RESULTS.md ("Layer 0 routed inside the JVM").
     ``batch_keys``: keys a map task routes at once (at most 2^28 - 1).
     """
     _check_engine(engine)
@@ -450,13 +451,17 @@ def _route_in_jvm(session, engine: str) -> bool:
     if engine == "jvm":
         spark_jvm.add_jar(session)
         return True
-    return engine == "auto" and spark_jvm.jvm_available(session) and _classic(session)
+    return engine == "auto" and spark_jvm.jvm_available(session) and _jvm_routes(session)
 
 
-def _classic(session) -> bool:
-    """Is this a classic (not Connect) Spark 4 session, whose Datasets the JVM route reads?"""
+def _jvm_routes(session) -> bool:
+    """Can the driver load the JVM route: the session's jar has it (an older ribbon.jar has
+    not) and the session is a classic Spark 4 one, whose Datasets it reads?"""
+    jvm = session._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     try:
-        session._jvm.java.lang.Class.forName("org.apache.spark.sql.classic.Dataset")
+        for name in ("dev.ribbon.spark.Routing", "org.apache.spark.sql.classic.Dataset"):
+            jvm.java.lang.Class.forName(name, False, loader)
         return True
     except Exception:  # py4j reports ClassNotFoundException as a Py4JJavaError
         return False

@@ -99,6 +99,15 @@ def test_string_column_equals_the_cli(spark, engine, tmp_path, request):
     assert open(out, "rb").read() == expected
 
 
+def test_auto_routes_in_the_jvm_where_the_session_has_the_jar(spark, jar, tmp_path):
+    assert ribbon.spark._route_in_jvm(spark, "auto")
+    assert not ribbon.spark._route_in_jvm(spark, "python")
+    df = integer_frame(spark, random_u64(100, seed=1), 1, seed=1)
+    for bad in (dict(engine="gpu"), dict(batch_keys=0), dict(batch_keys=1 << 28)):
+        with pytest.raises(ValueError):
+            ribbon.spark.build(df, "k", str(tmp_path / "x.ribbon"), **bad)
+
+
 @pytest.mark.parametrize("engine", ["python", "jvm"])
 def test_narrow_integer_columns_are_their_64_bit_values(spark, engine, tmp_path, request):
     # int and short columns with negative values: sign-extended, as --format u64 reads the
