@@ -5,14 +5,15 @@ while a thread kills one executor JVM (SIGKILL) once the range tasks run.
 
     python spark_lost_executor.py KEYS.u64 OUT_DIR MIN_TASKS SOURCE:ENGINE[,SOURCE:ENGINE...]
 
-KEYS.u64: little-endian 64-bit keys. One build per SOURCE, into OUT_DIR/SOURCE.ribbon, from a
+KEYS.u64: little-endian 64-bit keys. One build per SOURCE:ENGINE, into
+OUT_DIR/SOURCE-ENGINE.ribbon, from a
 source frame partitioned by "hash" (by the key, as after a join or an aggregation: the same
 rows per partition on a rerun, in any order) or "round-robin" (a `repartition(n)`: which rows
 a partition gets is itself indeterminate). Each build's kill comes in its first stage of at
 least MIN_TASKS tasks (layer 0's range tasks: the source frame has fewer partitions) with two
 running and one done; the next build waits for the replacement executor. ENGINE: where layer 0
 routes ("jvm": the session gets ribbon.jar; "python"). Prints one JSON
-line: per source, the build's layers and what was killed when. Exits 77 if the local cluster
+line: per SOURCE:ENGINE, the build's layers and what was killed when. Exits 77 if the local cluster
 cannot start.
 """
 
@@ -140,8 +141,9 @@ def main(keys_path: str, out_dir: str, min_tasks: int, sources: list) -> int:
     session.sparkContext.setLogLevel("ERROR")
     keys = np.fromfile(keys_path, dtype="<u8").astype(np.int64)  # two's complement, as the CLI
     reports = {
-        source: build_losing_an_executor(session, keys, source, engine,
-                                         os.path.join(out_dir, f"{source}.ribbon"), min_tasks)
+        f"{source}:{engine}": build_losing_an_executor(
+            session, keys, source, engine, os.path.join(out_dir, f"{source}-{engine}.ribbon"),
+            min_tasks)
         for source, engine in sources
     }
     session.stop()

@@ -2,7 +2,7 @@
 lost tasks (and the shuffle outputs that lived on it) on a replacement executor, and the
 file is still byte-identical to `ribbon build`'s.
 
-Runs spark_lost_executor.py in a process of its own (about 1.5 minutes: a local cluster
+Runs spark_lost_executor.py in a process of its own (1.5-2 minutes: a local cluster
 starts its JVMs). Run alone: pytest python/tests/test_spark_cluster.py."""
 
 from __future__ import annotations
@@ -24,46 +24,47 @@ CANNOT_START = 77
 # the source frame, so the helper's kill lands in the range tasks' stage.
 RANGE_TASKS = 16
 # The source frame partitioned by the key (determinate rows per partition, in any order, as
-# after a join) and round robin (indeterminate rows per partition).
-SOURCES = ("hash", "round-robin")
+# after a join) and round robin (indeterminate rows per partition), routed in the JVM (where
+# ribbon.jar exists) and in Python.
 
 
-def engines() -> dict:
-    """Where each source's build routes layer 0: the JVM for one where ribbon.jar exists."""
+def builds() -> list:
+    """(source, engine) of each build the helper runs."""
     import ribbon.spark_jvm
 
     try:
         ribbon.spark_jvm.jar_path()
     except FileNotFoundError:
-        return {"hash": "python", "round-robin": "python"}
-    return {"hash": "jvm", "round-robin": "python"}
+        return [("hash", "python"), ("round-robin", "python")]
+    return [("hash", "jvm"), ("round-robin", "jvm"), ("round-robin", "python")]
 
 
 def test_a_lost_executor_is_replaced_and_the_file_unchanged(tmp_path):
     pytest.importorskip("pyspark")
     keys = random_u64(40000, seed=31)
     expected = cli_build(keys, str(tmp_path), "-w", "32", "--shard-size", "1024")
-    source = write_keys(keys, str(tmp_path / "keys.u64"))
+    keys_file = write_keys(keys, str(tmp_path / "keys.u64"))
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    specs = ",".join(f"{source}:{engine}" for source, engine in engines().items())
-    run = subprocess.run([sys.executable, HELPER, source, str(out_dir), str(RANGE_TASKS), specs],
+    specs = [f"{source}:{engine}" for source, engine in builds()]
+    run = subprocess.run([sys.executable, HELPER, keys_file, str(out_dir), str(RANGE_TASKS),
+                          ",".join(specs)],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     if run.returncode == CANNOT_START:
         pytest.skip(run.stderr.strip().splitlines()[-1])
     assert run.returncode == 0, failure_of(run.stderr)
     reports = json.loads(run.stdout.strip().splitlines()[-1])
-    for source in SOURCES:
-        report = reports[source]
+    for spec in specs:
+        report = reports[spec]
         assert report["layers"][0]["ranges"] >= RANGE_TASKS, report
-        assert "stage" in report, f"{source}: no stage of {RANGE_TASKS}+ tasks ran two: {report}"
+        assert "stage" in report, f"{spec}: no stage of {RANGE_TASKS}+ tasks ran two: {report}"
         # Mid-stage: some range tasks done (Spark cannot start the stage over), some not.
         assert 0 < report["completed_when_killed"] < report["stage_tasks"], report
         assert not report["killed_pid_alive"], report
         # The cluster noticed: a new executor JVM took the lost one's place.
         assert report["killed_pid"] not in report["executors_after"], report
         assert len(set(report["executors_after"]) - set(report["executors_before"])) >= 1, report
-        assert (out_dir / f"{source}.ribbon").read_bytes() == expected, source
+        assert (out_dir / f"{spec.replace(':', '-')}.ribbon").read_bytes() == expected, spec
     assert [n for n in os.listdir(out_dir) if "ribbon-parts" in n or ".tmp-" in n] == []
 
 
