@@ -1,4 +1,5 @@
-"""The pre-filter of a join on local[2]: ribbon_contains (the JVM UDF, ribbon.spark_jvm)
+"""The pre-filter of a join on local[2]: the JVM functions of ribbon.spark_jvm (the column
+function, which binds the path in the JVM, and the SQL function ribbon_contains(path, k))
 against ribbon.spark.contains (the Arrow UDF) and Spark's broadcast left-semi join.
 
 A filter of 10^6 keys (xxhash64 of ids 0..10^6-1, built by `ribbon build --format u64`) and
@@ -57,7 +58,8 @@ def main():
     probes.count()
 
     methods = {
-        "ribbon_contains (JVM UDF)": lambda: probes.where(ribbon.spark_jvm.contains_column(path, "k")).count(),
+        "contains_column (JVM, path bound)": lambda: probes.where(ribbon.spark_jvm.contains_column(path, "k")).count(),
+        "ribbon_contains SQL (JVM, path per row)": lambda: probes.where(F.expr("ribbon_contains('%s', k)" % path)).count(),
         "ribbon.spark.contains (Arrow UDF)": lambda: probes.where(ribbon.spark.contains("k", path, engine="python")).count(),
         "broadcast left-semi join": lambda: probes.join(F.broadcast(keys), "k", "left_semi").count(),
     }

@@ -80,20 +80,35 @@ def register(spark) -> None:
     spark.udf.registerJavaFunction("ribbon_lookup", _LOOKUP_CLASS, LongType())
 
 
-def _call(function: str, path, key_col):
+def _bound(function: str, path, key_col):
+    """``function(path, key_col)`` with the path bound in the JVM (dev.ribbon.spark.BoundQuery,
+    registered once per path and function under a name of its own), so that Spark converts
+    only the key per row."""
+    import hashlib
+
+    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise RuntimeError("no active Spark session")
     column = F.col(key_col) if isinstance(key_col, str) else key_col
     path = os.path.abspath(os.fspath(path))
+    name = "%s_%s" % (function, hashlib.sha256(path.encode()).hexdigest()[:16])
+    jvm = spark._jvm
+    types = jvm.org.apache.spark.sql.types.DataTypes
+    query = jvm.dev.ribbon.spark.BoundQuery(path, function == "ribbon_lookup")
+    return_type = types.LongType if function == "ribbon_lookup" else types.BooleanType
+    spark._jsparkSession.udf().register(name, query, return_type)
     call = getattr(F, "call_function", None) or F.call_udf
-    return call(function, F.lit(path), column)
+    return call(name, column)
 
 
 def contains_column(path, key_col):
     """``ribbon_contains(path, key_col)`` as a Column (call :func:`register` first)."""
-    return _call("ribbon_contains", path, key_col)
+    return _bound("ribbon_contains", path, key_col)
 
 
 def lookup_column(path, key_col):
     """``ribbon_lookup(path, key_col)`` as a Column (call :func:`register` first)."""
-    return _call("ribbon_lookup", path, key_col)
+    return _bound("ribbon_lookup", path, key_col)
