@@ -23,10 +23,11 @@ void check_rows(const ribbon::filter& f, const std::vector<std::uint64_t>& probe
   EXPECT_TRUE(ribbon::detail::has_layer0_rows(ref, Bits));
   constexpr unsigned lanes = ribbon::detail::loads_per_block<Width, Bits>;
   constexpr unsigned piece_bits = ribbon::detail::words_per_load<Width>;
+  const ribbon::detail::layer_plan first(ref.params, ref.layers[0]);
   bumped = 0;
   for (std::uint64_t key : probes) {
     const std::uint64_t hash = ref.key_hash(key);
-    const ribbon::detail::layer0_row<Width, Bits> row(ref, hash);
+    const ribbon::detail::layer0_row<Width, Bits> row(first, hash);
     if (row.bumped) {
       ++bumped;
       if (f.is_retrieval()) {

@@ -58,10 +58,11 @@ __global__ void general_kernel(filter_ref f, const std::uint64_t* keys, std::uin
 template <class Query, unsigned Width, unsigned Bits>
 __global__ void thread_per_key_kernel(filter_ref f, const std::uint64_t* keys, std::uint64_t count,
                                       typename Query::answer* out) {
+  const detail::layer_plan first(f.params, f.layers[0]);
   const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
   for (std::uint64_t i = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    const layer0_row<Width, Bits> row(f, f.key_hash(keys[i]));
+    const layer0_row<Width, Bits> row(first, f.key_hash(keys[i]));
     out[i] = row.bumped ? Query::bumped(f, row) : Query::of_row(f, row, row.result());
   }
 }
@@ -74,10 +75,11 @@ __global__ void tile_per_key_kernel(filter_ref f, const std::uint64_t* keys, std
                                     typename Query::answer* out) {
   constexpr unsigned lanes = detail::loads_per_block<Width, Bits>;
   const cg::thread_block_tile<lanes> tile = cg::tiled_partition<lanes>(cg::this_thread_block());
+  const detail::layer_plan first(f.params, f.layers[0]);
   const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x / lanes;
   for (std::uint64_t i = (std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / lanes; i < count;
        i += stride) {
-    const layer0_row<Width, Bits> row(f, f.key_hash(keys[i]));
+    const layer0_row<Width, Bits> row(first, f.key_hash(keys[i]));
     typename Query::answer answer;
     if (row.bumped) {
       answer = Query::bumped(f, row);

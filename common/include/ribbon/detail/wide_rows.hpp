@@ -60,11 +60,12 @@ struct layer0_row {
   const word* block;  ///< first word of the block the row starts in
   word low, high;     ///< the row's columns in that block and in the next one
 
-  RIBBON_HD RIBBON_FORCE_INLINE layer0_row(const filter_ref& f, std::uint64_t key_hash)
+  /// `first`: layer 0's plan, made once per thread rather than once per key.
+  RIBBON_HD RIBBON_FORCE_INLINE layer0_row(const layer_plan& first, std::uint64_t key_hash)
       : hash(key_hash),
-        start(fastrange64(key_hash, f.layers[0].geometry.num_starts)),
-        bumped(is_bumped(f.params, f.layers[0], start)),
-        block(static_cast<const word*>(f.layers[0].solution) + (start / Width) * Bits) {
+        start(fastrange64(key_hash, first.geometry.num_starts)),
+        bumped(first.bumps(start)),
+        block(static_cast<const word*>(first.solution) + (start / Width) * Bits) {
     const word coeff = coefficients<Width>(key_hash);
     const unsigned shift = static_cast<unsigned>(start % Width);
     low = coeff << shift;
