@@ -45,7 +45,7 @@ def stage_metrics(spark) -> list:
     return sorted(stages, key=lambda s: s["stageId"])
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--keys", type=int, default=10**8)
     ap.add_argument("--cli", required=True)
@@ -60,27 +60,28 @@ def main() -> None:
                     help="where layer 0 routes (auto/jvm: the session gets ribbon.jar)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="builds in the session (the figures below are the last one's)")
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    return ap.parse_args()
+
+
+def build_with_cli(args, out: str) -> float:
+    """Writes the keys file once, builds it with `ribbon build`; returns the seconds."""
     n = args.keys
+    fmt = "lines" if args.strings else "u64"
+    keys_file = os.path.join(args.workdir, f"keys-{n}.{fmt}")
+    if not os.path.exists(keys_file):
+        (write_string_keys if args.strings else write_u64_keys)(keys_file, n)
+    start = time.monotonic()
+    subprocess.run([args.cli, "build", "-i", keys_file, "--format", fmt, "-o", out,
+                    "--threads", "2"], check=True)
+    seconds = time.monotonic() - start
+    print(f"ribbon build: {seconds:.2f} s")
+    return seconds
 
-    cli_out = os.path.join(args.workdir, "cli.ribbon")
-    if not args.skip_cli:
-        fmt = "lines" if args.strings else "u64"
-        keys_file = os.path.join(args.workdir, f"keys-{n}.{fmt}")
-        if not os.path.exists(keys_file):
-            (write_string_keys if args.strings else write_u64_keys)(keys_file, n)
-        start = time.monotonic()
-        subprocess.run([args.cli, "build", "-i", keys_file, "--format", fmt, "-o", cli_out,
-                        "--threads", "2"], check=True)
-        cli_seconds = time.monotonic() - start
-        print(f"ribbon build: {cli_seconds:.2f} s")
 
+def start_session(args):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
     from pyspark.sql import SparkSession
 
-    import ribbon.distributed as dist
-    import ribbon.spark
     import ribbon.spark_jvm
 
     builder = SparkSession.builder
@@ -95,28 +96,10 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("WARN")
-    df = spark.range(0, n, 1, args.partitions).withColumnRenamed("id", "k")
-    if args.strings:
-        df = df.selectExpr("cast(k as string) as k")
-    out = os.path.join(args.workdir, "spark.ribbon")
-    options = {}
-    if args.range_keys:
-        options["range_keys"] = args.range_keys
-    import resource
+    return spark
 
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    for run in range(args.repeat):  # later runs: a warm session (JIT, Python workers)
-        start = time.monotonic()
-        stats = ribbon.spark.build(df, "k", out, engine=args.engine, **options)
-        spark_seconds = time.monotonic() - start
-        print(f"ribbon.spark.build (engine {args.engine}, run {run + 1} of the session): "
-              f"{spark_seconds:.2f} s, {stats.keys} keys, {stats.bits_per_key:.3f} bits/key")
-    if not args.skip_cli:
-        same = open(out, "rb").read() == open(cli_out, "rb").read()
-        print(f"identical files: {same}; ratio spark/cli: {spark_seconds / cli_seconds:.1f}")
-    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"driver Python process: peak RSS {rss_after / 1024:.0f} MB, "
-          f"{(rss_after - rss_before) / 1024:.0f} MB above its peak before the build")
+
+def print_build_stats(stats) -> None:
     print("driver stages (s):", {k: round(v, 2) for k, v in stats.seconds.items()})
     driver_bytes = getattr(stats, "driver_bytes_written", None)
     if driver_bytes is not None:
@@ -126,21 +109,57 @@ def main() -> None:
         print(f"  layer {layer['layer']}: {layer['keys']} keys, {layer['ranges']} ranges, "
               f"{layer['bumped']} bumped, {layer['seconds']:.2f} s")
     print(f"  finished on the driver: {stats.one_place_layers} layers")
+
+
+def print_stages(spark, n: int) -> None:
+    from datetime import datetime
+
     print("stage | name | tasks | duration s | executor run s | shuffle write B | read B | "
           "write B/key")
     for s in stage_metrics(spark):
         duration = 0.0
         if s.get("submissionTime") and s.get("completionTime"):
-            from datetime import datetime
-
             fmt = "%Y-%m-%dT%H:%M:%S.%f%Z"
             duration = (datetime.strptime(s["completionTime"], fmt)
                         - datetime.strptime(s["submissionTime"], fmt)).total_seconds()
         print(f"{s['stageId']} | {s['name']} | {s['numTasks']} | {duration:.2f} | "
               f"{s['executorRunTime'] / 1000:.2f} | {s['shuffleWriteBytes']} | "
               f"{s['shuffleReadBytes']} | {s['shuffleWriteBytes'] / n:.2f}")
+
+
+def main() -> None:
+    import resource
+
+    args = parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    n = args.keys
+    cli_out = os.path.join(args.workdir, "cli.ribbon")
+    cli_seconds = None if args.skip_cli else build_with_cli(args, cli_out)
+
+    spark = start_session(args)
+    import ribbon.spark
+
+    df = spark.range(0, n, 1, args.partitions).withColumnRenamed("id", "k")
+    if args.strings:
+        df = df.selectExpr("cast(k as string) as k")
+    out = os.path.join(args.workdir, "spark.ribbon")
+    options = {"range_keys": args.range_keys} if args.range_keys else {}
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for run in range(args.repeat):  # later runs: a warm session (JIT, Python workers)
+        start = time.monotonic()
+        stats = ribbon.spark.build(df, "k", out, engine=args.engine, **options)
+        spark_seconds = time.monotonic() - start
+        print(f"ribbon.spark.build (engine {args.engine}, run {run + 1} of the session): "
+              f"{spark_seconds:.2f} s, {stats.keys} keys, {stats.bits_per_key:.3f} bits/key")
+    if cli_seconds is not None:
+        same = open(out, "rb").read() == open(cli_out, "rb").read()
+        print(f"identical files: {same}; ratio spark/cli: {spark_seconds / cli_seconds:.1f}")
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"driver Python process: peak RSS {rss_after / 1024:.0f} MB, "
+          f"{(rss_after - rss_before) / 1024:.0f} MB above its peak before the build")
+    print_build_stats(stats)
+    print_stages(spark, n)
     spark.stop()
-    del dist
 
 
 if __name__ == "__main__":
