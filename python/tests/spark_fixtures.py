@@ -109,6 +109,20 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def jar(spark):
+    """ribbon.jar added to the session (then engine="auto" routes layer 0 in the JVM too);
+    the tests that need it skip where the jar was not built. Returns ribbon.spark_jvm."""
+    import ribbon.spark_jvm
+
+    try:
+        ribbon.spark_jvm.jar_path()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    ribbon.spark_jvm.add_jar(spark)
+    return ribbon.spark_jvm
+
+
 class S3Server:
     """An S3-compatible server (moto in server mode) on 127.0.0.1 that checks credentials:
     a bucket `ribbon-test` and an IAM user whose keys may do anything."""

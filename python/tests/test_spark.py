@@ -15,7 +15,7 @@ import pytest
 
 import ribbon
 import ribbon.spark
-from spark_fixtures import cli_build, cli_query, random_strings, random_u64, spark  # noqa: F401
+from spark_fixtures import cli_build, cli_query, jar, random_strings, random_u64, spark  # noqa: F401
 
 pytestmark = pytest.mark.spark
 
@@ -42,18 +42,6 @@ def integer_keys():
 @pytest.fixture(scope="module")
 def integer_expected(integer_keys, tmp_path_factory):
     return cli_build(integer_keys, str(tmp_path_factory.mktemp("cli")), *CLI_SMALL)
-
-
-@pytest.fixture(scope="module")
-def jar(spark):  # noqa: F811
-    """ribbon.jar added to the session (then engine="auto" routes layer 0 in the JVM too)."""
-    import ribbon.spark_jvm
-
-    try:
-        ribbon.spark_jvm.jar_path()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
-    ribbon.spark_jvm.add_jar(spark)
 
 
 def engine_of(request, engine: str) -> str:

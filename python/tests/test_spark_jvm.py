@@ -10,23 +10,24 @@ import subprocess
 import numpy as np
 import pytest
 
-from spark_fixtures import cli_build, cli_query, random_strings, random_u64, ribbon_cli, spark  # noqa: F401
+from spark_fixtures import (  # noqa: F401
+    cli_build,
+    cli_query,
+    jar,
+    random_strings,
+    random_u64,
+    ribbon_cli,
+    spark,
+)
 
 pytestmark = pytest.mark.spark
 pd = pytest.importorskip("pandas")  # with PySpark; absent in CI's fresh wheel venv
 
 
 @pytest.fixture(scope="module")
-def spark_jvm(spark):  # noqa: F811
-    import ribbon.spark_jvm
-
-    try:
-        ribbon.spark_jvm.jar_path()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
-    ribbon.spark_jvm.register(spark)
-    assert ribbon.spark_jvm.jvm_available(spark)
-    return ribbon.spark_jvm
+def spark_jvm(spark, jar):  # noqa: F811
+    jar.register(spark)
+    return jar
 
 
 def answers(spark, spark_jvm, path, frame, column="k", function="contains"):  # noqa: F811

@@ -1,6 +1,5 @@
 package dev.ribbon.spark;
 
-import dev.ribbon.RibbonFilter;
 import org.apache.spark.sql.api.java.UDF1;
 
 /**
@@ -24,9 +23,7 @@ public final class BoundQuery implements UDF1<Object, Object> {
 
     @Override
     public Object call(Object key) {
-        if (key == null) return null;
         if (filter == null) filter = new TaskFilter();
-        RibbonFilter f = filter.get(path);
-        return lookup ? (Object) Keys.lookup(f, key) : (Object) Keys.contains(f, key);
+        return filter.answer(path, key, lookup);
     }
 }

@@ -14,8 +14,7 @@ public final class ContainsFunction implements UDF2<String, Object, Boolean> {
 
     @Override
     public Boolean call(String filterPath, Object key) {
-        if (key == null || filterPath == null) return null;
         if (filter == null) filter = new TaskFilter();
-        return Keys.contains(filter.get(filterPath), key);
+        return (Boolean) filter.answer(filterPath, key, false);
     }
 }

@@ -14,8 +14,7 @@ public final class LookupFunction implements UDF2<String, Object, Long> {
 
     @Override
     public Long call(String filterPath, Object key) {
-        if (key == null || filterPath == null) return null;
         if (filter == null) filter = new TaskFilter();
-        return Keys.lookup(filter.get(filterPath), key);
+        return (Long) filter.answer(filterPath, key, true);
     }
 }

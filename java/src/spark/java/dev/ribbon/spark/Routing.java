@@ -60,8 +60,9 @@ public final class Routing {
         var ranges = new RangeOf(numStarts, shardBits, shardsPerRange);
         var column = keys.col(keys.columns()[0]);
         var selected = keys.select(integerKeys ? column.cast("long") : column);
-        boolean binary = keys.schema().fields()[0].dataType().sameType(DataTypes.BinaryType);
-        KeyHash hash = integerKeys ? new LongKeys(seed) : new ByteKeys(seed, binary);
+        KeyHash hash = integerKeys
+                ? new LongKeys(seed)
+                : new ByteKeys(seed, keys.schema().fields()[0].dataType().sameType(DataTypes.BinaryType));
         JavaRDD<InternalRow> rows = ((org.apache.spark.sql.classic.Dataset<Row>) selected)
                 .queryExecution().toRdd().toJavaRDD();
         JavaRDD<Row> routed = rows.mapPartitions(new Router(hash, ranges, parts, batchKeys));

@@ -35,4 +35,14 @@ final class TaskFilter {
         }
         return c.filter;
     }
+
+    /**
+     * The answer for {@code key} in the file at {@code filterPath}: a Boolean (membership) or,
+     * with {@code lookup}, a Long (the stored value); null for a null key or path.
+     */
+    Object answer(String filterPath, Object key, boolean lookup) {
+        if (key == null || filterPath == null) return null;
+        RibbonFilter f = get(filterPath);
+        return lookup ? (Object) Keys.lookup(f, key) : (Object) Keys.contains(f, key);
+    }
 }
