@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 
 #include "ribbon/filter.hpp"
@@ -268,7 +269,7 @@ void with_width(std::uint32_t width, const F& f) {
 
 /// Calls f(std::integral_constant<bump_rule, R>{}) for layer 0's rule where a routine
 /// specialised for it applies (an unsalted sharded layer 0: every filter written), else for
-/// bump_rule::any.
+/// bump_rule::any. Plans have no 1+-bit rule left (plan() decodes those codes into 2-bit ones).
 template <class F>
 auto with_first_rule(const query_plan& q, const F& f) {
   const bump_rule rule =
@@ -277,8 +278,6 @@ auto with_first_rule(const query_plan& q, const F& f) {
     case bump_rule::shard_heads:
       return f(std::integral_constant<bump_rule, bump_rule::shard_heads>{});
     case bump_rule::two_bit: return f(std::integral_constant<bump_rule, bump_rule::two_bit>{});
-    case bump_rule::one_plus_bit:
-      return f(std::integral_constant<bump_rule, bump_rule::one_plus_bit>{});
     default: return f(std::integral_constant<bump_rule, bump_rule::any>{});
   }
 }
@@ -368,10 +367,32 @@ contains_routine contains_routine_for(const query_plan& q) {
   }
 }
 
+/// Points the layers of `out.plan` that have 1+-bit codes at the same codes decoded into
+/// 2-bit codes, which `out` then holds.
+inline void decode_one_plus_bit_codes(planned_queries& out) {
+  query_plan& q = out.plan;
+  std::uint64_t words = 0;
+  for (std::uint32_t l = 0; l < q.num_layers; ++l) {
+    if (q.layers[l].rule == bump_rule::one_plus_bit) words += q.layers[l].regions.two_bit_words();
+  }
+  if (words == 0) return;
+  std::shared_ptr<std::uint64_t[]> codes(new std::uint64_t[words]);
+  std::uint64_t* next = codes.get();
+  for (std::uint32_t l = 0; l < q.num_layers; ++l) {
+    layer_plan& layer = q.layers[l];
+    if (layer.rule != bump_rule::one_plus_bit) continue;
+    layer.regions.decode_to_two_bit(layer.thresholds, next);
+    layer.use_two_bit_codes(next);
+    next += layer.regions.two_bit_words();
+  }
+  out.two_bit_codes = std::move(codes);
+}
+
 /// The plan of `f`: its constants and the scalar routines chosen for it and this CPU.
 inline planned_queries plan(const filter_ref& f) {
   planned_queries out;
   out.plan = query_plan(f);
+  decode_one_plus_bit_codes(out);
   with_width(f.params.width, [&](auto width) {
     constexpr unsigned w = decltype(width)::value;
     with_first_rule(out.plan, [&](auto rule) {

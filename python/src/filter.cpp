@@ -353,7 +353,8 @@ slack / success_probability: standard and homogeneous variants' sizing.
 backend: "cpu", "gpu" or "auto" (the GPU where this module has CUDA and a device).
 key_kind: "u64" or "bytes", the kind of an empty key list (else inferred).
 threshold_codes: how buckets store their thresholds: "1+-bit" (the smallest file), "2-bit"
-  (faster batched queries, about 0.04 % more space) or "auto"/None (1+-bit; 2-bit at w=32).
+  (format version 2 for older readers, about 0.04 % more space; CPU queries are as fast with
+  either) or "auto"/None (1+-bit; 2-bit at w=32).
 Runs without the GIL; Ctrl-C stops it within about a second.)");
 }
 

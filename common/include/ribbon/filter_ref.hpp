@@ -58,6 +58,13 @@ struct layer_plan {
     regions = geometry.code_regions(p.bucket_size);
   }
 
+  /// Decides this layer's 1+-bit buckets from `codes`, the same codes written as 2-bit codes
+  /// (code_region_layout::decode_to_two_bit()), which must outlive the plan.
+  void use_two_bit_codes(const std::uint64_t* codes) {
+    rule = bump_rule::two_bit;
+    thresholds = codes;
+  }
+
   /// Is the key starting at `start` bumped out of this layer? `Rule`: the layer's rule, or any.
   /// The one definition of the bump decision: every query path and the GPU kernels come here.
   template <bump_rule Rule = bump_rule::any>

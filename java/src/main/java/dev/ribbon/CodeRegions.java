@@ -155,6 +155,28 @@ final class CodeRegions {
         return setBucketBumps(file, section, bucket, offset, light, heavy);
     }
 
+    /** The code (0 to 3) of layer bucket `bucket`. */
+    int code(MappedFile file, long section, long bucket) {
+        long shard = bucket >>> indexBits;
+        long local = bucket & ((1L << indexBits) - 1);
+        if (((bitWord(file, section, bucket) >>> (local & 63)) & 1) == 0) return 0;
+        long regionAt = regionOffset(section, shard);
+        if (all(file, regionAt, local)) return 3;
+        return heavy(file, regionAt, shardBuckets(shard), local) ? 2 : 1;
+    }
+
+    /**
+     * Every bucket's code written as 2-bit codes, 32 buckets a word: a query then decides with
+     * one word read and no header or list (as the C++ query plan does).
+     */
+    long[] decodeToTwoBit(MappedFile file, long section, long buckets) {
+        long[] words = new long[Math.toIntExact((buckets + 31) / 32)];
+        for (long b = 0; b < buckets; b++) {
+            words[(int) (b >>> 5)] |= (long) code(file, section, b) << (2 * (b & 31));
+        }
+        return words;
+    }
+
     /** {@link #bumps} for a bucket whose bit is 1 (code 1, 2 or 3): the region's fields decide. */
     boolean setBucketBumps(MappedFile file, long section, long bucket, int offset, int light, int heavy) {
         if (offset < light) return true;

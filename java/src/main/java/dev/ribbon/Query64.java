@@ -5,25 +5,24 @@ import java.nio.LongBuffer;
 /**
  * The query of a w = 64 file whose layer-0 blocks all hold r words (no fractional bits) and
  * which is mapped in one window, with everything that does not depend on the key worked out
- * at open (as the C++ query plan does): layer 0's sections as word buffers, its bump rule, r,
- * and what a result is compared with. Layer 0 answers most keys in a short path that the JIT
- * inlines into the caller's loop; the rare cases (a set 1+-bit bucket's decision, later
- * layers) are calls to {@link Layer}'s general code.
+ * at open (as the C++ query plan does): layer 0's solution as a word buffer, its bucket codes
+ * as 2-bit codes in an array (1+-bit codes decoded: one word read decides a key), its bump
+ * rule, r, and what a result is compared with. Layer 0 answers most keys in a short path that
+ * the JIT inlines into the caller's loop; keys it bumps go to {@link Layer}'s general code.
  */
 final class Query64 {
     private static final int NO_RULE = 0;
     private static final int SHARD_HEADS = 1;
+    /** Thresholds from 2-bit codes: a 2-bit file's, or a 1+-bit file's decoded at open. */
     private static final int TWO_BIT = 2;
-    private static final int ONE_PLUS_BIT = 3;
 
     /** Keys whose layer-0 reads are issued before the first of them is answered. */
     static final int BLOCK = 64;
 
     private final Layer[] layers;
-    private final Layer first;
-    private final MappedFile file;
     private final LongBuffer solution;
-    private final LongBuffer thresholds;
+    /** Layer 0's bucket codes, 2 bits each (null without thresholds). */
+    private final long[] codes;
     private final long numStarts;
     private final long salt;
     private final long shardMask;
@@ -34,35 +33,25 @@ final class Query64 {
     private final int cut2;
     private final int cut3;
     private final int bits;
-    /** Where the bucket bits of a 1+-bit region start, and its words (CodeRegions). */
-    private final long headerWords;
-    private final long regionWords;
-    private final int indexBits;
     /** The fingerprint mask: 0 in homogeneous filters (rows solved for 0), else all ones. */
     private final int rhsMask;
 
     private Query64(FilterParams p, Layer[] layers, MappedFile file) {
         this.layers = layers;
-        this.first = layers[0];
-        this.file = file;
+        Layer first = layers[0];
         this.solution = file.words(first.solutionOffset, first.solutionBytes());
-        this.thresholds = first.thresholdOffset != 0
-                ? file.words(first.thresholdOffset, first.thresholdBytes()) : null;
+        this.codes = first.kind == Layer.KIND_BUMPED ? twoBitCodes(p, first, file) : null;
         this.numStarts = first.numStarts;
         this.salt = first.salt;
         this.shardMask = first.kind == Layer.KIND_PLAIN ? -1L >>> 1 : (1L << first.shardBits) - 1;
         this.rule = first.kind == Layer.KIND_PLAIN ? NO_RULE : first.kind == Layer.KIND_STANDARD
-                ? SHARD_HEADS : p.twoBitCodes ? TWO_BIT : ONE_PLUS_BIT;
+                ? SHARD_HEADS : TWO_BIT;
         this.bucketBits = Integer.numberOfTrailingZeros(p.bucketSize);
         this.bucketMask = p.bucketSize - 1;
         this.cut1 = p.threshold(1);
         this.cut2 = p.threshold(2);
         this.cut3 = p.threshold(3);
         this.bits = p.resultBits;
-        CodeRegions regions = first.regions;
-        this.headerWords = regions != null ? regions.headerWords : 0;
-        this.regionWords = regions != null ? regions.regionWords : 0;
-        this.indexBits = regions != null ? regions.indexBits : 0;
         this.rhsMask = p.variant == Variant.HOMOGENEOUS ? 0 : -1;
     }
 
@@ -74,6 +63,14 @@ final class Query64 {
         return new Query64(p, layers, file);
     }
 
+    /** Layer 0's codes as 2-bit codes: a copy of a 2-bit file's, or the 1+-bit codes decoded. */
+    private static long[] twoBitCodes(FilterParams p, Layer first, MappedFile file) {
+        if (!p.twoBitCodes) return first.regions.decodeToTwoBit(file, first.thresholdOffset, first.numBuckets());
+        long[] words = new long[Math.toIntExact(first.thresholdBytes() / 8)];
+        file.words(first.thresholdOffset, first.thresholdBytes()).get(words);
+        return words;
+    }
+
     /** The start of layer 0's hash of a key hash. */
     private long start(long hash) {
         return Hashing.unsignedMultiplyHigh(hash, numStarts);
@@ -83,28 +80,19 @@ final class Query64 {
         return salt != 0 ? Hashing.remix(keyHash, salt) : keyHash;
     }
 
-    /** Index of the threshold word that decides most keys at `start` (the 2-bit code or bucket bit). */
+    /** Index of the code word of the bucket of `start`. */
     private int codeWord(long start) {
-        long bucket = start >>> bucketBits;
-        if (rule == TWO_BIT) return (int) (bucket >>> 5);
-        return (int) ((bucket >>> indexBits) * regionWords + headerWords
-                + ((bucket & ((1L << indexBits) - 1)) >>> 6));
+        return (int) (start >>> bucketBits >>> 5);
     }
 
     /** Does layer 0 pass the key at `start` on to the next layer? */
     private boolean bumps(long start) {
         if (start > shardMask && (start & shardMask) < 64) return true;  // a shard's head
         if (rule <= SHARD_HEADS) return false;
-        long word = thresholds.get(codeWord(start));
         long bucket = start >>> bucketBits;
+        int code = (int) (codes[codeWord(start)] >>> (2 * (bucket & 31))) & 3;
         int offset = (int) start & bucketMask;
-        if (rule == TWO_BIT) {
-            int code = (int) (word >>> (2 * (bucket & 31))) & 3;
-            return offset < (code == 0 ? 0 : code == 1 ? cut1 : code == 2 ? cut2 : cut3);
-        }
-        long local = bucket & ((1L << indexBits) - 1);  // the bucket's index in its shard
-        if ((word >>> (local & 63) & 1) == 0) return false;
-        return first.regions.setBucketBumps(file, first.thresholdOffset, bucket, offset, cut1, cut2);
+        return offset < (code == 0 ? 0 : code == 1 ? cut1 : code == 2 ? cut2 : cut3);
     }
 
     /** The r-bit result of the row at `start` in layer 0. */
@@ -171,7 +159,7 @@ final class Query64 {
             keyHashes[i] = hash;
             long start = start(hash);
             starts[i] = start;
-            if (rule > SHARD_HEADS) touched ^= thresholds.get(codeWord(start));
+            if (rule > SHARD_HEADS) touched ^= codes[codeWord(start)];
         }
         for (int i = 0; i < count; i++) {
             long start = starts[i];
