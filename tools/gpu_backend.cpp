@@ -14,7 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "ribbon/cuda/builder.hpp"
-#include "ribbon/cuda/detail/check.hpp"
+#include "ribbon/cuda/check.hpp"
 #include "ribbon/cuda/device_filter.cuh"
 #endif
 
@@ -77,7 +77,7 @@ filter build_retrieval_on_gpu(const std::uint64_t* hashes, const std::uint32_t* 
 
 namespace {
 
-using cuda::detail::check;
+using cuda::check;
 
 /// Device memory for `count` values, freed on scope exit.
 template <class T>

@@ -155,7 +155,7 @@ auto bytes_hash(const std::string_view* keys) {
 template <class Offset>
 auto offsets_hash(const Offset* offsets, const unsigned char* data) {
   return [offsets, data](const filter_params& p) {
-    return detail::offsets_key_hash<Offset>{offsets, data, p.seed};
+    return offsets_key_hash<Offset>{offsets, data, p.seed};
   };
 }
 auto given_hash(const std::uint64_t* hashes) {

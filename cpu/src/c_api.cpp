@@ -119,8 +119,8 @@ struct u64_key_hash {
 };
 
 /// Key hashes of Arrow-layout byte-string keys.
-ribbon::detail::offsets_key_hash<uint64_t> bytes_key_hash(const ribbon::filter& f, const void* data,
-                                                          const uint64_t* offsets) {
+ribbon::offsets_key_hash<uint64_t> bytes_key_hash(const ribbon::filter& f, const void* data,
+                                                  const uint64_t* offsets) {
   return {offsets, static_cast<const unsigned char*>(data), f.ref().params.seed};
 }
 

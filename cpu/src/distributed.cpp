@@ -134,7 +134,7 @@ std::uint64_t layer_plan::solution_bytes(const filter_params& p, std::uint64_t r
                                              p.result_bits);
 }
 
-detail::layer_sequence layer_sequence_for(const filter_params& p, std::uint64_t one_place_keys) {
+layer_sequence layer_sequence_for(const filter_params& p, std::uint64_t one_place_keys) {
   return detail::layer_sequence::in_ranges(p, sizing_of(p), one_place_keys);
 }
 
@@ -146,7 +146,7 @@ bool finish_in_one_place(const filter_params& p, std::uint32_t layer, std::uint6
 layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
                       std::uint64_t range_keys) {
   if (keys == 0) throw error("plan_layer: a layer without keys has nothing to plan");
-  const detail::layer_step step = layer_sequence_for(p, 0).at(layer, keys);
+  const layer_step step = layer_sequence_for(p, 0).at(layer, keys);
   if (!step.in_ranges) {
     throw error("plan_layer: layer " + std::to_string(layer) + " with " + std::to_string(keys) +
                 " keys is the final plain layer: finish it with finish_layers");
@@ -313,7 +313,7 @@ void assemble(const std::string& path, const filter_params& p, std::uint64_t key
   // them, one to copy, as the out-of-core builder reads its spill file back.
   for (std::size_t l = 0; l < layers.size(); ++l) {
     for (const auto which : {format::section::thresholds, format::section::solution}) {
-      detail::xxh64_stream sum;
+      xxh64_stream sum;
       stream_section(p, layers[l], which, buffer,
                      [&](const void* data, std::size_t size) { sum.update(data, size); });
       (which == format::section::thresholds ? checksums[l].thresholds : checksums[l].solution) =

@@ -82,17 +82,15 @@ template <class Offset>
 void filter::contains_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,
                               bool* out) const {
   check_query(key_kind::bytes, false);
-  contains_batch(queries_.plan, count,
-                 detail::offsets_key_hash<Offset>{offsets, data, ref_.params.seed}, out,
-                 query_threads_);
+  contains_batch(queries_.plan, count, offsets_key_hash<Offset>{offsets, data, ref_.params.seed},
+                 out, query_threads_);
 }
 
 template <class Offset>
 void filter::lookup_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,
                             std::uint32_t* out) const {
   check_query(key_kind::bytes, true);
-  lookup_batch(queries_.plan, count,
-               detail::offsets_key_hash<Offset>{offsets, data, ref_.params.seed}, out,
+  lookup_batch(queries_.plan, count, offsets_key_hash<Offset>{offsets, data, ref_.params.seed}, out,
                query_threads_);
 }
 

@@ -9,14 +9,12 @@
 #include <utility>
 #include <vector>
 
-#include "ribbon/cuda/detail/check.hpp"
+#include "ribbon/cuda/check.hpp"
 #include "ribbon/cuda/device_filter.cuh"
 #include "ribbon/cuda/query.cuh"
 #include "ribbon/format.hpp"
 
 namespace ribbon::cuda {
-
-using detail::check;
 
 device_filter::device_filter(const ribbon::filter& host) {
   // The image is laid out for reading in place: parse a 64-byte aligned host copy (the

@@ -24,7 +24,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "ribbon/cuda/detail/check.hpp"
+#include "ribbon/cuda/check.hpp"
 #endif
 
 namespace ribbon::cuda {
@@ -56,8 +56,6 @@ class staging {
 };
 
 #else
-
-using ribbon::cuda::detail::check;
 
 // Every allocation and free of a build is ordered on the calling thread's default stream
 // (builder.cu is compiled with --default-stream per-thread), so that freeing never waits

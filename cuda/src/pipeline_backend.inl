@@ -11,7 +11,7 @@
 #if !defined(RIBBON_GPU_ON_TBB)
 #include <cuda_runtime.h>
 
-#include "ribbon/cuda/detail/check.hpp"
+#include "ribbon/cuda/check.hpp"
 #endif
 
 #include "device_memory.hpp"
@@ -38,7 +38,6 @@ constexpr bool on_tbb = true;
 void synchronize() {}
 #else
 constexpr bool on_tbb = false;
-using ribbon::cuda::detail::check;
 // builder.cu is compiled with --default-stream per-thread: each host thread's work (Thrust's
 // kernels and copies included) goes to its own stream, so that ranges solved from two
 // threads overlap on the device. Waiting is for this thread's stream only.

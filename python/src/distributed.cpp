@@ -179,7 +179,7 @@ void bind_plan(nb::module_& m) {
 /// The layer sequence (ribbon/detail/layer_loop.hpp): the driver's loop asks it for each next
 /// layer rather than repeat its rules.
 void bind_sequence(nb::module_& m) {
-  using detail::layer_step;
+  using dist::layer_step;
   nb::class_<layer_step>(m, "LayerStep", "One layer of a build, as the layer sequence plans it.")
       .def_ro("index", &layer_step::index)
       .def_ro("keys", &layer_step::keys, "keys that reach the layer")
@@ -187,20 +187,20 @@ void bind_sequence(nb::module_& m) {
               "solved in shard ranges by the engine (else finished in one place with the "
               "layers after it)")
       .def_prop_ro("last", &layer_step::last, "the final plain layer");
-  nb::class_<detail::layer_sequence>(
+  nb::class_<dist::layer_sequence>(
       m, "LayerSequence",
       "The layers of a distributed build: layer 0 and the bumped layers of more than "
       "one_place_keys keys in shard ranges, the rest in one place.")
       .def(
           "__init__",
-          [](detail::layer_sequence* self, const filter_params& p, std::uint64_t one_place_keys) {
-            new (self) detail::layer_sequence(dist::layer_sequence_for(p, one_place_keys));
+          [](dist::layer_sequence* self, const filter_params& p, std::uint64_t one_place_keys) {
+            new (self) dist::layer_sequence(dist::layer_sequence_for(p, one_place_keys));
           },
           nb::arg("params"), nb::arg("one_place_keys"))
-      .def("next", &detail::layer_sequence::next, nb::arg("keys"),
+      .def("next", &dist::layer_sequence::next, nb::arg("keys"),
            "The next layer for the keys that reach it (the previous layer's bumped keys; first: "
            "the build's keys); None once no key is left.")
-      .def("again", &detail::layer_sequence::again, nb::arg("keys"),
+      .def("again", &dist::layer_sequence::again, nb::arg("keys"),
            "The layer that next() gave last, planned again for `keys` keys (layer 0 once its "
            "distinct count is known).");
 }
@@ -327,18 +327,18 @@ void bind_frame_steps(nb::module_& m) {
       "solution checksum) per distributed layer: (file_bytes, [(offset, bytes)], [(offset, "
       "size, layer, section: 0 thresholds, 1 solution)]).");
 
-  nb::class_<detail::xxh64_stream>(m, "SectionChecksum",
-                                   "The format's section checksum (XXH64), over pieces in order.")
+  nb::class_<xxh64_stream>(m, "SectionChecksum",
+                           "The format's section checksum (XXH64), over pieces in order.")
       .def(nb::init<>())
       .def(
           "update",
-          [](detail::xxh64_stream& sum, const nb::ndarray<nb::ro, std::uint8_t, nb::ndim<1>,
-                                                          nb::c_contig, nb::device::cpu>& bytes) {
+          [](xxh64_stream& sum, const nb::ndarray<nb::ro, std::uint8_t, nb::ndim<1>, nb::c_contig,
+                                                  nb::device::cpu>& bytes) {
             nb::gil_scoped_release release;
             sum.update(bytes.data(), bytes.shape(0));
           },
           nb::arg("bytes"))
-      .def("digest", &detail::xxh64_stream::digest);
+      .def("digest", &xxh64_stream::digest);
 }
 
 /// The steps over hash arrays: without the GIL, C++ errors as ribbon exceptions.

@@ -362,7 +362,7 @@ void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out) {
     for (const arrow_strings& chunk : keys.arrow_chunks()) {
       with_offsets(chunk, [&](const auto* offsets) {
         using Offset = std::decay_t<decltype(*offsets)>;
-        const detail::offsets_key_hash<Offset> key_hash{offsets, chunk.data, seed};
+        const offsets_key_hash<Offset> key_hash{offsets, chunk.data, seed};
         for (std::uint64_t i = 0; i < chunk.count; ++i) *out++ = key_hash(i);
       });
     }

@@ -88,7 +88,6 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t hash_bytes(const void* data, std::si
   return detail::xxh64(data, length, seed);
 }
 
-namespace detail {
 /// Key hashes of byte-string keys laid out as Arrow lays out string and binary arrays: key i
 /// is the bytes [offsets[i], offsets[i + 1]) of `data` (Offset: std::int32_t, std::int64_t,
 /// or the C ABI's std::uint64_t). What builds and queries from offsets hash.
@@ -102,7 +101,10 @@ struct offsets_key_hash {
                       seed);
   }
 };
-}  // namespace detail
+
+/// XXH64 over data given in pieces, the same value as over their concatenation: a file
+/// section's checksum (seed 0) where the section is written a range at a time.
+using xxh64_stream = detail::xxh64_stream;
 
 /// Hash of a key in the next layer: a bijection of its hash in the previous layer.
 RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t remix(std::uint64_t hash, std::uint64_t layer_salt) {

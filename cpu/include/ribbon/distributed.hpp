@@ -68,10 +68,17 @@ struct layer_plan {
   }
 };
 
+/// The layer sequence every build follows (detail/layer_loop.hpp): which layer comes next, its
+/// kind, size and salt, its retries, and whether it is solved in shard ranges. A distributed
+/// driver asks it for each next layer (next(keys), again(keys) after a failed try).
+using layer_sequence = detail::layer_sequence;
+/// One layer of a layer_sequence.
+using layer_step = detail::layer_step;
+
 /// The layers of a distributed build that finishes layers of at most `one_place_keys` keys
-/// in one place: the one sequence of every build (detail/layer_loop.hpp), layer 0 and the
-/// larger bumped layers in shard ranges. The driver asks it for each next layer.
-detail::layer_sequence layer_sequence_for(const filter_params& p, std::uint64_t one_place_keys);
+/// in one place: the one sequence of every build, layer 0 and the larger bumped layers in
+/// shard ranges. The driver asks it for each next layer.
+layer_sequence layer_sequence_for(const filter_params& p, std::uint64_t one_place_keys);
 
 /// Plans bumped layer `layer` for `keys` distinct keys in ranges of about `range_keys` keys
 /// (whole shards, at least one). Throws ribbon::error if the layer is not a distributed one

@@ -1,5 +1,6 @@
 /// @file check.hpp
-/// CUDA status checks shared by the CUDA sources and the tools: no CUDA error is swallowed.
+/// CUDA status checks for the library and for callers that manage device memory themselves
+/// (the `ribbon` command): no CUDA error is swallowed.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,7 +9,7 @@
 
 #include "ribbon/error.hpp"
 
-namespace ribbon::cuda::detail {
+namespace ribbon::cuda {
 
 /// Throws ribbon::error naming the failed call and CUDA's message.
 inline void check(cudaError_t status, const char* what) {
@@ -17,4 +18,4 @@ inline void check(cudaError_t status, const char* what) {
   }
 }
 
-}  // namespace ribbon::cuda::detail
+}  // namespace ribbon::cuda
