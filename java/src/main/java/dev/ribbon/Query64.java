@@ -1,11 +1,10 @@
 package dev.ribbon;
 
-import java.nio.LongBuffer;
-
 /**
  * The query of a w = 64 file whose layer-0 blocks all hold r words (no fractional bits) and
  * which is mapped in one window, with everything that does not depend on the key worked out
- * at open (as the C++ query plan does): layer 0's solution as a word buffer, its bucket codes
+ * at open (as the C++ query plan does): layer 0's solution ({@link Words}: a heap copy where the
+ * heap can spare it, else the mapped buffer), its bucket codes
  * as 2-bit codes in an array (1+-bit codes decoded: one word read decides a key), its bump
  * rule, r, and what a result is compared with. Layer 0 answers most keys in a short path that
  * the JIT inlines into the caller's loop; keys it bumps go to {@link Layer}'s general code.
@@ -20,7 +19,7 @@ final class Query64 {
     static final int BLOCK = 64;
 
     private final Layer[] layers;
-    private final LongBuffer solution;
+    private final Words solution;
     /** Layer 0's bucket codes, 2 bits each (null without thresholds). */
     private final long[] codes;
     private final long numStarts;
@@ -36,10 +35,10 @@ final class Query64 {
     /** The fingerprint mask: 0 in homogeneous filters (rows solved for 0), else all ones. */
     private final int rhsMask;
 
-    private Query64(FilterParams p, Layer[] layers, MappedFile file) {
+    private Query64(FilterParams p, Layer[] layers, MappedFile file, long heapBytes) {
         this.layers = layers;
         Layer first = layers[0];
-        this.solution = file.words(first.solutionOffset, first.solutionBytes());
+        this.solution = Words.of(file.words(first.solutionOffset, first.solutionBytes()), heapBytes);
         this.codes = first.kind == Layer.KIND_BUMPED ? twoBitCodes(p, first, file) : null;
         this.numStarts = first.numStarts;
         this.salt = first.salt;
@@ -55,12 +54,15 @@ final class Query64 {
         this.rhsMask = p.variant == Variant.HOMOGENEOUS ? 0 : -1;
     }
 
-    /** The plan of a file it fits (see the class comment), else null. */
-    static Query64 of(FilterParams p, Layer[] layers, MappedFile file) {
+    /**
+     * The plan of a file it fits (see the class comment), else null; layer 0's solution is
+     * copied into the heap if it takes at most {@code heapBytes} bytes ({@link Words}).
+     */
+    static Query64 of(FilterParams p, Layer[] layers, MappedFile file, long heapBytes) {
         if (p.width != 64 || p.extraBitFraction != 0 || layers.length == 0 || !file.isSingleWindow()) {
             return null;
         }
-        return new Query64(p, layers, file);
+        return new Query64(p, layers, file, heapBytes);
     }
 
     /** Layer 0's codes as 2-bit codes: a copy of a 2-bit file's, or the 1+-bit codes decoded. */
@@ -116,7 +118,7 @@ final class Query64 {
      * whose bounds checks the JIT merges into two, and no loop.
      */
     private int row8(int at, long low, long high) {
-        LongBuffer s = solution;
+        Words s = solution;
         return parity(s.get(at) & low ^ s.get(at + 8) & high)
                 | parity(s.get(at + 1) & low ^ s.get(at + 9) & high) << 1
                 | parity(s.get(at + 2) & low ^ s.get(at + 10) & high) << 2

@@ -28,7 +28,7 @@ public final class RibbonFilter {
     private static final int BYTE_KEYS = 1;
     private static final int RETRIEVAL = 2;
 
-    private RibbonFilter(String source, FileParser parsed, MappedFile file) {
+    private RibbonFilter(String source, FileParser parsed, MappedFile file, long heapBytes) {
         this.source = source;
         this.p = parsed.params;
         this.layers = parsed.layers;
@@ -37,11 +37,14 @@ public final class RibbonFilter {
         this.sizeBytes = file.size();
         this.seedMixed = Hashing.seedMix(p.seed);
         this.kind = (p.byteKeys ? BYTE_KEYS : 0) | (p.variant.retrieval ? RETRIEVAL : 0);
-        this.plan = Query64.of(p, layers, file);
+        this.plan = Query64.of(p, layers, file, heapBytes);
     }
 
     /**
-     * Maps and verifies a filter file.
+     * Maps and verifies a filter file. Layer 0's solution is also copied into the heap where it
+     * takes at most an eighth of the heap's maximum size (the system property
+     * {@code dev.ribbon.heapCopyBytes} sets another limit; 0: never), which makes queries of
+     * w = 64 files faster; larger ones are read in place.
      *
      * @throws RibbonException if the file cannot be read or is not a valid ribbon file
      */
@@ -51,8 +54,13 @@ public final class RibbonFilter {
 
     /** As {@link #open(Path)}, mapping windows of 2^chunkBits bytes (tests use small ones). */
     static RibbonFilter open(Path path, int chunkBits) {
+        return open(path, chunkBits, Words.defaultHeapBytes());
+    }
+
+    /** As {@link #open(Path, int)}, copying at most {@code heapBytes} bytes into the heap. */
+    static RibbonFilter open(Path path, int chunkBits, long heapBytes) {
         MappedFile file = MappedFile.map(path, chunkBits);
-        return new RibbonFilter(path.toString(), FileParser.parse(file, path.toString()), file);
+        return new RibbonFilter(path.toString(), FileParser.parse(file, path.toString()), file, heapBytes);
     }
 
     /** The file's format version (1 to 3). */

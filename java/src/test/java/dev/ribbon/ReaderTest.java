@@ -69,6 +69,22 @@ class ReaderTest {
         for (int i = 0; i < texts.length; i++) assertEquals(linesWhole.contains(texts[i]), found[i]);
     }
 
+    /** Layer 0 copied into the heap (the default for small files) or read in place: the same answers. */
+    @Test
+    void heapCopyAndMappedReadsGiveTheSameAnswers() {
+        RibbonFilter heap = RibbonFilter.open(LINES, MappedFile.DEFAULT_CHUNK_BITS, Long.MAX_VALUE);
+        RibbonFilter mapped = RibbonFilter.open(LINES, MappedFile.DEFAULT_CHUNK_BITS, 0);
+        byte[][] texts = new byte[20000][];
+        for (int i = 0; i < texts.length; i++) texts[i] = text(i + 1);  // members: 1 to 3000
+        boolean[] inHeap = heap.contains(texts);
+        assertArrayEquals(inHeap, mapped.contains(texts));
+        for (int i = 0; i < texts.length; i++) {
+            assertEquals(inHeap[i], heap.contains(texts[i]), "key " + (i + 1));
+            assertEquals(inHeap[i], mapped.contains(texts[i]), "key " + (i + 1));
+        }
+        for (int i = 0; i < 3000; i++) assertTrue(inHeap[i], "key " + (i + 1));
+    }
+
     @Test
     void checksumsAcrossWindowsEqualWholeOnes() throws IOException {
         MappedFile whole = MappedFile.map(LINES, MappedFile.DEFAULT_CHUNK_BITS);
