@@ -3,11 +3,11 @@ package dev.ribbon;
 /**
  * The query of a w = 64 file whose layer-0 blocks all hold r words (no fractional bits) and
  * which is mapped in one window, with everything that does not depend on the key worked out
- * at open (as the C++ query plan does): layer 0's solution ({@link Words}: a heap copy where the
- * heap can spare it, else the mapped buffer), its bucket codes
- * as 2-bit codes in an array (1+-bit codes decoded: one word read decides a key), its bump
- * rule, r, and what a result is compared with. Layer 0 answers most keys in a short path that
- * the JIT inlines into the caller's loop; keys it bumps go to {@link Layer}'s general code.
+ * at open (as the C++ query plan does): layer 0's solution ({@link Words}: a heap copy where
+ * the heap can spare it, else the mapped buffer), its bucket codes as 2-bit codes in an array
+ * (1+-bit codes decoded: one word read decides a key), its bump rule, r, and what a result is
+ * compared with. Layer 0 answers most keys in a short path that the JIT inlines into the
+ * caller's loop; keys it bumps go to {@link Layer}'s general code.
  */
 final class Query64 {
     private static final int NO_RULE = 0;
