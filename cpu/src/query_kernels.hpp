@@ -120,18 +120,13 @@ struct key_block {
   std::uint32_t layer[stage_keys];
 };
 
-/// Prefetches what deciding `start`'s bump out of `layer` reads: the word of its bucket's
-/// 2-bit code, or its bucket's bit and its shard's header (1+-bit; the list, rarely read, is
-/// not). `Rule`: the layer's rule, or any.
+/// Prefetches the word that decides `start`'s bump out of `layer`: its bucket's 2-bit code
+/// (plans hold 1+-bit codes decoded into 2-bit ones). `Rule`: the layer's rule, or any.
 template <bump_rule Rule>
 RIBBON_FORCE_INLINE void prefetch_code(const detail::layer_plan& layer, std::uint64_t start) {
-  const std::uint64_t bucket = start >> layer.bucket_bits;
   const bump_rule rule = Rule == bump_rule::any ? layer.rule : Rule;
   if (rule == bump_rule::two_bit) {
-    __builtin_prefetch(layer.thresholds + bucket / 32);
-  } else if (rule == bump_rule::one_plus_bit) {
-    __builtin_prefetch(layer.regions.region_of(layer.thresholds, bucket));
-    __builtin_prefetch(layer.regions.bit_word_of(layer.thresholds, bucket));
+    __builtin_prefetch(layer.thresholds + (start >> layer.bucket_bits) / 32);
   }
 }
 
