@@ -377,14 +377,16 @@ void BM_ContainsNegative(benchmark::State& state) {
 BENCHMARK(BM_ContainsNegative)->UseRealTime();
 
 /// Batched contains(): range(0) keys per batch, range(1) query threads (0: all), over
-/// members (range(2) = 1) or non-members (0), with the portable row check (range(3) = 1) or
-/// the fastest of this CPU (0).
+/// members (range(2) = 1) or non-members (0), with the fastest row check of this CPU
+/// (range(3) = 0), the portable one (1) or AVX2 (2: where AVX-512 would be the fastest).
 void BM_ContainsBatch(benchmark::State& state) {
   query_fixture& q = query_fixture::get();
   const auto batch = static_cast<std::uint64_t>(state.range(0));
   q.filter.set_query_threads(static_cast<std::uint32_t>(state.range(1)));
-  ribbon::detail::set_row_check(state.range(3) != 0 ? ribbon::detail::row_check::portable
-                                                    : ribbon::detail::row_check::fastest);
+  constexpr ribbon::detail::row_check checks[] = {ribbon::detail::row_check::fastest,
+                                                  ribbon::detail::row_check::portable,
+                                                  ribbon::detail::row_check::avx2};
+  ribbon::detail::set_row_check(checks[state.range(3)]);
   const std::vector<std::uint64_t>& keys = state.range(2) != 0 ? q.members : q.nonmembers;
   std::unique_ptr<bool[]> out(new bool[batch]);
   std::uint64_t cursor = 0;
@@ -402,10 +404,11 @@ void BM_ContainsBatch(benchmark::State& state) {
                              (static_cast<double>(state.iterations()) * static_cast<double>(batch));
 }
 BENCHMARK(BM_ContainsBatch)
-    ->ArgNames({"batch", "threads", "members", "portable"})
+    ->ArgNames({"batch", "threads", "members", "rows"})
     ->Args({4096, 1, 1, 0})
     ->Args({4096, 1, 0, 0})
     ->Args({4096, 1, 0, 1})
+    ->Args({4096, 1, 0, 2})
     ->Args({1 << 20, 0, 1, 0})
     ->Args({1 << 20, 0, 0, 0})
     ->UseRealTime();

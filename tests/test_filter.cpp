@@ -108,9 +108,10 @@ void check_queries(ribbon::filter& f, const std::vector<Key>& members,
   }
   for (const auto& [threads, row_check] : {std::pair{0u, ribbon::detail::row_check::fastest},
                                            std::pair{1u, ribbon::detail::row_check::fastest},
+                                           std::pair{1u, ribbon::detail::row_check::avx2},
                                            std::pair{1u, ribbon::detail::row_check::portable}}) {
-    SCOPED_TRACE("threads " + std::to_string(threads) +
-                 (row_check == ribbon::detail::row_check::portable ? " portable" : " fastest"));
+    SCOPED_TRACE("threads " + std::to_string(threads) + " row check " +
+                 std::to_string(static_cast<int>(row_check)));
     ribbon::detail::set_row_check(row_check);
     f.set_query_threads(threads);
     std::unique_ptr<bool[]> out(new bool[members.size() + 1]);
@@ -555,7 +556,8 @@ TEST(Batched, EqualsScalarAtEveryBatchLength) {
     for (std::size_t i = 0; i < probes.size(); ++i) scalar[i] = f.contains(probes[i]);
     std::unique_ptr<bool[]> out(new bool[probes.size()]);
     for (const auto row_check :
-         {ribbon::detail::row_check::fastest, ribbon::detail::row_check::portable}) {
+         {ribbon::detail::row_check::fastest, ribbon::detail::row_check::avx2,
+          ribbon::detail::row_check::portable}) {
       ribbon::detail::set_row_check(row_check);
       for (std::size_t offset : {0, 1, 7}) {
         for (std::size_t length = 0; offset + length <= 2 * 64 + 70; ++length) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "query_kernels.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/params.hpp"
@@ -149,7 +150,8 @@ TEST(QueryPlan, BatchedEqualsScalarAtEveryLengthForEveryShape) {
     std::vector<std::uint32_t> scalar(probes.size());
     for (std::size_t i = 0; i < probes.size(); ++i) scalar[i] = planned(f, probes[i]);
     for (const auto row_check :
-         {ribbon::detail::row_check::fastest, ribbon::detail::row_check::portable}) {
+         {ribbon::detail::row_check::fastest, ribbon::detail::row_check::avx2,
+          ribbon::detail::row_check::portable}) {
       ribbon::detail::set_row_check(row_check);
       for (std::size_t offset : {1, 3, 7}) {
         for (std::size_t length = 0; length <= 200; ++length) {
@@ -163,6 +165,41 @@ TEST(QueryPlan, BatchedEqualsScalarAtEveryLengthForEveryShape) {
     }
     ribbon::detail::set_row_check(ribbon::detail::row_check::fastest);
   }
+}
+
+#ifdef RIBBON_X86_BATCHED_AVX512
+/// avx512::mul_high() over 8 lanes (a * b's high words for a 8 words at `a`).
+RIBBON_TARGET_AVX512 void vector_high_products(const std::uint64_t* a, std::uint64_t b,
+                                               std::uint64_t* out) {
+  _mm512_storeu_si512(
+      out, ribbon::detail::kernels::avx512::mul_high(_mm512_loadu_si512(a),
+                                                     _mm512_set1_epi64(static_cast<long long>(b))));
+}
+#endif
+
+/// The AVX-512 batched path's 64 x 64-bit high products (its starts) equal fastrange64()'s, at
+/// the carries between the 32-bit halves too.
+TEST(QueryPlan, VectorHighProductsEqualScalarOnes) {
+#ifdef RIBBON_X86_BATCHED_AVX512
+  if (!ribbon::detail::kernels::cpu_has_avx512_popcount()) GTEST_SKIP() << "no AVX-512 here";
+  std::vector<std::uint64_t> values = {
+      0,          1,     0xFFFFFFFF, 0x100000000,           0x1FFFFFFFF,
+      1ULL << 63, ~0ULL, ~0ULL - 1,  0xFFFFFFFF00000000ULL, 0x80000000FFFFFFFFULL};
+  for (std::uint64_t i = 0; i < 4000; ++i) values.push_back(ribbon_test::splitmix(i));
+  values.resize(values.size() / 8 * 8);
+  std::uint64_t out[8];
+  for (std::uint64_t b : values) {
+    for (std::size_t i = 0; i < values.size(); i += 8) {
+      vector_high_products(values.data() + i, b, out);
+      for (std::size_t lane = 0; lane < 8; ++lane) {
+        ASSERT_EQ(out[lane], ribbon::fastrange64(values[i + lane], b))
+            << values[i + lane] << " * " << b;
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "not an x86-64 build";
+#endif
 }
 
 /// The scalar routine chosen with the portable row check answers as the fastest one.

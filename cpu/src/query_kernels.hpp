@@ -12,6 +12,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "batched_avx512.hpp"
 #include "ribbon/filter.hpp"
 
 namespace ribbon::detail::kernels {
@@ -86,8 +87,9 @@ struct avx2_rows_w64_r8 {
 };
 
 inline bool cpu_has_avx512_popcount() {
-  static const bool yes =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
+  static const bool yes = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512vpopcntdq") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   return yes;
 }
 
@@ -105,8 +107,9 @@ row_check chosen_row_check();
 enum class rows_w64_r8 { portable, avx2, avx512 };
 inline rows_w64_r8 rows_for_w64_r8() {
 #ifdef RIBBON_X86_ROW_CHECKS
-  if (chosen_row_check() == row_check::portable) return rows_w64_r8::portable;
-  if (cpu_has_avx512_popcount()) return rows_w64_r8::avx512;
+  const row_check chosen = chosen_row_check();
+  if (chosen == row_check::portable) return rows_w64_r8::portable;
+  if (chosen == row_check::fastest && cpu_has_avx512_popcount()) return rows_w64_r8::avx512;
   if (cpu_has_avx2()) return rows_w64_r8::avx2;
 #endif
   return rows_w64_r8::portable;
@@ -292,6 +295,9 @@ void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
           return with_first_rule(q, [&](auto rule) {
             constexpr bump_rule first = decltype(rule)::value;
             if (rows == rows_w64_r8::avx512) {
+              if constexpr (first != bump_rule::any) {
+                return avx512::contains_range<first>(q, begin, end, key_hash, out);
+              }
               return contains_range_avx512<first>(q, begin, end, key_hash, out);
             }
             return contains_range_avx2<first>(q, begin, end, key_hash, out);

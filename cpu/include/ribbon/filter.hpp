@@ -77,8 +77,9 @@ filter_params retrieval_params_from(const build_options& options, key_kind keys)
 /// The layer sizing of a build of `keys` keys (the standard slack from the options).
 layer_sizing sizing_from(const build_options& options, const filter_params& p, std::uint64_t keys);
 /// The row check of batched queries: the fastest this CPU has (AVX-512 or AVX2 where present,
-/// the default) or the portable one. Process-wide; tests compare the two, benchmarks time them.
-enum class row_check { fastest, portable };
+/// the default), AVX2 (where present, else portable) or the portable one. Process-wide; tests
+/// compare them, benchmarks time them.
+enum class row_check { fastest, avx2, portable };
 void set_row_check(row_check which);
 /// A filter's queries, resolved once when it is built or opened: the constants of its layers
 /// (query_plan) and the scalar routines specialised for its width, layer 0's threshold codes,
