@@ -3,16 +3,12 @@
 // which need no oneTBB.
 #pragma once
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
 
-#include "batched_avx512.hpp"
+#include "batched_lanes.hpp"
 #include "ribbon/filter.hpp"
 
 namespace ribbon::detail::kernels {
@@ -27,62 +23,28 @@ using detail::bump_rule;
 using detail::portable_rows;
 using detail::query_plan;
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef RIBBON_X86_LANES
 #define RIBBON_X86_ROW_CHECKS 1
-/// w=64, r=8, the default: a row reads 16 words, two 512-bit registers, and VPOPCNTQ gives
-/// its 8 parities at once (about 6 instructions instead of about 60). Same result as
-/// portable_rows. Inlined into callers compiled for AVX-512 as a whole (contains_range_avx512,
-/// planned_contains_avx512), which run only where the CPU has AVX-512 VPOPCNTDQ.
+/// w=64, r=8, the default: the row check of the scalar routines and the general pipeline, with
+/// AVX-512 (about 6 instructions instead of about 60). Same result as portable_rows. Inlined
+/// into callers compiled for AVX-512 as a whole (contains_range_avx512,
+/// planned_contains_avx512), which run only where the CPU has it.
 struct avx512_rows_w64_r8 {
-  __attribute__((target("avx512f,avx512vpopcntdq"))) std::uint32_t operator()(
-      const void* solution, std::uint32_t, std::uint64_t start, std::uint64_t coeff) const {
-    const auto* block = static_cast<const std::uint64_t*>(solution) + (start / 64) * 8;
+  RIBBON_TARGET_AVX512 std::uint32_t operator()(const void* solution, std::uint32_t,
+                                                std::uint64_t start, std::uint64_t coeff) const {
     const unsigned shift = static_cast<unsigned>(start % 64);
-    const std::uint64_t low = coeff << shift;
-    const std::uint64_t high = (coeff >> 1) >> (63 - shift);
-    const __m512i here =
-        _mm512_and_si512(_mm512_loadu_si512(block), _mm512_set1_epi64(static_cast<long long>(low)));
-    const __m512i next = _mm512_and_si512(_mm512_loadu_si512(block + 8),
-                                          _mm512_set1_epi64(static_cast<long long>(high)));
-    const __m512i counts = _mm512_popcnt_epi64(_mm512_xor_si512(here, next));
-    return _mm512_test_epi64_mask(counts, _mm512_set1_epi64(1));
+    return row_parities_avx512(static_cast<const std::uint64_t*>(solution) + (start / 64) * 8,
+                               coeff << shift, (coeff >> 1) >> (63 - shift));
   }
 };
 
-/// The same for CPUs with AVX2 but no AVX-512 (AMD Zen 2/3, older Intel): the row's 8 words
-/// in two 256-bit registers, each 64-bit lane folded to its parity by shifts and xors (AVX2
-/// has no vector popcount), the 8 parities gathered by a movemask. About 30 instructions.
+/// The same with AVX2, for CPUs without AVX-512 (AMD Zen 2/3, older Intel).
 struct avx2_rows_w64_r8 {
-  __attribute__((target("avx2,bmi2"))) std::uint32_t operator()(const void* solution, std::uint32_t,
-                                                                std::uint64_t start,
-                                                                std::uint64_t coeff) const {
-    const auto* block = static_cast<const std::uint64_t*>(solution) + (start / 64) * 8;
+  RIBBON_TARGET_AVX2 std::uint32_t operator()(const void* solution, std::uint32_t,
+                                              std::uint64_t start, std::uint64_t coeff) const {
     const unsigned shift = static_cast<unsigned>(start % 64);
-    const __m256i low = _mm256_set1_epi64x(static_cast<long long>(coeff << shift));
-    const __m256i high = _mm256_set1_epi64x(static_cast<long long>((coeff >> 1) >> (63 - shift)));
-    // The row's words 0-3 and 4-7 (a lambda would lose the target attribute).
-    const auto* here = reinterpret_cast<const __m256i*>(block);
-    const auto* next = reinterpret_cast<const __m256i*>(block + 8);
-    const __m256i words0to3 = _mm256_xor_si256(_mm256_and_si256(_mm256_loadu_si256(here), low),
-                                               _mm256_and_si256(_mm256_loadu_si256(next), high));
-    const __m256i words4to7 =
-        _mm256_xor_si256(_mm256_and_si256(_mm256_loadu_si256(here + 1), low),
-                         _mm256_and_si256(_mm256_loadu_si256(next + 1), high));
-    // Fold each 64-bit word to 32 bits (same parity): words 0-3 into the even 32-bit lanes,
-    // words 4-7 into the odd ones, so one register carries all 8.
-    __m256i x =
-        _mm256_blend_epi32(_mm256_xor_si256(words0to3, _mm256_srli_epi64(words0to3, 32)),
-                           _mm256_xor_si256(words4to7, _mm256_slli_epi64(words4to7, 32)), 0xAA);
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 8));
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 4));
-    // 0x6996 holds the parity of each 4-bit value at that bit position.
-    const __m256i parities =
-        _mm256_srlv_epi32(_mm256_set1_epi32(0x6996), _mm256_and_si256(x, _mm256_set1_epi32(15)));
-    const auto lanes = static_cast<std::uint32_t>(
-        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(parities, 31))));
-    // Lane 2j holds word j, lane 2j + 1 word j + 4.
-    return _pext_u32(lanes, 0x55) | (_pext_u32(lanes, 0xAA) << 4);
+    return row_parities_avx2(static_cast<const std::uint64_t*>(solution) + (start / 64) * 8,
+                             coeff << shift, (coeff >> 1) >> (63 - shift));
   }
 };
 
@@ -226,19 +188,21 @@ void contains_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
 /// contains_range() with the AVX2 row check and layer 0's rule, compiled for AVX2 as a whole so
 /// that the row check inlines into the loop (a call per key costs about 10 instructions).
 template <bump_rule Rule, class KeyHash, class Out>
-__attribute__((target("avx2,bmi2"), flatten)) void contains_range_avx2(const query_plan& q,
-                                                                       std::uint64_t begin,
-                                                                       std::uint64_t end,
-                                                                       const KeyHash& key_hash,
-                                                                       Out* out) {
+RIBBON_TARGET_AVX2 __attribute__((flatten)) void contains_range_avx2(const query_plan& q,
+                                                                     std::uint64_t begin,
+                                                                     std::uint64_t end,
+                                                                     const KeyHash& key_hash,
+                                                                     Out* out) {
   contains_range<64, 8, avx2_rows_w64_r8, Rule>(q, begin, end, key_hash, out);
 }
 
 /// The same with the AVX-512 row check.
 template <bump_rule Rule, class KeyHash, class Out>
-__attribute__((target("avx512f,avx512vpopcntdq,avx2,bmi2"), flatten)) void contains_range_avx512(
-    const query_plan& q, std::uint64_t begin, std::uint64_t end, const KeyHash& key_hash,
-    Out* out) {
+RIBBON_TARGET_AVX512 __attribute__((flatten)) void contains_range_avx512(const query_plan& q,
+                                                                         std::uint64_t begin,
+                                                                         std::uint64_t end,
+                                                                         const KeyHash& key_hash,
+                                                                         Out* out) {
   contains_range<64, 8, avx512_rows_w64_r8, Rule>(q, begin, end, key_hash, out);
 }
 #endif
@@ -294,10 +258,13 @@ void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
           // The default filter: layer 0's rule at compile time too.
           return with_first_rule(q, [&](auto rule) {
             constexpr bump_rule first = decltype(rule)::value;
-            if (rows == rows_w64_r8::avx512) {
-              if constexpr (first != bump_rule::any) {
-                return avx512::contains_range<first>(q, begin, end, key_hash, out);
+            if constexpr (first != bump_rule::any) {  // every filter ribbon writes
+              if (rows == rows_w64_r8::avx512) {
+                return lanes_contains_range_avx512<first>(q, begin, end, key_hash, out);
               }
+              return lanes_contains_range_avx2<first>(q, begin, end, key_hash, out);
+            }
+            if (rows == rows_w64_r8::avx512) {
               return contains_range_avx512<first>(q, begin, end, key_hash, out);
             }
             return contains_range_avx2<first>(q, begin, end, key_hash, out);
@@ -329,14 +296,14 @@ bool planned_contains(const query_plan& q, std::uint64_t hash) {
 /// planned_contains() compiled for AVX2 as a whole, so that the AVX2 row check inlines (the
 /// walk to later layers stays a call: query_plan::find_layer_from is not inlined).
 template <bump_rule Rule>
-__attribute__((target("avx2,bmi2"), flatten)) bool planned_contains_avx2(const query_plan& q,
-                                                                         std::uint64_t hash) {
+RIBBON_TARGET_AVX2 __attribute__((flatten)) bool planned_contains_avx2(const query_plan& q,
+                                                                       std::uint64_t hash) {
   return q.contains<64, Rule, 8, avx2_rows_w64_r8>(hash);
 }
 /// The same with the AVX-512 row check.
 template <bump_rule Rule>
-__attribute__((target("avx512f,avx512vpopcntdq,avx2,bmi2"), flatten)) bool planned_contains_avx512(
-    const query_plan& q, std::uint64_t hash) {
+RIBBON_TARGET_AVX512 __attribute__((flatten)) bool planned_contains_avx512(const query_plan& q,
+                                                                           std::uint64_t hash) {
   return q.contains<64, Rule, 8, avx512_rows_w64_r8>(hash);
 }
 #endif
