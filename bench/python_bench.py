@@ -53,6 +53,7 @@ open("/proc/self/clear_refs", "w").write("5")
 build, query, peak = [], [], 0
 for i in range(repeats):
     t = time.perf_counter(); f = ribbon.build(keys, threads=threads); build.append(time.perf_counter() - t)
+    f.query_threads = threads
     if i == 0:
         peak = status_kb("VmHWM:")
     t = time.perf_counter(); answers = f.contains(probes); query.append(time.perf_counter() - t)

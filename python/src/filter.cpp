@@ -249,6 +249,10 @@ void bind_queries(filter_class& c) {
 keys: a numpy integer or bytes array, a pyarrow array, or an iterable of int/bytes/str, of
 the filter's key kind. Runs without the GIL, in parallel for large batches.)")
       .def("__contains__", &contains_one, nb::arg("key"), "Membership of one key.")
+      .def_prop_rw(
+          "query_threads", [](const ribbon::filter& f) { return f.query_threads(); },
+          [](ribbon::filter& f, std::uint32_t threads) { f.set_query_threads(threads); },
+          "Threads of batched contains() and lookup() (0, the default: all hardware threads).")
       .def("lookup", &lookup, nb::arg("keys"),
            R"(Retrieval structures: the value stored for each key (numpy uint32 array).
 

@@ -118,3 +118,19 @@ def test_integer_filters_refuse_string_arrays(string_filter):
     f = ribbon.build(np.arange(100, dtype=np.uint64))
     with pytest.raises(ribbon.QueryError):
         f.contains(pa.array(["a", "b"]))
+
+
+def test_query_threads_read_back_and_give_the_same_answers():
+    """Batches above the parallel threshold (2^16 keys), on one thread and on all."""
+    keys = np.arange(0, 400_000, 2, dtype=np.uint64)
+    f = ribbon.build(keys)
+    probes = np.arange(0, 300_000, dtype=np.uint64)
+    assert f.query_threads == 0
+    everywhere = f.contains(probes)
+    f.query_threads = 1
+    assert f.query_threads == 1
+    one = f.contains(probes)
+    assert np.array_equal(one, everywhere)
+    assert one[keys[keys < 300_000]].all()  # index = key: every member below 300,000
+    with pytest.raises((TypeError, ValueError, OverflowError)):
+        f.query_threads = -1

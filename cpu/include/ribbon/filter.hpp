@@ -262,6 +262,7 @@ class filter {
 
   /// Threads used by batched queries (0: all hardware threads).
   void set_query_threads(std::uint32_t threads) { query_threads_ = threads; }
+  std::uint32_t query_threads() const { return query_threads_; }
 
  private:
   struct storage;
