@@ -220,22 +220,35 @@ TEST(QueryPlan, VectorProductsEqualScalarOnes) {
 #endif
 }
 
-/// The scalar routine chosen with the portable row check answers as the fastest one.
+/// The scalar routines chosen with every row check (fastest, AVX2, portable) answer as the
+/// unplanned path: membership in filters, values in retrieval structures.
 TEST(QueryPlan, EveryRowCheckGivesTheSameScalarAnswers) {
   const std::vector<std::uint64_t> members = ribbon_test::keys_range(22, 0, 20000);
+  std::vector<std::uint32_t> values(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) values[i] = members[i] & 0xFF;
   for (unsigned w : {32u, 64u, 128u}) {
-    ribbon::build_options o;
-    o.width = w;
-    o.shard_size = small_shard(w);
-    const ribbon::filter f = ribbon::filter::build(members.data(), members.size(), o);
-    const ribbon::detail::planned_queries fastest = ribbon::detail::plan_queries(f.ref());
-    ribbon::detail::set_row_check(ribbon::detail::row_check::portable);
-    const ribbon::detail::planned_queries portable = ribbon::detail::plan_queries(f.ref());
-    ribbon::detail::set_row_check(ribbon::detail::row_check::fastest);
-    for (std::uint64_t k : probes_of(members)) {
-      const std::uint64_t hash = f.ref().key_hash(k);
-      ASSERT_EQ(fastest.contains(fastest.plan, hash), f.ref().contains_hash(hash)) << w;
-      ASSERT_EQ(portable.contains(portable.plan, hash), f.ref().contains_hash(hash)) << w;
+    for (bool retrieval : {false, true}) {
+      ribbon::build_options o;
+      o.width = w;
+      o.shard_size = small_shard(w);
+      const ribbon::filter f =
+          retrieval ? ribbon::filter::build(members.data(), values.data(), members.size(), o)
+                    : ribbon::filter::build(members.data(), members.size(), o);
+      for (const auto row_check :
+           {ribbon::detail::row_check::fastest, ribbon::detail::row_check::avx2,
+            ribbon::detail::row_check::portable}) {
+        ribbon::detail::set_row_check(row_check);
+        const ribbon::detail::planned_queries planned = ribbon::detail::plan_queries(f.ref());
+        ribbon::detail::set_row_check(ribbon::detail::row_check::fastest);
+        for (std::uint64_t k : probes_of(members)) {
+          const std::uint64_t hash = f.ref().key_hash(k);
+          if (retrieval) {
+            ASSERT_EQ(planned.lookup(planned.plan, hash), f.ref().lookup_hash(hash)) << w;
+          } else {
+            ASSERT_EQ(planned.contains(planned.plan, hash), f.ref().contains_hash(hash)) << w;
+          }
+        }
+      }
     }
   }
 }

@@ -1,7 +1,8 @@
-// Batched membership of the default filter (w = 64, r = 8, an unsalted sharded layer 0: every
-// filter ribbon writes) with the pipeline's key-independent arithmetic done several keys to a
-// vector ("lanes"): 8 keys with AVX-512, 4 with AVX2. Same answers as contains_range() of
-// query_kernels.hpp; a third (AVX-512) to a half (AVX2) of its instructions a key.
+// Batched queries of the default shape (w = 64, r = 8, an unsalted sharded layer 0: every
+// filter and retrieval structure ribbon writes at that shape) with the pipeline's key-independent
+// arithmetic done several keys to a vector ("lanes"): 8 keys with AVX-512, 4 with AVX2. Same
+// answers as contains_range() and lookup_range() of query_kernels.hpp; a third (AVX-512) to two
+// thirds (AVX2) of their instructions a key.
 #pragma once
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -169,8 +170,8 @@ struct avx512_lanes {
 
   /// The coefficients of the rows of the keys whose layer hashes are at `hash`, shifted to
   /// their offsets `shift` (in `low` and `high`, as block_result() splits them), and each row's
-  /// expected result: fingerprint(hash, 8) & rhs_mask, or 256 (no row's 8 bits) for keys whose
-  /// bit in `absent` is set.
+  /// expected result: fingerprint(hash, 8) & rhs_mask. Keys whose bit in `absent` is set
+  /// expect 256 (no row's 8 bits: not members) and get no coefficients (their lookups read 0).
   RIBBON_TARGET_AVX512 static void prepare_rows(const std::uint64_t* hash,
                                                 const std::uint64_t* shift, std::uint32_t absent,
                                                 std::uint32_t rhs_mask, std::uint64_t* low,
@@ -186,9 +187,10 @@ struct avx512_lanes {
     _mm512_store_si512(
         expected, _mm512_mask_mov_epi64(_mm512_and_si512(fingerprint, _mm512_set1_epi64(rhs_mask)),
                                         static_cast<__mmask8>(absent), _mm512_set1_epi64(256)));
-    _mm512_store_si512(low, _mm512_sllv_epi64(coeff, s));
-    _mm512_store_si512(high, _mm512_srlv_epi64(_mm512_srli_epi64(coeff, 1),
-                                               _mm512_sub_epi64(_mm512_set1_epi64(63), s)));
+    const auto present = static_cast<__mmask8>(~absent);
+    _mm512_store_si512(low, _mm512_maskz_sllv_epi64(present, coeff, s));
+    _mm512_store_si512(high, _mm512_maskz_srlv_epi64(present, _mm512_srli_epi64(coeff, 1),
+                                                     _mm512_sub_epi64(_mm512_set1_epi64(63), s)));
   }
 
   RIBBON_TARGET_AVX512 static std::uint32_t parities(const std::uint64_t* block, std::uint64_t low,
@@ -298,10 +300,13 @@ struct avx2_lanes {
         reinterpret_cast<__m256i*>(expected),
         _mm256_blendv_epi8(_mm256_and_si256(fingerprint, _mm256_set1_epi64x(rhs_mask)),
                            _mm256_set1_epi64x(256), is_absent));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(low), _mm256_sllv_epi64(coeff, s));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(high),
-                       _mm256_srlv_epi64(_mm256_srli_epi64(coeff, 1),
-                                         _mm256_sub_epi64(_mm256_set1_epi64x(63), s)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(low),
+                       _mm256_andnot_si256(is_absent, _mm256_sllv_epi64(coeff, s)));
+    _mm256_store_si256(
+        reinterpret_cast<__m256i*>(high),
+        _mm256_andnot_si256(is_absent,
+                            _mm256_srlv_epi64(_mm256_srli_epi64(coeff, 1),
+                                              _mm256_sub_epi64(_mm256_set1_epi64x(63), s))));
   }
 
   RIBBON_TARGET_AVX2 static std::uint32_t parities(const std::uint64_t* block, std::uint64_t low,
@@ -315,11 +320,13 @@ struct avx2_lanes {
 /// pipelined_range() over blocks of lane_block_keys keys: hash (scalar: KeyHash is any
 /// callable) and prefetch the threshold words; decide the bumps a vector at a time, walk the
 /// few bumped keys to their layers one by one, and prefetch the rows; then prepare the rows a
-/// vector at a time and check each. Called from lanes_contains_range_avx512/_avx2, which compile
-/// it, inlined, for their instruction sets.
-template <class Lanes, bump_rule Rule, class KeyHash, class Out>
-void lanes_contains_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
-                          const KeyHash& key_hash, Out* out) {
+/// vector at a time and answer each: membership (`Lookup` false: out[i] is bool, or uint8_t)
+/// or, in a retrieval structure, the value (`Lookup` true: out[i] is uint32_t, 0 where every
+/// layer bumps the key, as lookup_range()). Called from lanes_query_range_avx512/_avx2, which
+/// compile it, inlined, for their instruction sets.
+template <class Lanes, bump_rule Rule, bool Lookup, class KeyHash, class Out>
+void lanes_query_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
+                       const KeyHash& key_hash, Out* out) {
   static_assert(Rule == bump_rule::shard_heads || Rule == bump_rule::two_bit);
   constexpr std::uint64_t block_keys = lane_block_keys;
   constexpr unsigned width = Lanes::width;
@@ -382,7 +389,12 @@ void lanes_contains_range(const query_plan& q, std::uint64_t begin, std::uint64_
                           q.rhs_mask, k.low + v, k.high + v, k.expected + v);
     }
     for (std::uint64_t j = 0; j < n; ++j) {
-      out[base + j] = Lanes::parities(k.row[j], k.low[j], k.high[j]) == k.expected[j];
+      const std::uint32_t result = Lanes::parities(k.row[j], k.low[j], k.high[j]);
+      if constexpr (Lookup) {
+        out[base + j] = result;
+      } else {
+        out[base + j] = result == k.expected[j];
+      }
     }
   };
 
@@ -393,23 +405,25 @@ void lanes_contains_range(const query_plan& q, std::uint64_t begin, std::uint64_
   }
 }
 
-/// lanes_contains_range() with AVX-512, compiled for it as a whole (flatten inlines the lanes'
+/// lanes_query_range() with AVX-512, compiled for it as a whole (flatten inlines the lanes'
 /// functions, which a caller compiled without AVX-512 could not inline).
-template <bump_rule Rule, class KeyHash, class Out>
-RIBBON_TARGET_AVX512 __attribute__((flatten)) void lanes_contains_range_avx512(
-    const query_plan& q, std::uint64_t begin, std::uint64_t end, const KeyHash& key_hash,
-    Out* out) {
-  lanes_contains_range<avx512_lanes, Rule>(q, begin, end, key_hash, out);
+template <bump_rule Rule, bool Lookup, class KeyHash, class Out>
+RIBBON_TARGET_AVX512 __attribute__((flatten)) void lanes_query_range_avx512(const query_plan& q,
+                                                                            std::uint64_t begin,
+                                                                            std::uint64_t end,
+                                                                            const KeyHash& key_hash,
+                                                                            Out* out) {
+  lanes_query_range<avx512_lanes, Rule, Lookup>(q, begin, end, key_hash, out);
 }
 
 /// The same with AVX2.
-template <bump_rule Rule, class KeyHash, class Out>
-RIBBON_TARGET_AVX2 __attribute__((flatten)) void lanes_contains_range_avx2(const query_plan& q,
-                                                                           std::uint64_t begin,
-                                                                           std::uint64_t end,
-                                                                           const KeyHash& key_hash,
-                                                                           Out* out) {
-  lanes_contains_range<avx2_lanes, Rule>(q, begin, end, key_hash, out);
+template <bump_rule Rule, bool Lookup, class KeyHash, class Out>
+RIBBON_TARGET_AVX2 __attribute__((flatten)) void lanes_query_range_avx2(const query_plan& q,
+                                                                        std::uint64_t begin,
+                                                                        std::uint64_t end,
+                                                                        const KeyHash& key_hash,
+                                                                        Out* out) {
+  lanes_query_range<avx2_lanes, Rule, Lookup>(q, begin, end, key_hash, out);
 }
 
 }  // namespace ribbon::detail::kernels

@@ -260,9 +260,9 @@ void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
             constexpr bump_rule first = decltype(rule)::value;
             if constexpr (first != bump_rule::any) {  // every filter ribbon writes
               if (rows == rows_w64_r8::avx512) {
-                return lanes_contains_range_avx512<first>(q, begin, end, key_hash, out);
+                return lanes_query_range_avx512<first, false>(q, begin, end, key_hash, out);
               }
-              return lanes_contains_range_avx2<first>(q, begin, end, key_hash, out);
+              return lanes_query_range_avx2<first, false>(q, begin, end, key_hash, out);
             }
             if (rows == rows_w64_r8::avx512) {
               return contains_range_avx512<first>(q, begin, end, key_hash, out);
@@ -282,56 +282,90 @@ void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
 template <class KeyHash>
 void lookup_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                  const KeyHash& key_hash, std::uint32_t* out) {
+#ifdef RIBBON_X86_ROW_CHECKS
+  // w = 64, r = 8 without fractional bits: the lanes, where layer 0 has a rule of its own.
+  if (const rows_w64_r8 rows = rows_for_w64_r8();
+      q.width == 64 && q.fixed_bits == 8 && rows != rows_w64_r8::portable) {
+    return with_first_rule(q, [&](auto rule) {
+      constexpr bump_rule first = decltype(rule)::value;
+      if constexpr (first != bump_rule::any) {
+        if (rows == rows_w64_r8::avx512) {
+          return lanes_query_range_avx512<first, true>(q, begin, end, key_hash, out);
+        }
+        return lanes_query_range_avx2<first, true>(q, begin, end, key_hash, out);
+      }
+      return lookup_range<64>(q, begin, end, key_hash, out);
+    });
+  }
+#endif
   with_width(q.width, [&](auto width) {
     lookup_range<decltype(width)::value>(q, begin, end, key_hash, out);
   });
 }
 
-/// The scalar routines, one instantiation per width, layer-0 rule, r and row check.
+/// The scalar routines, one instantiation per width, layer-0 rule, r and row check: membership
+/// and retrieval. Bits > 0: every block holds Bits words (no fractional bits); 0: any layer.
 template <unsigned Width, bump_rule Rule, std::uint32_t Bits, class Rows>
-bool planned_contains(const query_plan& q, std::uint64_t hash) {
-  return q.contains<Width, Rule, Bits, Rows>(hash);
-}
+struct planned_routines {
+  static bool contains(const query_plan& q, std::uint64_t hash) {
+    return q.contains<Width, Rule, Bits, Rows>(hash);
+  }
+  static std::uint32_t lookup(const query_plan& q, std::uint64_t hash) {
+    return q.lookup<Width, Rule, Bits, Rows>(hash);
+  }
+};
 #ifdef RIBBON_X86_ROW_CHECKS
-/// planned_contains() compiled for AVX2 as a whole, so that the AVX2 row check inlines (the
-/// walk to later layers stays a call: query_plan::find_layer_from is not inlined).
+/// w = 64, r = 8 compiled for AVX2 as a whole, so that the AVX2 row check inlines (the walk to
+/// later layers stays a call: query_plan::find_layer_from is not inlined).
 template <bump_rule Rule>
-RIBBON_TARGET_AVX2 __attribute__((flatten)) bool planned_contains_avx2(const query_plan& q,
-                                                                       std::uint64_t hash) {
-  return q.contains<64, Rule, 8, avx2_rows_w64_r8>(hash);
-}
+struct planned_routines_avx2 {
+  RIBBON_TARGET_AVX2 __attribute__((flatten)) static bool contains(const query_plan& q,
+                                                                   std::uint64_t hash) {
+    return q.contains<64, Rule, 8, avx2_rows_w64_r8>(hash);
+  }
+  RIBBON_TARGET_AVX2 __attribute__((flatten)) static std::uint32_t lookup(const query_plan& q,
+                                                                          std::uint64_t hash) {
+    return q.lookup<64, Rule, 8, avx2_rows_w64_r8>(hash);
+  }
+};
 /// The same with the AVX-512 row check.
 template <bump_rule Rule>
-RIBBON_TARGET_AVX512 __attribute__((flatten)) bool planned_contains_avx512(const query_plan& q,
-                                                                           std::uint64_t hash) {
-  return q.contains<64, Rule, 8, avx512_rows_w64_r8>(hash);
-}
+struct planned_routines_avx512 {
+  RIBBON_TARGET_AVX512 __attribute__((flatten)) static bool contains(const query_plan& q,
+                                                                     std::uint64_t hash) {
+    return q.contains<64, Rule, 8, avx512_rows_w64_r8>(hash);
+  }
+  RIBBON_TARGET_AVX512 __attribute__((flatten)) static std::uint32_t lookup(const query_plan& q,
+                                                                            std::uint64_t hash) {
+    return q.lookup<64, Rule, 8, avx512_rows_w64_r8>(hash);
+  }
+};
 #endif
-template <unsigned Width, bump_rule Rule>
-std::uint32_t planned_lookup(const query_plan& q, std::uint64_t hash) {
-  return q.lookup<Width, Rule>(hash);
+
+/// Sets `out`'s scalar routines to those of `Routines`.
+template <class Routines>
+void use_routines(planned_queries& out) {
+  out.contains = &Routines::contains;
+  out.lookup = &Routines::lookup;
 }
 
-using contains_routine = bool (*)(const query_plan&, std::uint64_t);
-using lookup_routine = std::uint32_t (*)(const query_plan&, std::uint64_t);
-
-/// The membership routine of a filter of width `Width` whose layer 0 has rule `Rule`.
+/// The scalar routines of a filter of width `Width` whose layer 0 has rule `Rule`.
 template <unsigned Width, bump_rule Rule>
-contains_routine contains_routine_for(const query_plan& q) {
-  switch (q.fixed_bits) {
+void choose_routines(planned_queries& out) {
+  switch (out.plan.fixed_bits) {
     case 8:
 #ifdef RIBBON_X86_ROW_CHECKS
       if constexpr (Width == 64) {
         switch (rows_for_w64_r8()) {
-          case rows_w64_r8::avx512: return &planned_contains_avx512<Rule>;
-          case rows_w64_r8::avx2: return &planned_contains_avx2<Rule>;
+          case rows_w64_r8::avx512: return use_routines<planned_routines_avx512<Rule>>(out);
+          case rows_w64_r8::avx2: return use_routines<planned_routines_avx2<Rule>>(out);
           case rows_w64_r8::portable: break;
         }
       }
 #endif
-      return &planned_contains<Width, Rule, 8, portable_rows<Width>>;
-    case 16: return &planned_contains<Width, Rule, 16, portable_rows<Width>>;
-    default: return &planned_contains<Width, Rule, 0, portable_rows<Width>>;
+      return use_routines<planned_routines<Width, Rule, 8, portable_rows<Width>>>(out);
+    case 16: return use_routines<planned_routines<Width, Rule, 16, portable_rows<Width>>>(out);
+    default: return use_routines<planned_routines<Width, Rule, 0, portable_rows<Width>>>(out);
   }
 }
 
@@ -365,8 +399,7 @@ inline planned_queries plan(const filter_ref& f) {
     constexpr unsigned w = decltype(width)::value;
     with_first_rule(out.plan, [&](auto rule) {
       constexpr bump_rule first = decltype(rule)::value;
-      out.contains = contains_routine_for<w, first>(out.plan);
-      out.lookup = &planned_lookup<w, first>;
+      choose_routines<w, first>(out);
     });
   });
   return out;

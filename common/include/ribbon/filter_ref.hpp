@@ -333,13 +333,15 @@ struct query_plan {
     return layer != num_layers && matches<Width, Bits, Rows>(layer, start, hash);
   }
 
-  /// The value stored for the key whose key hash is `hash`: filter_ref::lookup_hash().
-  template <unsigned Width, bump_rule Rule>
+  /// The value stored for the key whose key hash is `hash`: filter_ref::lookup_hash(). `Bits`
+  /// and `Rows` as result()'s.
+  template <unsigned Width, bump_rule Rule, std::uint32_t Bits = 0,
+            class Rows = portable_rows<Width>>
   RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup(std::uint64_t hash) const {
     std::uint64_t start = 0;
     const std::uint32_t layer = locate<Rule>(hash, start);
     std::uint32_t bits = 0;
-    return layer == num_layers ? 0 : result<Width, 0>(layer, start, hash, bits);
+    return layer == num_layers ? 0 : result<Width, Bits, Rows>(layer, start, hash, bits);
   }
 };
 
