@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "ribbon/filter.hpp"
+#include "stage_schedule.hpp"
 
 /// AVX-512 with 64-bit products (DQ) and popcounts (VPOPCNTDQ).
 #define RIBBON_TARGET_AVX512 \
@@ -398,11 +399,7 @@ void lanes_query_range(const query_plan& q, std::uint64_t begin, std::uint64_t e
     }
   };
 
-  for (std::uint64_t b = 0; b < num_blocks + 2; ++b) {
-    if (b < num_blocks) hash_block(b);
-    if (b >= 1 && b <= num_blocks) locate_block(b - 1);
-    if (b >= 2) answer_block(b - 2);
-  }
+  run_three_stages(num_blocks, hash_block, locate_block, answer_block);
 }
 
 /// lanes_query_range() with AVX-512, compiled for it as a whole (flatten inlines the lanes'

@@ -10,6 +10,7 @@
 
 #include "batched_lanes.hpp"
 #include "ribbon/filter.hpp"
+#include "stage_schedule.hpp"
 
 namespace ribbon::detail::kernels {
 
@@ -24,7 +25,6 @@ using detail::portable_rows;
 using detail::query_plan;
 
 #ifdef RIBBON_X86_LANES
-#define RIBBON_X86_ROW_CHECKS 1
 /// w=64, r=8, the default: the row check of the scalar routines and the general pipeline, with
 /// AVX-512 (about 6 instructions instead of about 60). Same result as portable_rows. Inlined
 /// into callers compiled for AVX-512 as a whole (contains_range_avx512,
@@ -68,7 +68,7 @@ row_check chosen_row_check();
 /// runs, unless set_row_check() asked for the portable one.
 enum class rows_w64_r8 { portable, avx2, avx512 };
 inline rows_w64_r8 rows_for_w64_r8() {
-#ifdef RIBBON_X86_ROW_CHECKS
+#ifdef RIBBON_X86_LANES
   const row_check chosen = chosen_row_check();
   if (chosen == row_check::portable) return rows_w64_r8::portable;
   if (chosen == row_check::fastest && cpu_has_avx512_popcount()) return rows_w64_r8::avx512;
@@ -162,11 +162,7 @@ void pipelined_range(const query_plan& q, std::uint64_t begin, std::uint64_t end
     for (std::uint64_t j = 0; j < n; ++j) answer(base + j, k.hash[j], k.start[j], k.layer[j]);
   };
 
-  for (std::uint64_t b = 0; b < num_blocks + 2; ++b) {
-    if (b < num_blocks) hash_block(b);
-    if (b >= 1 && b <= num_blocks) locate_block(b - 1);
-    if (b >= 2) answer_block(b - 2);
-  }
+  run_three_stages(num_blocks, hash_block, locate_block, answer_block);
 }
 
 /// Bits > 0: r known at compile time (the common sizes of filters whose blocks all hold r words,
@@ -184,7 +180,7 @@ void contains_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
       });
 }
 
-#ifdef RIBBON_X86_ROW_CHECKS
+#ifdef RIBBON_X86_LANES
 /// contains_range() with the AVX2 row check and layer 0's rule, compiled for AVX2 as a whole so
 /// that the row check inlines into the loop (a call per key costs about 10 instructions).
 template <bump_rule Rule, class KeyHash, class Out>
@@ -253,7 +249,7 @@ void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
     constexpr unsigned w = decltype(width)::value;
     switch (q.fixed_bits) {
       case 8:
-#ifdef RIBBON_X86_ROW_CHECKS
+#ifdef RIBBON_X86_LANES
         if (const rows_w64_r8 rows = rows_for_w64_r8(); w == 64 && rows != rows_w64_r8::portable) {
           // The default filter: layer 0's rule at compile time too.
           return with_first_rule(q, [&](auto rule) {
@@ -282,7 +278,7 @@ void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
 template <class KeyHash>
 void lookup_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                  const KeyHash& key_hash, std::uint32_t* out) {
-#ifdef RIBBON_X86_ROW_CHECKS
+#ifdef RIBBON_X86_LANES
   // w = 64, r = 8 without fractional bits: the lanes, where layer 0 has a rule of its own.
   if (const rows_w64_r8 rows = rows_for_w64_r8();
       q.width == 64 && q.fixed_bits == 8 && rows != rows_w64_r8::portable) {
@@ -314,7 +310,7 @@ struct planned_routines {
     return q.lookup<Width, Rule, Bits, Rows>(hash);
   }
 };
-#ifdef RIBBON_X86_ROW_CHECKS
+#ifdef RIBBON_X86_LANES
 /// w = 64, r = 8 compiled for AVX2 as a whole, so that the AVX2 row check inlines (the walk to
 /// later layers stays a call: query_plan::find_layer_from is not inlined).
 template <bump_rule Rule>
@@ -354,7 +350,7 @@ template <unsigned Width, bump_rule Rule>
 void choose_routines(planned_queries& out) {
   switch (out.plan.fixed_bits) {
     case 8:
-#ifdef RIBBON_X86_ROW_CHECKS
+#ifdef RIBBON_X86_LANES
       if constexpr (Width == 64) {
         switch (rows_for_w64_r8()) {
           case rows_w64_r8::avx512: return use_routines<planned_routines_avx512<Rule>>(out);
