@@ -240,6 +240,30 @@ auto with_first_rule(const query_plan& q, const F& f) {
   }
 }
 
+#ifdef RIBBON_X86_LANES
+/// The lanes over keys [begin, end) of a w = 64, r = 8 plan without fractional bits, with the
+/// instruction set of `rows` and layer 0's rule at compile time: membership, or retrieval with
+/// `Lookup`. Returns false, having run nothing, where layer 0 has no rule of its own (a salted
+/// layer): the caller's general path answers those.
+template <bool Lookup, class KeyHash, class Out>
+bool run_lanes(const query_plan& q, rows_w64_r8 rows, std::uint64_t begin, std::uint64_t end,
+               const KeyHash& key_hash, Out* out) {
+  return with_first_rule(q, [&](auto rule) {
+    constexpr bump_rule first = decltype(rule)::value;
+    if constexpr (first == bump_rule::any) {
+      return false;
+    } else {  // every filter and retrieval structure ribbon writes at this shape
+      if (rows == rows_w64_r8::avx512) {
+        lanes_query_range_avx512<first, Lookup>(q, begin, end, key_hash, out);
+      } else {
+        lanes_query_range_avx2<first, Lookup>(q, begin, end, key_hash, out);
+      }
+      return true;
+    }
+  });
+}
+#endif
+
 /// Batched membership of keys [begin, end) through the plan, with the row check chosen once
 /// per range. `Out`: bool, or std::uint8_t (the C ABI's 1 and 0).
 template <class KeyHash, class Out>
@@ -251,20 +275,12 @@ void contains_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
       case 8:
 #ifdef RIBBON_X86_LANES
         if (const rows_w64_r8 rows = rows_for_w64_r8(); w == 64 && rows != rows_w64_r8::portable) {
-          // The default filter: layer 0's rule at compile time too.
-          return with_first_rule(q, [&](auto rule) {
-            constexpr bump_rule first = decltype(rule)::value;
-            if constexpr (first != bump_rule::any) {  // every filter ribbon writes
-              if (rows == rows_w64_r8::avx512) {
-                return lanes_query_range_avx512<first, false>(q, begin, end, key_hash, out);
-              }
-              return lanes_query_range_avx2<first, false>(q, begin, end, key_hash, out);
-            }
-            if (rows == rows_w64_r8::avx512) {
-              return contains_range_avx512<first>(q, begin, end, key_hash, out);
-            }
-            return contains_range_avx2<first>(q, begin, end, key_hash, out);
-          });
+          if (run_lanes<false>(q, rows, begin, end, key_hash, out)) return;
+          // A salted layer 0: the general pipeline with the SIMD row check.
+          if (rows == rows_w64_r8::avx512) {
+            return contains_range_avx512<bump_rule::any>(q, begin, end, key_hash, out);
+          }
+          return contains_range_avx2<bump_rule::any>(q, begin, end, key_hash, out);
         }
 #endif
         return contains_range<w, 8>(q, begin, end, key_hash, out);
@@ -279,19 +295,10 @@ template <class KeyHash>
 void lookup_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                  const KeyHash& key_hash, std::uint32_t* out) {
 #ifdef RIBBON_X86_LANES
-  // w = 64, r = 8 without fractional bits: the lanes, where layer 0 has a rule of its own.
   if (const rows_w64_r8 rows = rows_for_w64_r8();
-      q.width == 64 && q.fixed_bits == 8 && rows != rows_w64_r8::portable) {
-    return with_first_rule(q, [&](auto rule) {
-      constexpr bump_rule first = decltype(rule)::value;
-      if constexpr (first != bump_rule::any) {
-        if (rows == rows_w64_r8::avx512) {
-          return lanes_query_range_avx512<first, true>(q, begin, end, key_hash, out);
-        }
-        return lanes_query_range_avx2<first, true>(q, begin, end, key_hash, out);
-      }
-      return lookup_range<64>(q, begin, end, key_hash, out);
-    });
+      q.width == 64 && q.fixed_bits == 8 && rows != rows_w64_r8::portable &&
+      run_lanes<true>(q, rows, begin, end, key_hash, out)) {
+    return;
   }
 #endif
   with_width(q.width, [&](auto width) {
