@@ -50,7 +50,8 @@ def status_kb(field):
         if line.startswith(field):
             return int(line.split()[1])
 
-keys_path, probes_path, fmt, threads, repeats, reader_library = sys.argv[2:4] + [sys.argv[4], int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]]
+keys_path, probes_path, fmt, reader_library = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[7]
+threads, repeats = int(sys.argv[5]), int(sys.argv[6])
 keys, probes = load(keys_path, fmt), load(probes_path, fmt)
 rss_before = status_kb("VmRSS:")
 open("/proc/self/clear_refs", "w").write("5")
