@@ -151,7 +151,8 @@ def main() -> None:
         start = time.monotonic()
         stats = ribbon.spark.build(df, "k", out, engine=args.engine, **options)
         seconds.append(time.monotonic() - start)
-        print(f"ribbon.spark.build (engine {args.engine}, run {run + 1} of the session): "
+        print(f"ribbon.spark.build (engine {args.engine}, layer 0 routed in "
+              f"{stats.layer0_route}, run {run + 1} of the session): "
               f"{seconds[-1]:.2f} s, {stats.keys} keys, {stats.bits_per_key:.3f} bits/key")
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before the comparison reads
     print(f"driver Python process: peak RSS {rss_after / 1024:.0f} MB, "

@@ -418,6 +418,7 @@ class BuildStats:
     layers: List[dict] = field(default_factory=list)  # per distributed layer
     one_place_layers: int = 0
     seconds: dict = field(default_factory=dict)
+    layer0_route: str = ""  # where an engine that can choose hashed layer 0 ("jvm", "python")
 
     @property
     def bits_per_key(self) -> float:

@@ -432,7 +432,7 @@ def build(
     )
     try:
         with _rerunnable_stages(df.sparkSession):
-            return dist.run_build(
+            stats = dist.run_build(
                 spark_engine,
                 params,
                 destination,
@@ -440,31 +440,27 @@ def build(
                 one_place_keys=one_place_keys,
                 threads=threads,
             )
+        stats.layer0_route = "jvm" if spark_engine.route_in_jvm else "python"
+        return stats
     finally:
         spark_engine.release_all()
 
 
 def _route_in_jvm(session, engine: str) -> bool:
-    """Does layer 0 route in the JVM (see :func:`build`'s ``engine``)?"""
+    """Does layer 0 route in the JVM (see :func:`build`'s ``engine``)? "jvm" raises
+    JvmUnavailableError where it cannot; "auto" warns (once per session) that it takes the
+    Python route, and why."""
     from . import spark_jvm
 
     if engine == "jvm":
-        spark_jvm.add_jar(session)
+        spark_jvm.add_jar(session, routing=True)
         return True
-    return engine == "auto" and spark_jvm.jvm_available(session) and _jvm_routes(session)
-
-
-def _jvm_routes(session) -> bool:
-    """Can the driver load the JVM route: the session's jar has it (an older ribbon.jar has
-    not) and the session is a classic Spark 4 one, whose Datasets it reads?"""
-    jvm = session._jvm
-    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    try:
-        for name in ("dev.ribbon.spark.Routing", "org.apache.spark.sql.classic.Dataset"):
-            jvm.java.lang.Class.forName(name, False, loader)
-        return True
-    except Exception:  # py4j reports ClassNotFoundException as a Py4JJavaError
+    if engine == "python":
         return False
+    problem = spark_jvm.jvm_problem(session, routing=True)
+    if problem is not None:
+        spark_jvm.warn_python_route(session, "ribbon.spark.build's layer 0", problem)
+    return problem is None
 
 
 # ---------------------------------------------------------------------------------------
@@ -541,10 +537,12 @@ def _query_column(method: str, return_type: str, column, filter, spark, engine: 
         session = spark or SparkSession.getActiveSession()
         if session is None:
             raise RuntimeError("no active Spark session: start one, or pass spark=")
-        if engine == "jvm" or spark_jvm.jvm_available(session):
+        problem = None if engine == "jvm" else spark_jvm.jvm_problem(session)
+        if problem is None:
             os.stat(filter)  # a missing file is refused here, as the Arrow path refuses it
             spark_jvm.register(session)
             return getattr(spark_jvm, method + "_column")(filter, column)
+        spark_jvm.warn_python_route(session, f"ribbon.spark.{method}", problem)
     if engine == "jvm":
         raise TypeError("engine='jvm' needs a filter path (the JVM maps the file itself)")
     return _column_function(_filter_source(filter, spark), method, return_type)(column)

@@ -18,56 +18,140 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
+import zipfile
+from typing import Optional
 
-__all__ = ["jar_path", "jvm_available", "add_jar", "register", "contains_column", "lookup_column"]
+__all__ = [
+    "JvmUnavailableError",
+    "RibbonJvmWarning",
+    "jar_path",
+    "jvm_problem",
+    "jvm_available",
+    "add_jar",
+    "register",
+    "contains_column",
+    "lookup_column",
+]
 
 _CONTAINS_CLASS = "dev.ribbon.spark.ContainsFunction"
 _LOOKUP_CLASS = "dev.ribbon.spark.LookupFunction"
+_ROUTING_CLASS = "dev.ribbon.spark.Routing"
+_READER_CLASS = "dev.ribbon.RibbonFilter"
+_SESSION_FIX = ".config('spark.jars', ribbon.spark_jvm.jar_path()) on the SparkSession builder"
+
+
+class JvmUnavailableError(RuntimeError):
+    """ribbon's JVM code cannot run in this session; the message says why and how to fix it."""
+
+
+class RibbonJvmWarning(UserWarning):
+    """A Spark call took the Python route because ribbon's JVM code cannot run (the message
+    says why and how to fix it)."""
 
 
 def jar_path() -> str:
     """The path of ``ribbon.jar``: $RIBBON_JAVA_JAR (the build tree's tests set it), else the
-    jar installed in this package (wheels built where a JDK was found). Raises
-    FileNotFoundError if there is none."""
+    jar installed in this package (packages built where a JDK 17+ and lz4-java were found).
+    Raises FileNotFoundError, saying how to get one, if there is none."""
     candidates = [os.environ.get("RIBBON_JAVA_JAR"), os.path.join(os.path.dirname(__file__), "ribbon.jar")]
     for path in candidates:
         if path and os.path.isfile(path):
             return os.path.abspath(path)
     raise FileNotFoundError(
-        "ribbon.jar not found: build with a JDK 17+ and lz4-java (cmake -DRIBBON_BUILD_JAVA=ON) "
-        "or set RIBBON_JAVA_JAR"
+        "this ribbon package has no ribbon.jar: it was built without a JDK 17+ and lz4-java "
+        "(Debian: apt-get install openjdk-17-jdk-headless liblz4-java, then pip install again), "
+        "so the Spark SQL functions and the JVM route of ribbon.spark.build are not available"
     )
+
+
+def _jar_has_spark_classes(path: str) -> bool:
+    with zipfile.ZipFile(path) as jar:
+        return _CONTAINS_CLASS.replace(".", "/") + ".class" in jar.namelist()
+
+
+def _loads(jvm, name: str) -> bool:
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(name, False, loader)
+        return True
+    except Exception:  # py4j reports ClassNotFoundException as a Py4JJavaError
+        return False
+
+
+def _session_jvm(spark):
+    return getattr(spark, "_jvm", None) or getattr(getattr(spark, "sparkContext", None), "_jvm", None)
+
+
+def jvm_problem(spark, *, routing: bool = False) -> Optional[str]:
+    """Why ``spark`` cannot run ribbon's JVM code (the SQL functions; with ``routing``, the
+    JVM route of :func:`ribbon.spark.build` too), with the fix; None when it can."""
+    jvm = _session_jvm(spark)
+    if jvm is None:
+        return ("this is a Spark Connect session, which has no driver JVM for ribbon's classes: "
+                "use a classic session, with " + _SESSION_FIX)
+    if not _loads(jvm, _CONTAINS_CLASS):
+        if _loads(jvm, _READER_CLASS):
+            return ("the ribbon.jar on this session's class path has no Spark classes (a jar "
+                    "built without them): start the session with " + _SESSION_FIX)
+        return "ribbon.jar is not on this session's class path: start the session with " + _SESSION_FIX
+    # The executors need it too: a jar only on spark.driver.extraClassPath is not shipped.
+    shipped = str(spark.sparkContext._jsc.sc().listJars())
+    shipped += " " + (spark.sparkContext.getConf().get("spark.executor.extraClassPath", "") or "")
+    if re.search(r"ribbon[^/\\\s,():]*\.jar", shipped) is None:
+        return ("ribbon.jar is on the driver's class path but not shipped to the executors: "
+                "start the session with " + _SESSION_FIX)
+    if routing:
+        if not _loads(jvm, _ROUTING_CLASS):
+            return ("the ribbon.jar on this session's class path predates the JVM route (no "
+                    + _ROUTING_CLASS + "): start the session with " + _SESSION_FIX)
+        if not _loads(jvm, "org.apache.spark.sql.classic.Dataset"):
+            return "the JVM route reads classic Spark 4 Datasets, and this Spark has none: use Spark 4"
+    return None
 
 
 def jvm_available(spark) -> bool:
     """Can this session query in the JVM: the driver loads the ribbon UDF classes and the jar
     goes to the executors (``spark.jars``, ``ADD JAR`` or their extra class path)? False under
-    Spark Connect, which has no driver JVM gateway."""
-    jvm = getattr(spark, "_jvm", None) or getattr(getattr(spark, "sparkContext", None), "_jvm", None)
-    if jvm is None:
-        return False
-    try:
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(_CONTAINS_CLASS, False, loader)
-    except Exception:  # py4j reports ClassNotFoundException as a Py4JJavaError
-        return False
-    # The executors need it too: a jar only on spark.driver.extraClassPath is not shipped.
-    shipped = str(spark.sparkContext._jsc.sc().listJars())
-    shipped += " " + (spark.sparkContext.getConf().get("spark.executor.extraClassPath", "") or "")
-    return re.search(r"ribbon[^/\\\s,():]*\.jar", shipped) is not None
+    Spark Connect, which has no driver JVM gateway. :func:`jvm_problem` says why not."""
+    return jvm_problem(spark) is None
 
 
-def add_jar(spark) -> None:
+def add_jar(spark, *, routing: bool = False) -> None:
     """Makes the jar's classes loadable on the driver and the executors: adds the jar to the
     session (``ADD JAR``) if they are not yet; starting the session with ``spark.jars`` set
-    to :func:`jar_path` is the surer way. RuntimeError if they stay unloadable."""
-    if not jvm_available(spark):
-        spark.sql("ADD JAR '%s'" % jar_path().replace("'", "\\'"))
-    if not jvm_available(spark):
-        raise RuntimeError(
-            "the ribbon UDF classes are not on the driver's class path: start the session with "
-            "spark.jars=%s" % jar_path()
+    to :func:`jar_path` is the surer way. JvmUnavailableError, naming the cause, if they stay
+    unloadable (``routing``: the JVM route of ribbon.spark.build too)."""
+    problem = jvm_problem(spark, routing=routing)
+    if problem is None:
+        return
+    if _session_jvm(spark) is None:
+        raise JvmUnavailableError(problem)
+    try:
+        path = jar_path()
+    except FileNotFoundError as e:
+        raise JvmUnavailableError(str(e)) from None
+    if not _jar_has_spark_classes(path):
+        raise JvmUnavailableError(
+            f"{path} has no Spark classes: it was built without them; rebuild ribbon with a JDK "
+            "17+ and lz4-java (pip install again)"
         )
+    spark.sql("ADD JAR '%s'" % path.replace("'", "\\'"))
+    problem = jvm_problem(spark, routing=routing)
+    if problem is not None:
+        raise JvmUnavailableError(problem)
+
+
+_warned = set()
+
+
+def warn_python_route(spark, what: str, problem: str) -> None:
+    """Warns, once per session and cause, that ``what`` takes the Python route."""
+    key = (id(spark), problem)
+    if key in _warned:
+        return
+    _warned.add(key)
+    warnings.warn(f"{what} takes the Python route, slower: {problem}", RibbonJvmWarning, stacklevel=3)
 
 
 def register(spark) -> None:
@@ -112,3 +196,23 @@ def contains_column(path, key_col):
 def lookup_column(path, key_col):
     """``ribbon_lookup(path, key_col)`` as a Column (call :func:`register` first)."""
     return _bound("ribbon_lookup", path, key_col)
+
+
+def _warn_if_built_without_spark_classes() -> None:
+    """Says at import when this package cannot run ribbon's JVM code in any session."""
+    try:
+        path = jar_path()
+    except FileNotFoundError as e:
+        warnings.warn(str(e), RibbonJvmWarning, stacklevel=3)
+        return
+    if not _jar_has_spark_classes(path):
+        warnings.warn(
+            f"{path} has no Spark classes (built without them): the Spark SQL functions and the "
+            "JVM route of ribbon.spark.build are not available; rebuild ribbon with a JDK 17+ "
+            "and lz4-java (pip install again)",
+            RibbonJvmWarning,
+            stacklevel=3,
+        )
+
+
+_warn_if_built_without_spark_classes()

@@ -112,14 +112,18 @@ def spark():
 @pytest.fixture(scope="session")
 def jar(spark):
     """ribbon.jar added to the session (then engine="auto" routes layer 0 in the JVM too);
-    the tests that need it skip where the jar was not built. Returns ribbon.spark_jvm."""
+    the tests that need it skip where the jar was not built, but fail where
+    RIBBON_TEST_REQUIRE_JAR is set (CI's installed package, whose jar must be whole).
+    Returns ribbon.spark_jvm."""
     import ribbon.spark_jvm
 
     try:
         ribbon.spark_jvm.jar_path()
     except FileNotFoundError as e:
+        if os.environ.get("RIBBON_TEST_REQUIRE_JAR"):
+            pytest.fail(str(e))
         pytest.skip(str(e))
-    ribbon.spark_jvm.add_jar(spark)
+    ribbon.spark_jvm.add_jar(spark, routing=True)
     return ribbon.spark_jvm
 
 

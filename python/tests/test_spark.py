@@ -62,6 +62,7 @@ def test_integer_column_equals_the_cli(
     stats = ribbon.spark.build(
         df, "k", out, engine=engine_of(request, engine), batch_keys=3000, **SMALL
     )
+    assert stats.layer0_route == engine
     distributed = [layer for layer in stats.layers if not layer["replanned"]]
     assert len(distributed) >= 2 and distributed[0]["ranges"] >= 5
     assert distributed[1]["ranges"] >= 2 and stats.one_place_layers >= 1

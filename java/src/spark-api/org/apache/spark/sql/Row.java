@@ -1,0 +1,3 @@
+package org.apache.spark.sql;
+
+public interface Row extends java.io.Serializable {}

@@ -1,0 +1,7 @@
+package org.apache.spark.sql.types;
+
+public abstract class DataType {
+    public boolean sameType(DataType other) {
+        throw org.apache.spark.sql.Stub.called();
+    }
+}
