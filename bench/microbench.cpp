@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "partition.hpp"  // cpu/src: private to the library
+#include "ribbon/build_many.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/hash.hpp"
@@ -327,6 +328,57 @@ void BM_FilterBuild(benchmark::State& state) {
 BENCHMARK(BM_FilterBuild)->Arg(1'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // ---------------------------------------------------------------------------------------------
+// Many small filters: 4·10^6 keys in groups of range(0) keys, built by build_many on
+// range(1) threads (range(2) = 1) or one filter::build per group on one thread (0). Reports
+// ns per key, bits per key (all files) and the FPR of the first group over 10^6 non-members.
+
+void BM_ManyFilters(benchmark::State& state) {
+  const auto per_group = static_cast<std::uint64_t>(state.range(0));
+  const std::uint64_t groups = std::max<std::uint64_t>(1, 4'000'000 / per_group);
+  const auto keys = random_keys(groups * per_group, 7, true);
+  std::vector<std::uint64_t> offsets(groups + 1);
+  for (std::uint64_t g = 0; g <= groups; ++g) offsets[g] = g * per_group;
+  ribbon::build_options options;
+  options.seed = member_seed;
+  options.threads = static_cast<std::uint32_t>(state.range(1));
+  const bool together = state.range(2) != 0;
+  std::vector<ribbon::filter> filters;
+  for (auto _ : state) {
+    if (together) {
+      filters =
+          ribbon::build_many(keys.data(), keys.size(), {offsets.data(), groups, nullptr}, options);
+    } else {
+      filters.clear();
+      for (std::uint64_t g = 0; g < groups; ++g) {
+        filters.push_back(ribbon::filter::build(keys.data() + offsets[g], per_group, options));
+      }
+    }
+    benchmark::DoNotOptimize(filters.data());
+  }
+  report_keys(state, keys.size());
+  std::uint64_t bytes = 0;
+  for (const ribbon::filter& f : filters) bytes += f.size_bytes();
+  state.counters["bits/key"] = 8.0 * static_cast<double>(bytes) / static_cast<double>(keys.size());
+  const auto probes = random_keys(1'000'000, 8, false);
+  std::uint64_t positives = 0;
+  for (const std::uint64_t k : probes) positives += filters[0].contains(k) ? 1 : 0;
+  state.counters["FPR"] = static_cast<double>(positives) / static_cast<double>(probes.size());
+}
+BENCHMARK(BM_ManyFilters)
+    ->ArgNames({"keys", "threads", "build_many"})
+    ->Args({1000, 1, 0})
+    ->Args({1000, 1, 1})
+    ->Args({1000, 2, 1})
+    ->Args({10000, 1, 0})
+    ->Args({10000, 1, 1})
+    ->Args({10000, 2, 1})
+    ->Args({100000, 1, 0})
+    ->Args({100000, 1, 1})
+    ->Args({100000, 2, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// ---------------------------------------------------------------------------------------------
 // Queries on a 10^7-key w=64, r=8 filter (built once, on first use).
 
 struct query_fixture {
@@ -375,6 +427,16 @@ void BM_ContainsNegative(benchmark::State& state) {
   scalar_queries(state, q.nonmembers, q.filter);
 }
 BENCHMARK(BM_ContainsNegative)->UseRealTime();
+/// Scalar negative queries of one filter of range(0) keys (in cache).
+void BM_SmallFilterContainsNegative(benchmark::State& state) {
+  const auto n = static_cast<std::uint64_t>(state.range(0));
+  const auto members = random_keys(n, 9, true);
+  ribbon::build_options options;
+  options.seed = member_seed;
+  const ribbon::filter f = ribbon::filter::build(members.data(), n, options);
+  scalar_queries(state, random_keys(1 << 20, 10, false), f);
+}
+BENCHMARK(BM_SmallFilterContainsNegative)->Arg(1000)->Arg(10000)->Arg(100000)->UseRealTime();
 
 /// Batched contains(): range(0) keys per batch, range(1) query threads (0: all), over
 /// members (range(2) = 1) or non-members (0), with the fastest row check of this CPU

@@ -158,6 +158,23 @@ int run_bulk_build(const build_settings& s, input_format format, filter_variant 
   return 0;
 }
 
+/// What --groups builds take: --out-dir, no values, the CPU, no memory limit (in memory).
+void check_groups_options(const build_settings& s, bool with_values, bool gpu,
+                          std::uint64_t memory_limit) {
+  if (!s.output.empty()) {
+    throw error(
+        "--groups -o: one file for every group (a filter set) is not built yet; give "
+        "--out-dir DIR for a file per group");
+  }
+  if (s.out_dir.empty()) throw error("--groups needs --out-dir DIR: a filter file per group");
+  if (with_values) throw error("--groups builds filters: --values and --value-file are not for it");
+  if (gpu) throw error("--groups builds on the CPU: leave out --backend gpu");
+  if (memory_limit != 0) {
+    throw error(
+        "--memory-limit: --groups builds run in memory and cannot honour a limit; leave it out");
+  }
+}
+
 int run_build(build_settings s) {
   const clock_type::time_point start = clock_type::now();
   const progress_mode mode = choose_progress_mode(s.progress, s.quiet);
@@ -175,6 +192,13 @@ int run_build(build_settings s) {
         "--memory-limit: builds with values (--values, --value-file) run in memory and "
         "cannot honour a limit; leave it out");
   }
+  if (s.groups) {
+    check_groups_options(s, with_values, gpu, memory_limit);
+    remove_temp_files_on_signals();
+    return run_groups_build(s, format, variant, start, mode);
+  }
+  if (!s.out_dir.empty()) throw error("--out-dir is for --groups builds (a file per group)");
+  if (s.output.empty()) throw error("-o,--output is required: the filter file to write");
   check_output(s);
   remove_temp_files_on_signals();
   if (with_values) return run_retrieval_build(s, format, variant, gpu, start, mode);
@@ -191,8 +215,17 @@ void add_input_output_options(CLI::App* cmd, build_settings& s) {
                   "keys); u64: little-endian 8-byte integers; hex64: one hex integer per line")
       ->check(CLI::IsMember({"lines", "u64", "hex64"}))
       ->capture_default_str();
-  cmd->add_option("-o,--output", s.output, "filter file to write (replaced atomically)")
-      ->required();
+  cmd->add_option("-o,--output", s.output,
+                  "filter file to write (replaced atomically); required "
+                  "but with --groups");
+  cmd->add_flag("--groups", s.groups,
+                "a filter per group: the input holds (group, key) pairs, group<TAB>key lines (key "
+                "as --format lines or hex64; split at the first tab) or, with --format u64, "
+                "pairs of 8-byte integers (group, key); one file per group in --out-dir");
+  cmd->add_option("--out-dir", s.out_dir,
+                  "--groups: directory of the groups' files, GROUP.ribbon (bytes other than "
+                  "letters, digits, _ - . written %XX; created if missing; files replaced "
+                  "atomically)");
 }
 
 /// The options whose presence run_build needs to know (they have defaults).

@@ -39,6 +39,8 @@ struct build_settings {
   double success_probability = 0.95;
   bool values = false;     ///< inputs are key<TAB>value lines
   std::string value_file;  ///< little-endian 8-byte values, one per key
+  bool groups = false;     ///< inputs are (group, key) pairs: a filter per group
+  std::string out_dir;     ///< --groups: the directory of the groups' files
   // Which options were given (set after parsing).
   bool bits_given = false;
   bool slack_given = false;
@@ -55,5 +57,14 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
 /// A retrieval build (--values or --value-file) into s.output: the exit status.
 int run_retrieval_build(const build_settings& s, input_format format, filter_variant variant,
                         bool gpu, clock_type::time_point start, progress_mode mode);
+
+/// A --groups build into s.out_dir, a file per group: the exit status.
+int run_groups_build(const build_settings& s, input_format format, filter_variant variant,
+                     clock_type::time_point start, progress_mode mode);
+
+/// The file name of a group's filter in --out-dir: the group's bytes with all but ASCII
+/// letters, digits, '_', '-' and (not first) '.' written %XX, then ".ribbon"; "%.ribbon" for
+/// the empty group. Distinct groups get distinct names.
+std::string group_file_name(std::string_view group);
 
 }  // namespace ribbon::cli

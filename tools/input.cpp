@@ -259,6 +259,31 @@ void parse_key_value_lines(input_chunk& c, input_format key_format) {
   }
 }
 
+void parse_group_key_lines(input_chunk& c, input_format key_format) {
+  const std::uint64_t n = c.texts.size();
+  c.groups.resize(n);
+  c.values.clear();
+  if (key_format == input_format::hex64) c.values.resize(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::string_view line = c.texts[i];
+    const std::size_t tab = line.find('\t');
+    if (tab == std::string_view::npos) {
+      c.error = "no tab in " + quote_for_message(line) + ": --groups needs group<TAB>key lines";
+      c.error_line = i;
+      return;
+    }
+    const std::string_view key = line.substr(tab + 1);
+    if (key_format == input_format::hex64 && !parse_hex_text(key.data(), key.size(), c.values[i])) {
+      c.error = key.empty() ? "empty key after the tab: hex64 keys need 1 to 16 hex digits"
+                            : hex64_problem(key);
+      c.error_line = i;
+      return;
+    }
+    c.groups[i] = line.substr(0, tab);
+    c.texts[i] = key;
+  }
+}
+
 std::uint64_t parse_hex64(std::string_view text, const std::string& where) {
   std::uint64_t value = 0;
   if (!parse_hex_text(text.data(), text.size(), value)) {

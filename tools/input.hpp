@@ -63,6 +63,7 @@ struct input_chunk {
   /// Values of key<TAB>value lines (parse_key_value_lines), scratch for callers.
   std::vector<std::uint32_t> entry_values;
   std::vector<std::uint32_t> looked_up;  ///< scratch for callers (retrieval lookups)
+  std::vector<std::string_view> groups;  ///< groups of group<TAB>key lines (parse_group_key_lines)
 
   /// found[] with room for key_count entries.
   bool* found_buffer();
@@ -88,6 +89,12 @@ void parse_chunk(input_chunk& c, input_format format, parse_output output, std::
 /// the integer key in values[i] (values is empty for lines). A bad line sets c.error and
 /// c.error_line (the reader reports it with the file and line). key_format u64 has no text.
 void parse_key_value_lines(input_chunk& c, input_format key_format);
+
+/// For inputs of group<TAB>key lines (--groups), read as input_format::lines with
+/// parse_output::keys: splits each line at its first tab. Leaves the group in groups[i], the
+/// key text in texts[i] and, for `key_format` hex64, the integer key in values[i] (values is
+/// empty for lines). A bad line sets c.error and c.error_line.
+void parse_group_key_lines(input_chunk& c, input_format key_format);
 
 /// Counters a progress display polls.
 struct input_counters {

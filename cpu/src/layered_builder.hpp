@@ -508,20 +508,28 @@ decltype(auto) run_with_threads(std::uint32_t threads, F&& f) {
 }
 
 /// In-memory build of every layer from the distinct records key_hash(i), i < n (`p` from
-/// params_from() or retrieval_params_from() of `options`).
+/// params_from() or retrieval_params_from() of `options`), in the calling thread's arena
+/// (build_many() runs many of them in one).
 template <class Source>
-filter build_in_memory(const filter_params& p, const build_options& options, std::uint64_t n,
-                       const Source& key_hash, build_stats* stats, build_progress* progress) {
+filter build_in_this_arena(const filter_params& p, const build_options& options, std::uint64_t n,
+                           const Source& key_hash, build_stats* stats, build_progress* progress) {
   using record = std::decay_t<decltype(key_hash(std::uint64_t{0}))>;
   build_stats local_stats;
   build_stats& s = stats ? *stats : local_stats;
   s = build_stats{};
+  return dispatch_layout(p, [&](auto width_tag, auto result_tag) -> filter {
+    constexpr unsigned width = decltype(width_tag)::value;
+    using result = decltype(result_tag);
+    return layered_builder<width, result, record>(p, options, s, progress).build(n, key_hash);
+  });
+}
+
+/// build_in_this_arena() in an arena of options.threads threads.
+template <class Source>
+filter build_in_memory(const filter_params& p, const build_options& options, std::uint64_t n,
+                       const Source& key_hash, build_stats* stats, build_progress* progress) {
   return run_with_threads(options.threads, [&]() -> filter {
-    return dispatch_layout(p, [&](auto width_tag, auto result_tag) -> filter {
-      constexpr unsigned width = decltype(width_tag)::value;
-      using result = decltype(result_tag);
-      return layered_builder<width, result, record>(p, options, s, progress).build(n, key_hash);
-    });
+    return build_in_this_arena(p, options, n, key_hash, stats, progress);
   });
 }
 

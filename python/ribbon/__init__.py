@@ -32,6 +32,7 @@ from ._ribbon import (
     key_kind_of,
     load,
 )
+from .many import build_many
 
 __all__ = [
     "BulkBuilder",
@@ -45,6 +46,7 @@ __all__ = [
     "QueryError",
     "__version__",
     "build",
+    "build_many",
     "has_cuda",
     "hash_keys",
     "key_kind_of",

@@ -7,6 +7,8 @@
 void bind_keys(nanobind::module_& m);
 /// python/src/filter.cpp: Filter, build, load.
 void bind_filter(nanobind::module_& m);
+/// python/src/many.cpp: _build_many (ribbon.build_many).
+void bind_many(nanobind::module_& m);
 /// python/src/bulk.cpp: BulkBuilder.
 void bind_bulk(nanobind::module_& m);
 /// python/src/distributed.cpp: the engine-neutral steps of the distributed build.

@@ -14,6 +14,7 @@ NB_MODULE(_ribbon, m) {
   ribbon::python::register_errors(m);
   bind_keys(m);
   bind_filter(m);
+  bind_many(m);
   bind_bulk(m);
   bind_distributed(m);
 }

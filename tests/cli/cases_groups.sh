@@ -1,0 +1,103 @@
+# shellcheck shell=bash
+# The cases of the `groups` group of test_cli.sh: `ribbon build --groups --out-dir`, a file
+# per group, each the bytes `ribbon build` writes for that group's keys alone; names escaped;
+# bad input refused with nothing written.
+
+# $D/groups/pairs.tsv: group<TAB>key lines, groups of 0-3000 keys (one group with a tab in its
+# key, names that need escaping), shuffled; $D/groups/G.keys: each group's keys alone.
+make_group_pairs() {
+  mkdir -p "$D/groups"
+  perl -e '
+    my ($n, $dir) = @ARGV;
+    my @names = ("a", "b/c", ".dot", "", "x y", "%25", "long-group");
+    my @sizes = (3000, 1, 2, 64, 700, 5, $n);
+    my @lines;
+    for my $g (0 .. $#names) {
+      open(my $keys, ">", "$dir/$g.keys") or die;
+      for my $i (1 .. $sizes[$g]) {
+        my $key = $g == 4 ? "k\t$i" : "g$g-$i";  # a key may hold a tab: split at the first
+        print $keys "$key\n";
+        push @lines, "$names[$g]\t$key\n";
+        push @lines, "$names[$g]\t$key\n" if $i % 97 == 0;  # repeated pairs count once
+      }
+    }
+    srand(7);
+    for (my $i = $#lines; $i > 0; --$i) { my $j = int(rand($i + 1)); @lines[$i, $j] = @lines[$j, $i]; }
+    open(my $out, ">", "$dir/pairs.tsv") or die;
+    print $out @lines;' "$N" "$D/groups"
+}
+
+# The escaped file names of make_group_pairs's groups, in its order.
+GROUP_FILES=("a.ribbon" "b%2Fc.ribbon" "%2Edot.ribbon" "%.ribbon" "x%20y.ribbon" "%2525.ribbon"
+             "long-group.ribbon")
+
+case_groups_each_file_is_its_group_built_alone() {
+  build_ok --groups -i "$D/groups/pairs.tsv" --out-dir "$D/groups/out" -r 7 || return 1
+  dir_holds "$D/groups/out" "${GROUP_FILES[@]}" || return 1
+  err_has "7 groups" || return 1
+  local g
+  for g in "${!GROUP_FILES[@]}"; do
+    build_ok -i "$D/groups/$g.keys" -o "$D/groups/alone.ribbon" -r 7 || return 1
+    same_file "$D/groups/out/${GROUP_FILES[$g]}" "$D/groups/alone.ribbon" || return 1
+  done
+}
+
+case_groups_threads_do_not_matter() {
+  build_ok --groups -i "$D/groups/pairs.tsv" --out-dir "$D/groups/t1" -t 1 -q || return 1
+  build_ok --groups -i "$D/groups/pairs.tsv" --out-dir "$D/groups/t2" -t 2 -q || return 1
+  local name
+  for name in "${GROUP_FILES[@]}"; do
+    same_file "$D/groups/t1/$name" "$D/groups/t2/$name" || return 1
+  done
+}
+
+case_groups_u64_pairs() {
+  # (group, key) pairs of 8-byte integers, and the keys of group 5 alone.
+  perl -e '
+    my $dir = shift;
+    open(my $pairs, ">", "$dir/pairs.u64") or die;
+    open(my $five, ">", "$dir/five.u64") or die;
+    binmode $pairs; binmode $five;
+    for my $i (0 .. 9999) {
+      my $g = $i % 7 == 0 ? 18446744073709551615 : $i % 5;
+      my $key = ($i * 2654435761) % 4294967296 * 4096 + $i;
+      print $pairs pack("Q<Q<", $g, $key);
+      print $five pack("Q<", $key) if $g == 18446744073709551615;
+    }' "$D/groups"
+  build_ok --groups --format u64 -i "$D/groups/pairs.u64" --out-dir "$D/groups/ints" -q || return 1
+  dir_holds "$D/groups/ints" 0.ribbon 1.ribbon 2.ribbon 3.ribbon 4.ribbon \
+    18446744073709551615.ribbon || return 1
+  build_ok --format u64 -i "$D/groups/five.u64" -o "$D/groups/five.ribbon" -q || return 1
+  same_file "$D/groups/ints/18446744073709551615.ribbon" "$D/groups/five.ribbon" || return 1
+  head -c 24 "$D/groups/pairs.u64" >"$D/groups/odd.u64"
+  run build --groups --format u64 -i "$D/groups/odd.u64" --out-dir "$D/groups/odd"
+  rc_is 2 "build --groups of an odd count of integers" || return 1
+  err_has "odd number" || return 1
+  absent "$D/groups/odd"
+}
+
+case_groups_bad_input_writes_nothing() {
+  printf 'a\tk1\nno tab here\n' >"$D/groups/bad.tsv"
+  run build --groups -i "$D/groups/bad.tsv" --out-dir "$D/groups/bad"
+  rc_is 2 "build --groups of a line without a tab" || return 1
+  err_has "bad.tsv:2: no tab" || return 1
+  absent "$D/groups/bad" || return 1
+  run build --groups -i "$D/groups/pairs.tsv" -o "$D/groups/set.ribbon"
+  rc_is 2 "build --groups -o" || return 1
+  err_has "--out-dir" || return 1
+  run build --groups -i "$D/groups/pairs.tsv" --out-dir "$D/groups/pairs.tsv"
+  rc_is 2 "build --groups --out-dir FILE" || return 1
+  err_has "not a directory" || return 1
+  run build -i "$D/groups/pairs.tsv" --out-dir "$D/groups/x"
+  rc_is 2 "build --out-dir without --groups" || return 1
+  err_has "--out-dir is for --groups" || return 1
+  absent "$D/groups/x"
+}
+
+group_groups() {
+  make_group_pairs
+  t groups.each_file_is_its_group_built_alone case_groups_each_file_is_its_group_built_alone
+  t groups.threads_do_not_matter case_groups_threads_do_not_matter
+  t groups.u64_pairs case_groups_u64_pairs
+  t groups.bad_input_writes_nothing case_groups_bad_input_writes_nothing
+}

@@ -1,0 +1,213 @@
+// `ribbon build --groups --out-dir DIR`: a filter per group of (group, key) pairs, one file
+// per group, built in one call across the cores (ribbon::build_many), in memory.
+#include <sys/stat.h>
+
+#include <tbb/parallel_for.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "build_settings.hpp"
+#include "ribbon/build_many.hpp"
+#include "ribbon/error.hpp"
+#include "ribbon/options.hpp"
+
+namespace ribbon::cli {
+namespace {
+
+/// The (group, key) pairs read: a group index and a key hash per pair, and each group's name.
+struct grouped_hashes {
+  std::vector<std::uint64_t> hashes;
+  std::vector<std::uint64_t> group_of;  ///< per pair
+  std::vector<std::string> names;       ///< per group, in order of first appearance
+};
+
+/// Assigns group numbers in order of first appearance.
+template <class Label>
+class group_numbers {
+ public:
+  std::uint64_t of(const Label& label, grouped_hashes& out) {
+    const auto [it, added] = numbers_.try_emplace(label, out.names.size());
+    if (added) out.names.push_back(name_of(label));
+    return it->second;
+  }
+
+ private:
+  static std::string name_of(const std::string& label) { return label; }
+  static std::string name_of(std::uint64_t label) { return std::to_string(label); }
+  std::unordered_map<Label, std::uint64_t> numbers_;
+};
+
+/// group<TAB>key lines (keys as --format lines or hex64).
+grouped_hashes read_group_key_lines(const build_settings& s, input_format key_format,
+                                    input_reader& reader) {
+  grouped_hashes out;
+  group_numbers<std::string> numbers;
+  reader.run(
+      s.threads, parse_output::keys, s.seed,
+      [&](input_chunk& c) {
+        parse_group_key_lines(c, key_format);
+        if (!c.error.empty()) return;
+        const std::uint64_t mixed = seed_mix(s.seed);
+        c.values.resize(c.texts.size());
+        for (std::size_t i = 0; i < c.texts.size(); ++i) {
+          c.values[i] = key_format == input_format::hex64
+                            ? hash_u64(c.values[i], mixed)
+                            : hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed);
+        }
+      },
+      [&](input_chunk& c) {
+        for (std::size_t i = 0; i < c.groups.size(); ++i) {
+          out.group_of.push_back(numbers.of(std::string(c.groups[i]), out));
+        }
+        out.hashes.insert(out.hashes.end(), c.values.begin(), c.values.end());
+      });
+  return out;
+}
+
+/// --format u64: pairs of little-endian 8-byte integers, the group then the key.
+grouped_hashes read_u64_pairs(const build_settings& s, input_reader& reader) {
+  grouped_hashes out;
+  group_numbers<std::uint64_t> numbers;
+  const std::uint64_t mixed = seed_mix(s.seed);
+  bool have_group = false;  // a chunk may end between a pair's group and its key
+  std::uint64_t group = 0;
+  reader.run(
+      s.threads, parse_output::keys, s.seed, [](input_chunk&) {},
+      [&](input_chunk& c) {
+        for (const std::uint64_t value : c.values) {
+          if (!have_group) {
+            group = numbers.of(value, out);
+          } else {
+            out.group_of.push_back(group);
+            out.hashes.push_back(hash_u64(value, mixed));
+          }
+          have_group = !have_group;
+        }
+      });
+  if (have_group) {
+    throw error(
+        "--groups --format u64 reads (group, key) pairs of 8-byte integers: the input "
+        "ends with a group and no key (an odd number of integers)");
+  }
+  return out;
+}
+
+/// Offsets and order of each group's pairs (a counting sort by group, stable).
+struct group_layout {
+  std::vector<std::uint64_t> offsets;
+  std::vector<std::uint64_t> order;
+};
+
+group_layout layout_of(const grouped_hashes& pairs) {
+  group_layout layout;
+  layout.offsets.assign(pairs.names.size() + 1, 0);
+  for (const std::uint64_t g : pairs.group_of) ++layout.offsets[g + 1];
+  for (std::size_t g = 0; g < pairs.names.size(); ++g) {
+    layout.offsets[g + 1] += layout.offsets[g];
+  }
+  std::vector<std::uint64_t> next(layout.offsets.begin(), layout.offsets.end() - 1);
+  layout.order.resize(pairs.group_of.size());
+  for (std::uint64_t i = 0; i < pairs.group_of.size(); ++i) {
+    layout.order[next[pairs.group_of[i]]++] = i;
+  }
+  return layout;
+}
+
+/// Before any work: files can be written in DIR, or DIR can be made where it is missing.
+void check_output_dir(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    check_output_path(dir);  // a new entry there: the parent is writable
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) throw error("--out-dir " + dir + ": not a directory");
+  check_output_path(dir + "/" + group_file_name("g"));
+}
+
+/// Creates DIR if it is missing (not its parents); throws if it cannot be a directory.
+void make_output_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0777) == 0 || errno == EEXIST) {
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return;
+    throw error("--out-dir " + dir + ": not a directory");
+  }
+  throw error("--out-dir " + dir + ": cannot create the directory: " + std::strerror(errno));
+}
+
+std::uint64_t total_bytes(const std::vector<filter>& filters) {
+  std::uint64_t bytes = 0;
+  for (const filter& f : filters) bytes += f.size_bytes();
+  return bytes;
+}
+
+}  // namespace
+
+std::string group_file_name(std::string_view group) {
+  if (group.empty()) return "%.ribbon";  // no escape gives a lone '%'
+  static const char hex[] = "0123456789ABCDEF";
+  std::string name;
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    const auto c = static_cast<unsigned char>(group[i]);
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '_' || c == '-' || (c == '.' && i > 0);
+    if (plain) {
+      name += static_cast<char>(c);
+    } else {
+      name += '%';
+      name += hex[c >> 4];
+      name += hex[c & 15];
+    }
+  }
+  return name + ".ribbon";
+}
+
+int run_groups_build(const build_settings& s, input_format format, filter_variant variant,
+                     clock_type::time_point start, progress_mode mode) {
+  const build_options options = build_options_of(s, variant);
+  (void)build_params(options, key_kind_of(format), false);  // bad options before any work
+  check_output_dir(s.out_dir);
+  input_reader reader(s.inputs, format == input_format::u64 ? format : input_format::lines);
+  const grouped_hashes pairs = format == input_format::u64
+                                   ? read_u64_pairs(s, reader)
+                                   : read_group_key_lines(s, format, reader);
+  std::vector<std::string> paths(pairs.names.size());
+  for (std::size_t g = 0; g < paths.size(); ++g) {
+    const std::string name = group_file_name(pairs.names[g]);
+    if (name.size() > 255) {
+      throw error("group " + quote_for_message(pairs.names[g]) + " makes a file name of " +
+                  std::to_string(name.size()) + " bytes, beyond the 255 a directory allows");
+    }
+    paths[g] = s.out_dir + "/" + name;
+  }
+  const group_layout layout = layout_of(pairs);
+  const key_groups groups{layout.offsets.data(), pairs.names.size(), layout.order.data()};
+  const std::vector<filter> filters = build_many_from_hashes(
+      pairs.hashes.data(), pairs.hashes.size(), key_kind_of(format), groups, options);
+  make_output_dir(s.out_dir);
+  tbb::parallel_for(std::size_t{0}, filters.size(),
+                    [&](std::size_t g) { filters[g].save(paths[g]); });
+  if (mode != progress_mode::quiet) {
+    const double seconds = seconds_since(start);
+    const std::uint64_t bytes = total_bytes(filters);
+    std::uint64_t distinct = 0;
+    for (const filter& f : filters) distinct += f.key_count();
+    char figures[160];
+    std::snprintf(figures, sizeof(figures), "%llu bytes, %.3f bits/key, %.2f s",
+                  static_cast<unsigned long long>(bytes),
+                  distinct ? 8.0 * static_cast<double>(bytes) / static_cast<double>(distinct) : 0.0,
+                  seconds);
+    const std::string line = "ribbon build: " + s.out_dir + ": " + std::to_string(filters.size()) +
+                             " groups, " + std::to_string(pairs.hashes.size()) + " pairs (" +
+                             std::to_string(distinct) + " distinct keys), " + figures +
+                             ", a file per group";
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  return 0;
+}
+
+}  // namespace ribbon::cli
