@@ -32,7 +32,6 @@ from ._ribbon import (
     key_kind_of,
     load,
 )
-from .many import build_many
 
 __all__ = [
     "BulkBuilder",
@@ -54,6 +53,20 @@ __all__ = [
     "reader_library",
     "c_include_dir",
 ]
+
+
+def __getattr__(name: str):
+    # build_many (numpy-based) loads on first use: importing the package needs no numpy, as
+    # where nanobind's stub generator imports it in the package's isolated build environment.
+    if name == "build_many":
+        from .many import build_many
+
+        return build_many
+    raise AttributeError("module 'ribbon' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(set(globals()) | {"build_many"})
 
 
 def reader_library() -> str:
