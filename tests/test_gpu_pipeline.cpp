@@ -96,10 +96,13 @@ TEST(GpuPipeline, SameBytesForEveryVariant) {
         for (std::uint64_t i = 0; i < n; ++i) {
           values[i] = static_cast<std::uint32_t>(ribbon_test::splitmix(i) >> (64 - bits));
         }
-        const ribbon::filter gpu = ribbon::cuda::build(keys.data(), values.data(), n, o);
-        const ribbon::filter cpu = ribbon::filter::build(keys.data(), values.data(), n, o);
-        ASSERT_TRUE(gpu.serialize() == cpu.serialize()) << "GPU and CPU files differ";
-        for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(gpu.lookup(keys[i]), values[i]);
+        for (std::uint32_t check_bits : {0u, 5u}) {  // values alone, and under check bits
+          o.check_bits = check_bits;
+          const ribbon::filter gpu = ribbon::cuda::build(keys.data(), values.data(), n, o);
+          const ribbon::filter cpu = ribbon::filter::build(keys.data(), values.data(), n, o);
+          ASSERT_TRUE(gpu.serialize() == cpu.serialize()) << "GPU and CPU files differ";
+          for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(gpu.find(keys[i]), values[i]);
+        }
       }
     }
   }

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +63,7 @@ struct bench_settings {
   std::uint64_t shard_size = 0;
   std::string threshold_codes = "auto";
   std::string backend = "cpu";
+  std::uint32_t check_bits = 0;  ///< retrieval: check bits above each value
   bool json = false;
 };
 
@@ -97,6 +100,7 @@ build_options options_of(const bench_settings& s, std::uint32_t threads) {
   options.variant = parse_variant(s.variant);
   options.slack = s.slack;
   options.success_probability = s.success_probability;
+  options.check_bits = s.check_bits;
   return options;
 }
 
@@ -109,8 +113,8 @@ struct bench_result {
   double positive_seconds = 0, negative_seconds = 0;
   double batch_seconds = 0, batch_one_thread_seconds = 0;
   double batch_positive_one_thread_seconds = 0;  ///< the keys of the set, one thread
-  std::uint64_t false_negatives = 0;             ///< retrieval: members with a wrong value
-  std::uint64_t false_positives = 0;
+  std::uint64_t false_negatives = 0;  ///< retrieval: members with a wrong value (or not found)
+  std::uint64_t false_positives = 0;  ///< retrieval with check bits: non-members found
 };
 
 /// Builds the filter, timing it and measuring the peak memory it took. The input is the keys
@@ -139,14 +143,20 @@ filter timed_build(const bench_data& d, std::uint64_t copies, const build_option
 }
 
 /// Scalar queries: one key at a time, every member and every non-member. Retrieval: a "false
-/// negative" is a member whose lookup is not its value; non-members have no answer to check
-/// (their value is arbitrary), so only their time is measured. Returns the sum of the
-/// non-members' values (retrieval), which the batched lookups must match.
+/// negative" is a member whose lookup is not its value (or, with check bits, not found);
+/// non-members' values are arbitrary, so only their time is measured, and with check bits
+/// (find) how many are found. Returns the sum of the non-members' values (retrieval; those
+/// found, with check bits), which the batched lookups must match.
 std::uint64_t time_scalar_queries(const filter& f, const bench_data& d, bench_result& r) {
   const bool retrieval = f.is_retrieval();
+  const bool checked = f.params().check_bits != 0;
   std::uint64_t checksum = 0;  // keeps the non-member lookups from being optimised away
   auto t = clock_type::now();
-  if (retrieval) {
+  if (checked) {
+    for (std::size_t i = 0; i < d.keys.size(); ++i) {
+      r.false_negatives += f.find(d.keys[i]) != d.values[i];
+    }
+  } else if (retrieval) {
     for (std::size_t i = 0; i < d.keys.size(); ++i) {
       r.false_negatives += f.lookup(d.keys[i]) != d.values[i];
     }
@@ -155,7 +165,13 @@ std::uint64_t time_scalar_queries(const filter& f, const bench_data& d, bench_re
   }
   r.positive_seconds = seconds_since(t);
   t = clock_type::now();
-  if (retrieval) {
+  if (checked) {
+    for (std::uint64_t k : d.negatives) {
+      const std::optional<std::uint32_t> value = f.find(k);
+      r.false_positives += value.has_value();
+      checksum += value.value_or(0);
+    }
+  } else if (retrieval) {
     for (std::uint64_t k : d.negatives) checksum += f.lookup(k);
   } else {
     for (std::uint64_t k : d.negatives) r.false_positives += f.contains(k);
@@ -169,16 +185,17 @@ void time_batched_positives(const filter& f, const bench_data& d, bench_result& 
   const std::uint64_t n = d.keys.size();
   std::unique_ptr<bool[]> out(new bool[n]);
   std::vector<std::uint32_t> looked_up(f.is_retrieval() ? n : 0);
+  const bool checked = f.params().check_bits != 0;
   const auto t = clock_type::now();
   if (f.is_retrieval()) {
-    f.lookup(d.keys.data(), n, looked_up.data());
+    f.lookup(d.keys.data(), n, looked_up.data(), checked ? out.get() : nullptr);
   } else {
     f.contains(d.keys.data(), n, out.get());
   }
   r.batch_positive_one_thread_seconds = seconds_since(t);
-  const bool all_found = f.is_retrieval()
-                             ? looked_up == d.values
-                             : std::all_of(out.get(), out.get() + n, [](bool b) { return b; });
+  const bool every_flag = std::all_of(out.get(), out.get() + n, [](bool b) { return b; });
+  const bool all_found =
+      f.is_retrieval() ? looked_up == d.values && (!checked || every_flag) : every_flag;
   if (!all_found) throw error("batched queries missed a key of the set");
 }
 
@@ -190,9 +207,10 @@ void time_batched_queries(filter& f, const bench_data& d, std::uint64_t scalar_c
   const std::uint64_t m = d.negatives.size();
   std::unique_ptr<bool[]> out(new bool[m]);
   std::vector<std::uint32_t> looked_up(retrieval ? m : 0);
+  const bool checked = f.params().check_bits != 0;
   auto batch = [&] {
     if (retrieval) {
-      f.lookup(d.negatives.data(), m, looked_up.data());
+      f.lookup(d.negatives.data(), m, looked_up.data(), checked ? out.get() : nullptr);
     } else {
       f.contains(d.negatives.data(), m, out.get());
     }
@@ -202,9 +220,15 @@ void time_batched_queries(filter& f, const bench_data& d, std::uint64_t scalar_c
   batch();
   r.batch_seconds = seconds_since(t);
   if (retrieval) {
-    std::uint64_t batch_checksum = 0;
-    for (std::uint32_t v : looked_up) batch_checksum += v;
-    if (batch_checksum != scalar_checksum) throw error("batched and scalar lookups disagree");
+    std::uint64_t batch_checksum = 0, found = 0;
+    for (std::uint64_t i = 0; i < m; ++i) {
+      const bool counts = !checked || out[i];
+      batch_checksum += counts ? looked_up[i] : 0;
+      found += checked && out[i];
+    }
+    if (batch_checksum != scalar_checksum || found != r.false_positives) {
+      throw error("batched and scalar lookups disagree");
+    }
   } else {
     const auto batch_positives =
         static_cast<std::uint64_t>(std::count(out.get(), out.get() + m, true));
@@ -231,7 +255,11 @@ struct report_figures {
 report_figures figures_of(const filter& f, const bench_data& d, const bench_result& r) {
   const filter_summary summary = summarize(f);
   report_figures x;
-  x.fpr_expected = summary.retrieval ? 0 : summary.expected_fpr;
+  // Retrieval: the rate at which non-members pass the check bits (none without them).
+  const std::uint32_t check_bits = f.params().check_bits;
+  x.fpr_expected = !summary.retrieval ? summary.expected_fpr
+                   : check_bits != 0  ? std::ldexp(1.0, -static_cast<int>(check_bits))
+                                      : 0;
   x.ideal_bits = summary.ideal_bits_per_key;
   x.overhead_pct = summary.overhead_pct;
   x.per_key = r.stats.input_keys > 0 ? 1e9 / static_cast<double>(r.stats.input_keys) : 0;
@@ -307,9 +335,16 @@ void print_text(const bench_settings& s, const filter& f, const bench_data& d,
       f.bits_per_key(), x.overhead_pct, x.ideal_bits, f.num_layers(),
       static_cast<unsigned long long>(f.size_bytes()), std::max(st.standard_attempts, 1u));
   if (f.is_retrieval()) {
-    std::printf("  accuracy     %llu of %llu members with a wrong value\n",
+    std::printf("  accuracy     %llu of %llu members with a wrong value",
                 static_cast<unsigned long long>(r.false_negatives),
                 static_cast<unsigned long long>(n));
+    if (f.params().check_bits != 0) {
+      std::printf(", %u check bits: %.7f of %llu non-members found (expected %.7f)",
+                  f.params().check_bits,
+                  static_cast<double>(r.false_positives) / static_cast<double>(m),
+                  static_cast<unsigned long long>(m), x.fpr_expected);
+    }
+    std::printf("\n");
   } else {
     std::printf(
         "  accuracy     FPR %.6f measured on %llu non-members (expected %.6f), "
@@ -394,6 +429,10 @@ std::function<int()> add_bench_command(CLI::App& app) {
                   "from device-resident keys; GPU batched queries, a tile and a thread per key) "
                   "or auto (the GPU where present)")
       ->check(CLI::IsMember(backend_names()));
+  cmd->add_option("--check-bits", settings->check_bits,
+                  "retrieval: check bits above each r-bit value (r + C <= 32); queries use "
+                  "find(), the non-members found are reported")
+      ->check(CLI::Range(1, 31));
   cmd->add_flag("--json", settings->json, "print one JSON object");
   return [settings] { return run_bench(*settings); };
 }

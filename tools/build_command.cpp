@@ -87,6 +87,10 @@ filter_variant checked_variant(const build_settings& s, input_format format) {
     }
     if (variant == filter_variant::bumped) variant = filter_variant::bumped_retrieval;
     if (variant == filter_variant::standard) variant = filter_variant::standard_retrieval;
+  } else if (s.check_bits != 0) {
+    throw error(
+        "--check-bits is for builds with values (--values or --value-file): a filter's "
+        "--bits already are its check");
   } else if (is_retrieval(variant)) {
     throw error("--variant " + s.variant +
                 " stores a value per key: give --values (key<TAB>value lines) or --value-file "
@@ -277,6 +281,11 @@ given_options add_filter_kind_options(CLI::App* cmd, build_settings& s) {
   values->excludes(value_file);
   fpr->excludes(values);
   fpr->excludes(value_file);
+  cmd->add_option("--check-bits", s.check_bits,
+                  "with values: C fingerprint bits stored above each value (--bits + C <= 32), "
+                  "so that a lookup tells a key not in the set apart except with probability "
+                  "2^-C (`ribbon query --values` prints only keys found; format version 4)")
+      ->check(CLI::Range(1, 31));
   return given;
 }
 
@@ -338,6 +347,7 @@ build_options build_options_of(const build_settings& s, filter_variant variant) 
   options.seed = s.seed;
   options.shard_size = s.shard_size;
   options.threshold_codes = threshold_codes_of(s.threshold_codes);
+  options.check_bits = s.check_bits;
   return options;
 }
 
@@ -370,7 +380,9 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
     line += text;
   }
   if (retrieval) {
-    line += std::string(", ") + variant_label(p.variant) + ", " + std::to_string(r) + "-bit values";
+    line += std::string(", ") + variant_label(p.variant) + ", " + std::to_string(p.value_bits()) +
+            "-bit values";
+    if (p.check_bits != 0) line += " + " + std::to_string(p.check_bits) + " check bits";
   } else if (fractional) {
     std::snprintf(text, sizeof(text), ", expected FPR %.3g (r=%u and r=%u blocks)", fpr, r, r + 1);
     line += text;

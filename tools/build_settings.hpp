@@ -37,10 +37,11 @@ struct build_settings {
   std::string variant = "bumped";
   double slack = std::numeric_limits<double>::quiet_NaN();
   double success_probability = 0.95;
-  bool values = false;     ///< inputs are key<TAB>value lines
-  std::string value_file;  ///< little-endian 8-byte values, one per key
-  bool groups = false;     ///< inputs are (group, key) pairs: a filter per group
-  std::string out_dir;     ///< --groups: the directory of the groups' files
+  bool values = false;           ///< inputs are key<TAB>value lines
+  std::string value_file;        ///< little-endian 8-byte values, one per key
+  std::uint32_t check_bits = 0;  ///< retrieval: fingerprint bits stored above each value
+  bool groups = false;           ///< inputs are (group, key) pairs: a filter per group
+  std::string out_dir;           ///< --groups: the directory of the groups' files
   // Which options were given (set after parsing).
   bool bits_given = false;
   bool slack_given = false;

@@ -51,6 +51,7 @@ std::string info_json(const filter_summary& x, const std::string& path) {
   field("key_kind", json_string(key_kind_name(p.keys)));
   field("width", u(p.width));
   field("result_bits", u(p.result_bits));
+  field("check_bits", u(p.check_bits));
   field("extra_bit_fraction", number(x.extra_bit_fraction, "%.6f"));
   field("bucket_size", u(p.bucket_size));
   field("threshold_light", u(p.threshold_light));
@@ -99,6 +100,13 @@ std::string info_text(const filter_summary& x, const std::string& path) {
        u(p.result_bits) + (p.extra_bit_fraction != 0 ? number(100 * x.extra_bit_fraction,
                                                               " (+1 in the last %.2f%% of blocks)")
                                                      : std::string()));
+  if (x.retrieval) {
+    line("check bits", p.check_bits == 0
+                           ? std::string("0 (every key gets a value)")
+                           : u(p.check_bits) + " (" + u(p.value_bits()) +
+                                 " value bits; a non-member is found with probability 2^-" +
+                                 u(p.check_bits) + ")");
+  }
   line("bucket size", u(p.bucket_size));
   line("thresholds", "light " + u(p.threshold_light) + ", heavy " + u(p.threshold_heavy) + ", " +
                          threshold_encoding_name(x.threshold_codes) + " codes");

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,8 @@ filter load_for_format(const std::string& path, input_format format, bool values
     throw error(path + ": the filter was built from " + kind_description(f.params().keys) +
                 " and cannot be queried with --format " + input_format_name(format));
   }
-  if (f.is_retrieval() && !values) {
+  // Retrieval with check bits answers membership too.
+  if (f.is_retrieval() && !values && f.params().check_bits == 0) {
     throw error(path +
                 ": a retrieval structure (built with values) answers lookups, not "
                 "membership: use '" +
@@ -66,13 +68,31 @@ void query_chunk(const filter& f, input_format format, input_chunk& c) {
   c.positives = static_cast<std::uint64_t>(std::count(found, found + c.key_count, true));
 }
 
-/// looked_up[i] = the value stored for key i of the chunk (retrieval).
+/// looked_up[i] = the value stored for key i of the chunk (retrieval) and found[i] whether
+/// its check bits match (every key without check bits); sets c.positives to the found keys.
 void lookup_chunk(const filter& f, input_format format, input_chunk& c) {
   c.looked_up.resize(c.key_count);
+  bool* found = c.found_buffer();
   if (format == input_format::lines) {
-    f.lookup(c.texts.data(), c.key_count, c.looked_up.data());
+    f.lookup(c.texts.data(), c.key_count, c.looked_up.data(), found);
   } else {
-    f.lookup(c.values.data(), c.key_count, c.looked_up.data());
+    f.lookup(c.values.data(), c.key_count, c.looked_up.data(), found);
+  }
+  c.positives = static_cast<std::uint64_t>(std::count(found, found + c.key_count, true));
+}
+
+/// Appends key<TAB>value lines of a looked-up chunk to `out`: for each found key, and for
+/// the others (check bits not matching) key<TAB>absent where `absent` is given.
+/// append_key(i, out) appends key i's text.
+template <class AppendKey>
+void append_lookups(const input_chunk& c, const std::optional<std::string>& absent,
+                    const AppendKey& append_key, std::string& out) {
+  for (std::uint64_t i = 0; i < c.key_count; ++i) {
+    if (!c.found[i] && !absent) continue;
+    append_key(i, out);
+    out += '\t';
+    out += c.found[i] ? std::to_string(c.looked_up[i]) : *absent;
+    out += '\n';
   }
 }
 
@@ -117,6 +137,7 @@ struct query_settings {
   std::string format = "lines";
   bool count = false;
   bool values = false;
+  std::optional<std::string> absent;
   bool progress = false;
 };
 
@@ -129,6 +150,11 @@ int run_query(query_settings s) {
     s.inputs.push_back("-");
   }
   filter f = load_for_format(s.filter_path, format, s.values, "query");
+  if (s.absent && f.params().check_bits == 0) {
+    throw error(s.filter_path +
+                ": --absent needs a retrieval structure with check bits (built with "
+                "--check-bits): without them every key gets a value");
+  }
   f.set_query_threads(1);
   std::uint64_t queried = 0, positive = 0;
 
@@ -139,9 +165,9 @@ int run_query(query_settings s) {
     std::string out;
     if (s.values) {
       lookup_chunk(f, format, c);
-      for (std::uint64_t i = 0; i < c.key_count; ++i) {
-        out += s.keys[i] + '\t' + std::to_string(c.looked_up[i]) + '\n';
-      }
+      positive += c.positives;
+      append_lookups(
+          c, s.absent, [&](std::uint64_t i, std::string& text) { text += s.keys[i]; }, out);
     } else {
       query_chunk(f, format, c);
       positive += c.positives;
@@ -165,12 +191,10 @@ int run_query(query_settings s) {
         [&](input_chunk& c) {
           if (s.values) {
             lookup_chunk(f, format, c);
-            for (std::uint64_t i = 0; i < c.key_count; ++i) {
-              append_key_text(c, format, i, c.output);
-              c.output += '\t';
-              c.output += std::to_string(c.looked_up[i]);
-              c.output += '\n';
-            }
+            append_lookups(
+                c, s.absent,
+                [&](std::uint64_t i, std::string& text) { append_key_text(c, format, i, text); },
+                c.output);
             return;
           }
           query_chunk(f, format, c);
@@ -193,8 +217,6 @@ int run_query(query_settings s) {
                 static_cast<unsigned long long>(positive));
   }
   finish_stdout();
-  // A lookup answers for every key.
-  if (s.values) return queried > 0 ? 0 : 1;
   return positive > 0 ? 0 : 1;
 }
 
@@ -231,7 +253,7 @@ void verify_chunk(const filter& f, input_format format, bool values, input_chunk
   lookup_chunk(f, format, c);
   c.positives = 0;
   for (std::uint64_t i = 0; i < c.key_count; ++i) {
-    c.positives += c.looked_up[i] == c.entry_values[i];
+    c.positives += c.found[i] && c.looked_up[i] == c.entry_values[i];
   }
 }
 
@@ -329,10 +351,15 @@ std::function<int()> add_query_command(CLI::App& app) {
   CLI::Option* count =
       cmd->add_flag("-c,--count", s->count,
                     "print only '<queried> queried, <positive> positive' instead of the keys");
-  cmd->add_flag("--values", s->values,
-                "retrieval files (built with values): print key<TAB>value for every key (the "
-                "value is arbitrary for keys not in the set); exit 0 if any key was queried")
-      ->excludes(count);
+  CLI::Option* values =
+      cmd->add_flag("--values", s->values,
+                    "retrieval files (built with values): print key<TAB>value for every key (the "
+                    "value is arbitrary for keys not in the set) or, with check bits, for the "
+                    "keys found (their check bits match); exit 0 if any key was found");
+  values->excludes(count);
+  cmd->add_option("--absent", s->absent,
+                  "with --values and check bits: print key<TAB>TEXT for the keys not found")
+      ->needs(values);
   cmd->add_flag("--progress", s->progress, "live progress line on stderr");
   return [s] { return run_query(*s); };
 }

@@ -95,7 +95,8 @@ void fill_header(const filter_image& image, threshold_encoding encoding, std::ui
   const std::size_t n = descriptors.size();
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, magic, sizeof(magic));
-  h.format_version = version_for(encoding);
+  h.format_version = version_for(encoding, p.check_bits);
+  h.check_bits = p.check_bits;
   h.header_bytes = sizeof(file_header);
   h.file_bytes = file_bytes;
   h.variant = static_cast<std::uint32_t>(p.variant);
@@ -268,12 +269,16 @@ file_header read_header(const unsigned char* data, std::uint64_t size, const std
       (version1 && h.variant != static_cast<std::uint32_t>(filter_variant::bumped))) {
     fail(source, "unknown filter variant " + std::to_string(h.variant));
   }
-  if (h.reserved32 != 0 || (version1 && h.extra_bit_fraction != 0)) {
+  const bool version4 = h.format_version == 4;
+  if ((!version4 && h.check_bits != 0) || (version1 && h.extra_bit_fraction != 0)) {
     fail(source, "reserved header fields are not zero");
+  }
+  if (version4 && h.check_bits == 0) {
+    fail(source, "format version 4 without check bits (files without them are versions 1-3)");
   }
   const bool known_encoding =
       (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::two_bit) &&
-       h.format_version <= 2) ||
+       (h.format_version <= 2 || version4)) ||
       (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::one_plus_bit) &&
        h.format_version >= 3);
   if (!known_encoding) {
@@ -299,6 +304,7 @@ filter_params params_of(const file_header& h, const std::string& source) {
   p.keys = static_cast<key_kind>(h.key_kind);
   p.variant = static_cast<filter_variant>(h.variant);
   p.extra_bit_fraction = h.extra_bit_fraction;
+  p.check_bits = h.check_bits;
   p.threshold_codes =
       static_cast<threshold_encoding>(h.threshold_encoding);  // read_header checked it
   if (const char* problem = check_params(p))

@@ -77,6 +77,12 @@ const char* check_params(const filter_params& p) {
   if (p.extra_bit_fraction != 0 && (is_retrieval(p.variant) || p.result_bits >= 32)) {
     return "fractional bits per key need a filter with fewer than 32 result bits";
   }
+  if (p.check_bits != 0 && !is_retrieval(p.variant)) {
+    return "check bits are for retrieval structures (a filter's r bits are all check bits)";
+  }
+  if (p.check_bits != 0 && p.check_bits >= p.result_bits) {
+    return "check bits must leave at least one of the result bits for the value";
+  }
   return nullptr;
 }
 

@@ -23,6 +23,9 @@ filter_params checked(const filter_params& p) {
 filter_params params_from(const build_options& o, key_kind keys) {
   std::uint32_t bits = o.result_bits;
   std::uint32_t fraction = 0;
+  if (o.check_bits != 0 && !is_retrieval(o.variant)) {
+    throw error("invalid build options: check bits are for builds with values (retrieval)");
+  }
   if (o.target_fpr != 0) {
     if (is_retrieval(o.variant)) {
       throw error("invalid build options: a retrieval structure has no false-positive rate");
@@ -41,6 +44,14 @@ filter_params params_from(const build_options& o, key_kind keys) {
 
 filter_params retrieval_params_from(const build_options& o, key_kind keys) {
   build_options r = o;
+  r.check_bits = 0;
+  if (o.check_bits != 0) {
+    if (o.check_bits >= 32 || o.result_bits + o.check_bits > 32) {
+      throw error("invalid build options: value bits + check bits must be at most 32 (" +
+                  std::to_string(o.result_bits) + " + " + std::to_string(o.check_bits) + ")");
+    }
+    r.result_bits = o.result_bits + o.check_bits;
+  }
   switch (o.variant) {
     case filter_variant::bumped: r.variant = filter_variant::bumped_retrieval; break;
     case filter_variant::standard: r.variant = filter_variant::standard_retrieval; break;
@@ -48,7 +59,9 @@ filter_params retrieval_params_from(const build_options& o, key_kind keys) {
       throw error("invalid build options: the homogeneous variant stores no values");
     default: break;
   }
-  return params_from(r, keys);
+  filter_params p = params_from(r, keys);
+  p.check_bits = o.check_bits;
+  return checked(p);
 }
 
 layer_sizing sizing_from(const build_options& o, const filter_params& p, std::uint64_t keys) {
@@ -134,9 +147,12 @@ filter build_retrieval(key_kind kind, const std::uint32_t* values, std::uint64_t
                        const build_options& options, build_stats* stats,
                        const MakeHash& make_hash) {
   const filter_params p = detail::retrieval_params_from(options, kind);
-  detail::check_values(values, count, p.result_bits);
+  detail::check_values(values, count, p.value_bits());
   const auto key_hash = make_hash(p);
-  auto record = [&](std::uint64_t i) { return detail::keyed_value{key_hash(i), values[i]}; };
+  auto record = [&](std::uint64_t i) {
+    const std::uint64_t h = key_hash(i);
+    return detail::keyed_value{h, p.stored_value(h, values[i])};
+  };
   return detail::build_in_memory(p, options, count, record, stats, options.progress);
 }
 

@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -42,12 +43,14 @@ void require(bool condition, const char* message) {
   if (!condition) throw ribbon::error(message);
 }
 
-/// The reader, checked to be a filter (retrieval == false) or retrieval structure of `kind`.
+/// The reader, checked to be a filter (retrieval == false; or a retrieval structure with check
+/// bits, which answers membership too) or retrieval structure of `kind`.
 const ribbon::filter& checked(const ribbon_reader* reader, ribbon::key_kind kind, bool retrieval) {
   require(reader != nullptr, "reader is NULL");
   const ribbon::filter& f = reader->filter;
   // The scalar queries check kind and variant and throw the library's message.
-  if (f.params().keys != kind || f.is_retrieval() != retrieval) {
+  const bool answers_membership = !f.is_retrieval() || f.params().check_bits != 0;
+  if (f.params().keys != kind || (retrieval ? !f.is_retrieval() : !answers_membership)) {
     if (retrieval) {
       (void)(kind == ribbon::key_kind::u64 ? f.lookup(std::uint64_t{0})
                                            : f.lookup(std::string_view()));
@@ -98,16 +101,19 @@ template <class KeyHash>
 void contains_on_threads(const ribbon::filter& f, uint64_t count, const KeyHash& key_hash,
                          uint8_t* out, uint32_t threads) {
   run_on_threads(count, threads, [&](uint64_t begin, uint64_t end) {
-    ribbon::detail::kernels::contains_keys(f.queries().plan, begin, end, key_hash, out);
+    ribbon::detail::kernels::membership_keys(f.params(), f.queries().plan, begin, end, key_hash,
+                                             out);
   });
 }
 
-/// Batched retrieval through the filter's plan on `threads` threads.
+/// Batched retrieval through the filter's plan on `threads` threads; found (where given): 1
+/// where the check bits match.
 template <class KeyHash>
 void lookup_on_threads(const ribbon::filter& f, uint64_t count, const KeyHash& key_hash,
-                       uint32_t* out, uint32_t threads) {
+                       uint32_t* out, uint8_t* found, uint32_t threads) {
   run_on_threads(count, threads, [&](uint64_t begin, uint64_t end) {
-    ribbon::detail::kernels::lookup_keys(f.queries().plan, begin, end, key_hash, out);
+    ribbon::detail::kernels::lookup_checked_keys(f.params(), f.queries().plan, begin, end, key_hash,
+                                                 out, found);
   });
 }
 
@@ -182,6 +188,7 @@ int ribbon_get_info(const ribbon_reader* reader, ribbon_info* out) {
     out->key_kind = static_cast<uint32_t>(p.keys);
     out->width = p.width;
     out->result_bits = p.result_bits;
+    out->check_bits = p.check_bits;
     out->num_layers = f.num_layers();
     out->is_retrieval = f.is_retrieval() ? 1 : 0;
     out->key_count = f.key_count();
@@ -270,7 +277,7 @@ int ribbon_lookup_u64_batch_threads(const ribbon_reader* reader, const uint64_t*
   return guarded([&] {
     const ribbon::filter& f = checked(reader, ribbon::key_kind::u64, true);
     check_batch(keys, out, count);
-    lookup_on_threads(f, count, u64_key_hash{f.ref(), keys}, out, threads);
+    lookup_on_threads(f, count, u64_key_hash{f.ref(), keys}, out, nullptr, threads);
   });
 }
 
@@ -281,7 +288,53 @@ int ribbon_lookup_bytes_batch_threads(const ribbon_reader* reader, const void* d
     const ribbon::filter& f = checked(reader, ribbon::key_kind::bytes, true);
     check_batch(offsets, out, count);
     check_offsets(data, offsets, count);
-    lookup_on_threads(f, count, bytes_key_hash(f, data, offsets), out, threads);
+    lookup_on_threads(f, count, bytes_key_hash(f, data, offsets), out, nullptr, threads);
+  });
+}
+
+int ribbon_find_u64(const ribbon_reader* reader, uint64_t key, uint32_t* value) {
+  int found = RIBBON_ERROR;
+  guarded([&] {
+    require(value != nullptr, "value is NULL");
+    const std::optional<uint32_t> v = checked(reader, ribbon::key_kind::u64, true).find(key);
+    if (v) *value = *v;
+    found = v ? 1 : 0;
+  });
+  return found;
+}
+
+int ribbon_find_bytes(const ribbon_reader* reader, const void* key, uint64_t size,
+                      uint32_t* value) {
+  int found = RIBBON_ERROR;
+  guarded([&] {
+    require(value != nullptr && (key != nullptr || size == 0), "key or value is NULL");
+    const std::string_view k(static_cast<const char*>(key), static_cast<std::size_t>(size));
+    const std::optional<uint32_t> v = checked(reader, ribbon::key_kind::bytes, true).find(k);
+    if (v) *value = *v;
+    found = v ? 1 : 0;
+  });
+  return found;
+}
+
+int ribbon_find_u64_batch_threads(const ribbon_reader* reader, const uint64_t* keys, uint64_t count,
+                                  uint32_t* out, uint8_t* found, uint32_t threads) {
+  return guarded([&] {
+    const ribbon::filter& f = checked(reader, ribbon::key_kind::u64, true);
+    check_batch(keys, out, count);
+    require(count == 0 || found != nullptr, "found is NULL");
+    lookup_on_threads(f, count, u64_key_hash{f.ref(), keys}, out, found, threads);
+  });
+}
+
+int ribbon_find_bytes_batch_threads(const ribbon_reader* reader, const void* data,
+                                    const uint64_t* offsets, uint64_t count, uint32_t* out,
+                                    uint8_t* found, uint32_t threads) {
+  return guarded([&] {
+    const ribbon::filter& f = checked(reader, ribbon::key_kind::bytes, true);
+    check_batch(offsets, out, count);
+    require(count == 0 || found != nullptr, "found is NULL");
+    check_offsets(data, offsets, count);
+    lookup_on_threads(f, count, bytes_key_hash(f, data, offsets), out, found, threads);
   });
 }
 

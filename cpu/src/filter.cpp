@@ -124,8 +124,8 @@ void filter::throw_kind_mismatch(key_kind expected) const {
 
 void filter::throw_variant_mismatch(bool retrieval) const {
   throw error(retrieval ? "this is a filter: query it with contains(), not lookup()"
-                        : "this is a retrieval structure (built with values): query it with "
-                          "lookup(), not contains()");
+                        : "this is a retrieval structure (built with values) without check "
+                          "bits: query it with lookup(), not contains()");
 }
 
 }  // namespace ribbon

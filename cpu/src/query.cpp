@@ -27,18 +27,19 @@ void run_batch(std::uint64_t count, std::uint32_t threads, const Run& run) {
 }
 
 template <class KeyHash>
-void contains_batch(const query_plan& q, std::uint64_t count, const KeyHash& key_hash, bool* out,
-                    std::uint32_t threads) {
+void lookup_batch(const filter_params& p, const query_plan& q, std::uint64_t count,
+                  const KeyHash& key_hash, std::uint32_t* out, bool* found, std::uint32_t threads) {
   run_batch(count, threads, [&](std::uint64_t begin, std::uint64_t end) {
-    contains_keys(q, begin, end, key_hash, out);
+    lookup_checked_keys(p, q, begin, end, key_hash, out, found);
   });
 }
 
+/// Membership in a filter, or in a retrieval structure with check bits.
 template <class KeyHash>
-void lookup_batch(const query_plan& q, std::uint64_t count, const KeyHash& key_hash,
-                  std::uint32_t* out, std::uint32_t threads) {
+void membership_batch(const filter_params& p, const query_plan& q, std::uint64_t count,
+                      const KeyHash& key_hash, bool* out, std::uint32_t threads) {
   run_batch(count, threads, [&](std::uint64_t begin, std::uint64_t end) {
-    lookup_keys(q, begin, end, key_hash, out);
+    membership_keys(p, q, begin, end, key_hash, out);
   });
 }
 
@@ -47,50 +48,53 @@ void lookup_batch(const query_plan& q, std::uint64_t count, const KeyHash& key_h
 void filter::contains(const std::uint64_t* keys, std::uint64_t count, bool* out) const {
   check_query(key_kind::u64, false);
   const filter_ref& f = ref_;
-  contains_batch(
-      queries_.plan, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i]); }, out,
-      query_threads_);
+  membership_batch(
+      f.params, queries_.plan, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i]); },
+      out, query_threads_);
 }
 
 void filter::contains(const std::string_view* keys, std::uint64_t count, bool* out) const {
   check_query(key_kind::bytes, false);
   const filter_ref& f = ref_;
-  contains_batch(
-      queries_.plan, count,
+  membership_batch(
+      f.params, queries_.plan, count,
       [keys, &f](std::uint64_t i) { return f.key_hash(keys[i].data(), keys[i].size()); }, out,
       query_threads_);
 }
 
-void filter::lookup(const std::uint64_t* keys, std::uint64_t count, std::uint32_t* out) const {
+void filter::lookup(const std::uint64_t* keys, std::uint64_t count, std::uint32_t* out,
+                    bool* found) const {
   check_query(key_kind::u64, true);
   const filter_ref& f = ref_;
   lookup_batch(
-      queries_.plan, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i]); }, out,
-      query_threads_);
+      f.params, queries_.plan, count, [keys, &f](std::uint64_t i) { return f.key_hash(keys[i]); },
+      out, found, query_threads_);
 }
 
-void filter::lookup(const std::string_view* keys, std::uint64_t count, std::uint32_t* out) const {
+void filter::lookup(const std::string_view* keys, std::uint64_t count, std::uint32_t* out,
+                    bool* found) const {
   check_query(key_kind::bytes, true);
   const filter_ref& f = ref_;
   lookup_batch(
-      queries_.plan, count,
+      f.params, queries_.plan, count,
       [keys, &f](std::uint64_t i) { return f.key_hash(keys[i].data(), keys[i].size()); }, out,
-      query_threads_);
+      found, query_threads_);
 }
 
 template <class Offset>
 void filter::contains_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,
                               bool* out) const {
   check_query(key_kind::bytes, false);
-  contains_batch(queries_.plan, count, offsets_key_hash<Offset>{offsets, data, ref_.params.seed},
-                 out, query_threads_);
+  membership_batch(ref_.params, queries_.plan, count,
+                   offsets_key_hash<Offset>{offsets, data, ref_.params.seed}, out, query_threads_);
 }
 
 template <class Offset>
 void filter::lookup_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,
-                            std::uint32_t* out) const {
+                            std::uint32_t* out, bool* found) const {
   check_query(key_kind::bytes, true);
-  lookup_batch(queries_.plan, count, offsets_key_hash<Offset>{offsets, data, ref_.params.seed}, out,
+  lookup_batch(ref_.params, queries_.plan, count,
+               offsets_key_hash<Offset>{offsets, data, ref_.params.seed}, out, found,
                query_threads_);
 }
 
@@ -99,8 +103,8 @@ template void filter::contains_offsets(const std::int32_t*, const unsigned char*
 template void filter::contains_offsets(const std::int64_t*, const unsigned char*, std::uint64_t,
                                        bool*) const;
 template void filter::lookup_offsets(const std::int32_t*, const unsigned char*, std::uint64_t,
-                                     std::uint32_t*) const;
+                                     std::uint32_t*, bool*) const;
 template void filter::lookup_offsets(const std::int64_t*, const unsigned char*, std::uint64_t,
-                                     std::uint32_t*) const;
+                                     std::uint32_t*, bool*) const;
 
 }  // namespace ribbon

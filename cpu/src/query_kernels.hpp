@@ -306,6 +306,40 @@ void lookup_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
   });
 }
 
+/// Retrieval of keys [begin, end): with check bits, each key's value bits in out and whether
+/// its check bits matched in found (where given; true for every key without check bits).
+/// `Found`: bool, or std::uint8_t (the C ABI's 1 and 0).
+template <class KeyHash, class Found>
+void lookup_checked_keys(const filter_params& p, const query_plan& q, std::uint64_t begin,
+                         std::uint64_t end, const KeyHash& key_hash, std::uint32_t* out,
+                         Found* found) {
+  lookup_keys(q, begin, end, key_hash, out);
+  if (p.check_bits == 0) {
+    if (found) std::fill(found + begin, found + end, Found{1});
+    return;
+  }
+  for (std::uint64_t i = begin; i < end; ++i) {
+    const std::uint64_t hash = key_hash(i);
+    if (found) found[i] = p.check_passes(hash, out[i]);
+    out[i] = p.value_of(out[i]);
+  }
+}
+
+/// Membership of keys [begin, end) in a filter, or in a retrieval structure with check bits
+/// (its lookups checked, a stretch of keys at a time).
+template <class KeyHash, class Out>
+void membership_keys(const filter_params& p, const query_plan& q, std::uint64_t begin,
+                     std::uint64_t end, const KeyHash& key_hash, Out* out) {
+  if (!is_retrieval(p.variant)) return contains_keys(q, begin, end, key_hash, out);
+  constexpr std::uint64_t stretch = 4096;
+  std::uint32_t values[stretch];
+  for (std::uint64_t first = begin; first < end; first += stretch) {
+    const std::uint64_t last = std::min(end, first + stretch);
+    auto shifted = [&](std::uint64_t i) { return key_hash(first + i); };
+    lookup_checked_keys(p, q, 0, last - first, shifted, values, out + first);
+  }
+}
+
 /// The scalar routines, one instantiation per width, layer-0 rule, r and row check: membership
 /// and retrieval. Bits > 0: every block holds Bits words (no fractional bits); 0: any layer.
 template <unsigned Width, bump_rule Rule, std::uint32_t Bits, class Rows>

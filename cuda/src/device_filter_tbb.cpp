@@ -25,7 +25,7 @@ struct contains_op {
 struct lookup_op {
   filter_ref filter;
   RIBBON_HD std::uint32_t operator()(std::uint64_t key) const {
-    return filter.lookup_hash(filter.key_hash(key));
+    return filter.params.value_of(filter.lookup_hash(filter.key_hash(key)));
   }
 };
 

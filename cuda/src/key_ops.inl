@@ -53,10 +53,12 @@ struct shard_of_op {
   }
 };
 
-/// Values that pair with keys: hash i with value i.
+/// Values that pair with keys: hash i with value i, under the key's check bits where the
+/// structure has them (filter_params::stored_value).
 struct pair_op {
+  filter_params params;
   RIBBON_HD keyed_value operator()(std::uint64_t hash, std::uint32_t value) const {
-    return {hash, value};
+    return {hash, params.stored_value(hash, value)};
   }
 };
 

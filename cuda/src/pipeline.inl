@@ -106,12 +106,12 @@ Out build_integer_keys(const std::uint64_t* keys, const std::uint32_t* values, s
     const device_vector<std::uint32_t> device_values = to_device(stage, values, count, where);
     s.upload_seconds = device_seconds_since(start);
     start = clock_type::now();
-    check_device_values(device_values, p.result_bits);
+    check_device_values(device_values, p.value_bits());
     thrust::transform(exec(), hashes.begin(), hashes.end(), hashes.begin(),
                       hash_u64_op{seed_mix(p.seed)});
     device_vector<keyed_value> records(count);
     thrust::transform(exec(), hashes.begin(), hashes.end(), device_values.begin(), records.begin(),
-                      pair_op{});
+                      pair_op{p});
     s.hash_seconds = device_seconds_since(start);
     return run_pipeline<Out>(p, options, records, s, device, stage);
   });
@@ -205,14 +205,14 @@ filter build_from_hashes(const std::uint64_t* hashes, const std::uint32_t* value
                          std::uint64_t count, key_kind keys, const build_options& options,
                          device_build_stats* stats, const device_options& device) {
   const filter_params p = ribbon::detail::retrieval_params_from(options, keys);
-  ribbon::detail::check_values(values, count, p.result_bits);
+  ribbon::detail::check_values(values, count, p.value_bits());
   return timed(stats, [&](device_build_stats& s, staging& stage) {
     const auto start = clock_type::now();
     const device_vector<std::uint64_t> device_hashes = pipeline::upload(stage, hashes, count);
     const device_vector<std::uint32_t> device_values = pipeline::upload(stage, values, count);
     device_vector<keyed_value> records(count);
     thrust::transform(exec(), device_hashes.begin(), device_hashes.end(), device_values.begin(),
-                      records.begin(), pair_op{});
+                      records.begin(), pair_op{p});
     s.upload_seconds = device_seconds_since(start);
     return run_pipeline<filter>(p, options, records, s, device, stage);
   });

@@ -13,33 +13,37 @@ namespace cg = cooperative_groups;
 using detail::layer0_row;
 
 /// Membership queries: what a kernel answers for a key, by the general path or from its
-/// layer-0 row.
+/// layer-0 row. Retrieval structures with check bits answer from their check bits.
 struct membership {
   using answer = bool;
   __device__ static bool general(const filter_ref& f, std::uint64_t key) { return f.contains(key); }
   template <class Row>
   __device__ static bool of_row(const filter_ref& f, const Row& row, std::uint32_t result) {
+    if (is_retrieval(f.params.variant)) return f.params.check_passes(row.hash, result);
     return row.matches(f.params, result);
   }
   template <class Row>
   __device__ static bool bumped(const filter_ref& f, const Row& row) {
+    if (is_retrieval(f.params.variant)) {
+      return f.params.check_passes(row.hash, row.lookup_after_layer0(f));
+    }
     return row.contains_after_layer0(f);
   }
 };
 
-/// Retrieval queries: the stored value.
+/// Retrieval queries: the stored value (its value bits, under any check bits).
 struct retrieval {
   using answer = std::uint32_t;
   __device__ static std::uint32_t general(const filter_ref& f, std::uint64_t key) {
-    return f.lookup_hash(f.key_hash(key));
+    return f.params.value_of(f.lookup_hash(f.key_hash(key)));
   }
   template <class Row>
-  __device__ static std::uint32_t of_row(const filter_ref&, const Row&, std::uint32_t result) {
-    return result;
+  __device__ static std::uint32_t of_row(const filter_ref& f, const Row&, std::uint32_t result) {
+    return f.params.value_of(result);
   }
   template <class Row>
   __device__ static std::uint32_t bumped(const filter_ref& f, const Row& row) {
-    return row.lookup_after_layer0(f);
+    return f.params.value_of(row.lookup_after_layer0(f));
   }
 };
 

@@ -35,6 +35,7 @@ open("probes.u64", "wb").write(b"".join(struct.pack("<Q", k) for k in iprobes))
 open("probes.hex", "w").write("".join("%x\n" % k if k % 2 else "0X%X\r\n" % k for k in iprobes))
 open("values.tsv", "wb").write(b"".join(b"%s\t%d\n" % (k.replace(b"\t", b" "), rng.getrandbits(32)) for k in members[:20000]))
 open("values-probes.txt", "wb").write(b"\n".join(k.replace(b"\t", b" ") for k in members[:20000:2] + others[:5000]) + b"\n")
+open("smallvalues.tsv", "wb").write(b"".join(b"%s\t%d\n" % (k.replace(b"\t", b" "), rng.getrandbits(14)) for k in members[:20000]))
 open("hexvalues.tsv", "w").write("".join("%x\t%d\n" % (k, k % 4096) for k in ints[:20000]))
 PY
 
@@ -107,6 +108,16 @@ for w in 32 64 128; do
     "${ribbon}" build -q --values -i hexvalues.tsv --format hex64 -o f.rbn -w "${w}" --variant "${variant}"
     compare "hexvalues-w${w}-${variant}" f.rbn --values --format hex64 -i probes.hex
   done
+done
+
+# Check bits (format version 4): found keys only, --absent, membership; text and hex64 keys.
+for w in 32 64 128; do
+  "${ribbon}" build -q --values -i smallvalues.tsv -o f.rbn -w "${w}" --check-bits 9
+  compare "checked-w${w}" f.rbn --values -i values-probes.txt
+  compare "checked-absent-w${w}" f.rbn --values --absent none -i values-probes.txt
+  compare "checked-membership-w${w}" f.rbn -i values-probes.txt
+  "${ribbon}" build -q --values -i hexvalues.tsv --format hex64 -o f.rbn -w "${w}" --check-bits 3
+  compare "checked-hex-w${w}" f.rbn --values --format hex64 -i probes.hex
 done
 
 # The golden files of format version 1.

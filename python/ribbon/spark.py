@@ -493,16 +493,28 @@ def _filter_source(filter_or_path, spark):
     raise TypeError("filter must be a path (str) or a ribbon.Filter")
 
 
+# lookup()'s answer for keys whose check bits fail: no value can be 2^32 - 1, as a file with
+# check bits keeps at most 31 value bits.
+_NOT_FOUND = 2**32 - 1
+
+
 def _answer(source, method: str, keys: pa.Array) -> pa.Array:
+    """The method's answers for a batch of keys: null for null keys and, for lookups in a file
+    with check bits, for keys found absent."""
     f = _filter_on_executor(source)
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
-    nulls = keys.null_count
-    if nulls:  # a null key is no member: its answer is null
-        filler = 0 if pa.types.is_integer(keys.type) else b""
-        answers = getattr(f, method)(keys.fill_null(filler))
-        return pa.array(answers, mask=keys.is_null().to_numpy(zero_copy_only=False))
-    return pa.array(getattr(f, method)(keys))
+    absent = None
+    if keys.null_count:  # a null key is no member: its answer is null
+        absent = keys.is_null().to_numpy(zero_copy_only=False)
+        keys = keys.fill_null(0 if pa.types.is_integer(keys.type) else b"")
+    if method == "lookup" and f.check_bits:
+        answers = f.lookup(keys, absent=_NOT_FOUND)
+        not_found = answers == _NOT_FOUND
+        absent = not_found if absent is None else absent | not_found
+    else:
+        answers = getattr(f, method)(keys)
+    return pa.array(answers, mask=absent)
 
 
 def _column_function(source, method: str, return_type: str):
@@ -565,6 +577,7 @@ def contains(column, filter, *, spark=None, engine: str = "auto"):
 
 def lookup(column, filter, *, spark=None, engine: str = "auto"):
     """A long column: the value a retrieval file (built on one machine) stores for each key
-    (an arbitrary value below 2^bits for keys outside its set; null for null keys).
+    (an arbitrary value below 2^bits for keys outside its set, except in files with check
+    bits: null where the key's check bits fail; null for null keys).
     ``engine`` as for :func:`contains`."""
     return _query_column("lookup", "long", column, filter, spark, engine)

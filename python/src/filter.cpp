@@ -172,9 +172,9 @@ nb::bytes to_bytes(const filter& f) {
 }
 
 /// Raises QueryError with the library's message unless `f` is a retrieval structure (true)
-/// or a filter (false).
+/// or answers membership (false: a filter, or a retrieval structure with check bits).
 void require_retrieval(const filter& f, bool retrieval) {
-  if (f.is_retrieval() == retrieval) return;
+  if (f.is_retrieval() == retrieval || (!retrieval && f.params().check_bits != 0)) return;
   translating(failure::query, [&] {
     const bool integers = f.params().keys == key_kind::u64;
     if (retrieval) {
@@ -211,18 +211,39 @@ nb::ndarray<nb::numpy, bool, nb::ndim<1>> contains(const filter& f, nb::handle k
   });
 }
 
-nb::ndarray<nb::numpy, std::uint32_t, nb::ndim<1>> lookup(const filter& f, nb::handle keys) {
+/// The value `absent` of lookup(), checked: a uint32, of a structure with check bits.
+std::uint32_t checked_absent(const filter& f, std::int64_t absent) {
+  if (f.params().check_bits == 0) {
+    raise(failure::query,
+          "absent= needs a retrieval structure with check bits (build it with check_bits=C): "
+          "without them every key gets a value");
+  }
+  if (absent < 0 || absent > 0xFFFFFFFFll) {
+    raise(failure::query, "absent must be in [0, 2^32), not " + std::to_string(absent));
+  }
+  return static_cast<std::uint32_t>(absent);
+}
+
+nb::ndarray<nb::numpy, std::uint32_t, nb::ndim<1>> lookup(const filter& f, nb::handle keys,
+                                                          std::optional<std::int64_t> absent) {
   require_retrieval(f, true);
+  const bool checked = absent.has_value();
+  const std::uint32_t absent_value = checked ? checked_absent(f, *absent) : 0;
   const key_views views = to_arrow_key_views(keys, f.params().keys);
   return new_array<std::uint32_t>(views.size(), [&](std::uint32_t* out) {
+    std::unique_ptr<bool[]> found(checked ? new bool[views.size()] : nullptr);
     if (views.kind() == key_kind::u64) {
-      f.lookup(views.integers(), views.size(), out);
+      f.lookup(views.integers(), views.size(), out, found.get());
     } else if (!views.arrow_chunks().empty()) {
-      query_arrow_chunks(views, out, [&](const auto* offsets, auto... rest) {
-        f.lookup_offsets(offsets, rest...);
+      query_arrow_chunks(views, out, [&](const auto* offsets, auto data, auto count, auto* chunk) {
+        f.lookup_offsets(offsets, data, count, chunk,
+                         found ? found.get() + (chunk - out) : nullptr);
       });
     } else {
-      f.lookup(views.strings(), views.size(), out);
+      f.lookup(views.strings(), views.size(), out, found.get());
+    }
+    for (std::uint64_t i = 0; found && i < views.size(); ++i) {
+      if (!found[i]) out[i] = absent_value;
     }
   });
 }
@@ -244,7 +265,8 @@ using filter_class = nb::class_<ribbon::filter>;
 
 void bind_queries(filter_class& c) {
   c.def("contains", &contains, nb::arg("keys"),
-        R"(Membership of each key: a numpy bool array, True for every key of the set.
+        R"(Membership of each key: a numpy bool array, True for every key of the set (filters,
+and retrieval structures with check bits: True where the key's check bits match).
 
 keys: a numpy integer or bytes array, a pyarrow array, or an iterable of int/bytes/str, of
 the filter's key kind. Runs without the GIL, in parallel for large batches.)")
@@ -253,10 +275,12 @@ the filter's key kind. Runs without the GIL, in parallel for large batches.)")
           "query_threads", [](const ribbon::filter& f) { return f.query_threads(); },
           [](ribbon::filter& f, std::uint32_t threads) { f.set_query_threads(threads); },
           "Threads of batched contains() and lookup() (0, the default: all hardware threads).")
-      .def("lookup", &lookup, nb::arg("keys"),
+      .def("lookup", &lookup, nb::arg("keys"), nb::kw_only(), nb::arg("absent") = nb::none(),
            R"(Retrieval structures: the value stored for each key (numpy uint32 array).
 
-A key that is not in the set gets an arbitrary value below 2^bits.)");
+A key that is not in the set gets an arbitrary value below 2^bits, except with check bits
+(built with check_bits=C) and absent=V given: then V wherever the key's check bits do not
+match (every member's match; a non-member's with probability 2^-C).)");
 }
 
 /// Files, buffers and pickling: all carry the file image.
@@ -309,7 +333,11 @@ void bind_properties(filter_class& c) {
           "width", [](const ribbon::filter& f) { return f.params().width; },
           "Ribbon width w (32, 64 or 128).")
       .def_prop_ro(
-          "bits", [](const ribbon::filter& f) { return f.params().result_bits; }, "Result bits r.")
+          "bits", [](const ribbon::filter& f) { return f.params().value_bits(); },
+          "Result bits r of a filter; value bits of a retrieval structure (r less check_bits).")
+      .def_prop_ro(
+          "check_bits", [](const ribbon::filter& f) { return f.params().check_bits; },
+          "Retrieval: fingerprint bits stored above each value (0: none).")
       .def_prop_ro(
           "seed", [](const ribbon::filter& f) { return f.params().seed; }, "Hash seed.")
       .def("__repr__", [](const ribbon::filter& f) {
@@ -331,10 +359,11 @@ void bind_build(nb::module_& m) {
          std::uint64_t seed, std::optional<std::int64_t> threads,
          std::optional<std::int64_t> shard_size, std::optional<double> slack,
          std::optional<double> success_probability, const std::string& backend,
-         std::optional<std::string> key_kind, std::optional<std::string> threshold_codes) {
+         std::optional<std::string> key_kind, std::optional<std::string> threshold_codes,
+         std::int64_t check_bits) {
         return build(keys, values,
                      build_arguments{fpr, bits, width, variant, seed, threads, shard_size, slack,
-                                     success_probability, threshold_codes},
+                                     success_probability, threshold_codes, check_bits},
                      backend, key_kind);
       },
       nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(), nb::arg("fpr") = nb::none(),
@@ -342,7 +371,7 @@ void bind_build(nb::module_& m) {
       nb::arg("seed") = 0, nb::arg("threads") = nb::none(), nb::arg("shard_size") = nb::none(),
       nb::arg("slack") = nb::none(), nb::arg("success_probability") = nb::none(),
       nb::arg("backend") = "cpu", nb::arg("key_kind") = nb::none(),
-      nb::arg("threshold_codes") = nb::none(),
+      nb::arg("threshold_codes") = nb::none(), nb::arg("check_bits") = 0,
       R"(Builds a filter (or, with values=, a retrieval structure) from keys.
 
 keys: numpy integer array, numpy bytes/str array, pyarrow Array/ChunkedArray of integers or
@@ -350,6 +379,9 @@ keys: numpy integer array, numpy bytes/str array, pyarrow Array/ChunkedArray of 
   and byte-string keys hash as `ribbon build --format u64` and `--format lines` do, so the
   same keys and options give the CLI's file, byte for byte. Duplicates are allowed.
 values: retrieval: one value in [0, 2^32) per key; bits defaults to the largest value's width.
+check_bits: retrieval: C fingerprint bits stored above each value (bits + C <= 32), so that
+  lookup(keys, absent=V) and contains() tell a non-member apart except with probability 2^-C
+  (format version 4). 0 (default): none.
 fpr / bits: the false-positive rate (fractional bits per key) or r (FPR 2^-r); default r = 8.
 width: 32, 64 or 128. variant: "bumped", "standard" or "homogeneous". seed: hash seed.
 threads: worker threads (default: all). shard_size: slots per shard (power of two).

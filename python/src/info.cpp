@@ -35,6 +35,7 @@ nb::dict info(const filter& f) {
   d["key_kind"] = key_kind_name(p.keys);
   d["width"] = p.width;
   d["result_bits"] = p.result_bits;
+  d["check_bits"] = p.check_bits;
   d["extra_bit_fraction"] = x.extra_bit_fraction;
   d["bucket_size"] = p.bucket_size;
   d["threshold_light"] = p.threshold_light;

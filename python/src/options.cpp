@@ -45,6 +45,7 @@ build_options to_build_options(const build_arguments& a) {
     raise(failure::options, "threshold_codes must be \"1+-bit\", \"2-bit\" or \"auto\", not \"" +
                                 *a.threshold_codes + "\"");
   }
+  o.check_bits = checked_u32(a.check_bits, "check_bits", 0);
   return o;
 }
 

@@ -23,6 +23,8 @@ struct build_arguments {
   std::optional<double> success_probability;
   /// "1+-bit", "2-bit" or "auto" (as `ribbon build --threshold-codes` names them).
   std::optional<std::string> threshold_codes;
+  /// Retrieval: fingerprint bits stored above each value (0: none).
+  std::int64_t check_bits = 0;
 };
 
 /// The C++ options; raises ribbon.OptionsError for values out of range or unknown names.

@@ -16,7 +16,7 @@ class Info(ctypes.Structure):
     _fields_ = [
         (name, ctypes.c_uint32)
         for name in ("format_version", "variant", "key_kind", "width", "result_bits", "num_layers",
-                     "is_retrieval", "reserved")
+                     "is_retrieval", "check_bits")
     ] + [(name, ctypes.c_uint64) for name in ("key_count", "file_bytes", "seed", "shard_size")] + [
         ("bits_per_key", ctypes.c_double),
         ("expected_fpr", ctypes.c_double),
@@ -51,6 +51,11 @@ def lib():
     c.ribbon_lookup_u64_batch_threads.argtypes = [ctypes.c_void_p, u64p, ctypes.c_uint64, u32p, threads]
     c.ribbon_lookup_bytes_batch_threads.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, u64p, ctypes.c_uint64, u32p, threads]
+    c.ribbon_find_u64.argtypes = [ctypes.c_void_p, ctypes.c_uint64, u32p]
+    c.ribbon_find_bytes.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, u32p]
+    c.ribbon_find_u64_batch_threads.argtypes = [ctypes.c_void_p, u64p, ctypes.c_uint64, u32p, u8p, threads]
+    c.ribbon_find_bytes_batch_threads.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, u64p, ctypes.c_uint64, u32p, u8p, threads]
     return c
 
 
@@ -209,3 +214,57 @@ def test_from_a_c_program(tmp_path):
                          text=True).stdout.split()
     # 50000 members among the 100000 probes, and about 50000 / 1024 false positives.
     assert int(out[0]) == 50000 and 50000 <= int(out[1]) < 50000 + 200
+
+
+def test_check_bits_from_ctypes(lib, random_u64, random_words):
+    # Integer keys: ribbon_find_* and ribbon_contains_* answer as Filter.lookup(absent=) and
+    # contains(); the values are the value bits, the info names the check bits.
+    keys = random_u64(40000)
+    probes = np.concatenate([keys, random_u64(100000, seed=12)])
+    values = (np.arange(len(keys)) % 1000).astype(np.uint32)
+    f = ribbon.build(keys, values=values, check_bits=6)
+    image = f.to_bytes()
+    h = ctypes.c_void_p()
+    assert lib.ribbon_open_buffer(image, len(image), 1, ctypes.byref(h)) == 0
+    try:
+        info = Info()
+        assert lib.ribbon_get_info(h, ctypes.byref(info)) == 0
+        assert (info.format_version, info.result_bits, info.check_bits) == (4, 16, 6)
+        out = np.zeros(len(probes), np.uint32)
+        found = np.zeros(len(probes), np.uint8)
+        assert lib.ribbon_find_u64_batch_threads(h, ptr(probes, ctypes.c_uint64), len(probes), ptr(out, ctypes.c_uint32), ptr(found, ctypes.c_uint8), 2) == 0
+        expected = f.lookup(probes, absent=2**32 - 1)
+        assert np.array_equal(found.astype(bool), expected != 2**32 - 1)
+        assert np.array_equal(out[found == 1], expected[found == 1])
+        assert found[: len(keys)].all() and np.array_equal(out[: len(keys)], values)
+        assert 0 < found[len(keys):].sum() < 100000 / 64 * 1.5  # about 2^-6 of non-members
+        flags = np.zeros(len(probes), np.uint8)
+        assert lib.ribbon_contains_u64_batch(h, ptr(probes, ctypes.c_uint64), len(probes), ptr(flags, ctypes.c_uint8)) == 0
+        assert np.array_equal(flags, found)
+        value = ctypes.c_uint32(7)
+        for i in (0, 1, len(keys), len(keys) + 1, len(keys) + 2):
+            assert lib.ribbon_find_u64(h, int(probes[i]), ctypes.byref(value)) == found[i]
+            assert lib.ribbon_contains_u64(h, int(probes[i])) == found[i]
+            if found[i]:
+                assert value.value == out[i]
+    finally:
+        lib.ribbon_close(h)
+    # Byte strings.
+    words = list(dict.fromkeys(random_words(3000)))
+    data = b"".join(words)
+    offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.uint64)
+    g = ribbon.build(words, values=np.arange(len(words)) % 200, check_bits=9)
+    image = g.to_bytes()
+    assert lib.ribbon_open_buffer(image, len(image), 1, ctypes.byref(h)) == 0
+    try:
+        out = np.zeros(len(words), np.uint32)
+        found = np.zeros(len(words), np.uint8)
+        assert lib.ribbon_find_bytes_batch_threads(h, data, ptr(offsets, ctypes.c_uint64), len(words), ptr(out, ctypes.c_uint32), ptr(found, ctypes.c_uint8), 1) == 0
+        assert found.all() and np.array_equal(out, np.arange(len(words)) % 200)
+        value = ctypes.c_uint32()
+        assert lib.ribbon_find_bytes(h, words[5], len(words[5]), ctypes.byref(value)) == 1
+        assert value.value == 5
+        assert lib.ribbon_find_bytes(h, b"not a key", 9, ctypes.byref(value)) in (0, 1)
+        assert lib.ribbon_find_u64(h, 1, ctypes.byref(value)) == -1  # the other key kind
+    finally:
+        lib.ribbon_close(h)

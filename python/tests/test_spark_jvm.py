@@ -83,6 +83,32 @@ def test_lookup_equals_the_cli(spark, spark_jvm, tmp_path):  # noqa: F811
     assert answers(spark, spark_jvm, path, frame, function="lookup") == expected
 
 
+def test_lookup_with_check_bits_is_null_for_keys_found_absent(spark, spark_jvm, tmp_path):  # noqa: F811
+    # The JVM's ribbon_lookup and the Python route answer as `ribbon query --values --absent`.
+    import ribbon
+    import ribbon.spark
+
+    keys = random_strings(4000, seed=12)
+    values = np.random.default_rng(12).integers(0, 2**12, len(keys))
+    tsv = tmp_path / "kv.tsv"
+    tsv.write_bytes(b"".join(b"%s\t%d\n" % (k, v) for k, v in zip(keys, values)))
+    path = str(tmp_path / "checked.ribbon")
+    subprocess.run([ribbon_cli(), "build", "--values", "--check-bits", "3", "-i", str(tsv), "-o", path, "-q"],
+                   check=True)
+    probes = keys + [b"other%d" % i for i in range(4000)]
+    (tmp_path / "probes.txt").write_bytes(b"".join(p + b"\n" for p in probes))
+    run = subprocess.run([ribbon_cli(), "query", "--values", "--absent", "null", path, "-i",
+                          str(tmp_path / "probes.txt")], stdout=subprocess.PIPE, check=True)
+    expected = [None if v == b"null" else int(v) for v in (line.rsplit(b"\t", 1)[1] for line in run.stdout.split(b"\n")[:-1])]
+    assert expected[: len(keys)] == values.tolist()
+    assert 200 < expected[len(keys):].count(None) < 4000  # at 2^-3, about 1/8 found
+    frame = pd.DataFrame({"i": np.arange(len(probes)), "k": [p.decode() for p in probes]})
+    assert answers(spark, spark_jvm, path, frame, function="lookup") == expected
+    df = spark.createDataFrame(frame).repartition(2)
+    rows = df.select("i", ribbon.spark.lookup("k", ribbon.load(path), engine="python").alias("a")).collect()
+    assert [r.a for r in sorted(rows, key=lambda r: r.i)] == expected
+
+
 def test_null_keys_and_sql(spark, spark_jvm, tmp_path):  # noqa: F811
     path = str(tmp_path / "small.ribbon")
     with open(path, "wb") as f:

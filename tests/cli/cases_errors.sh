@@ -296,9 +296,9 @@ case_corrupt_filter() {
 }
 
 case_newer_version() {
-  cp "$D/keys.rbn" "$D/v4.rbn"
-  printf '\004' | dd of="$D/v4.rbn" bs=1 seek=8 conv=notrunc status=none
-  damaged_filter_fails "$D/v4.rbn" "unsupported format version 4"
+  cp "$D/keys.rbn" "$D/v5.rbn"
+  printf '\005' | dd of="$D/v5.rbn" bs=1 seek=8 conv=notrunc status=none
+  damaged_filter_fails "$D/v5.rbn" "unsupported format version 5"
 }
 
 case_truncated_and_foreign() {

@@ -251,6 +251,50 @@ case_value_too_wide() {
   dir_holds "$D/out"
 }
 
+# --check-bits: members found with their values, non-members at about 2^-C, --absent, plain
+# membership queries of the file, and the options refused.
+case_check_bits() {
+  make_value_lines
+  build_ok -i "$D/kv.tsv" --values --check-bits 12 -o "$D/kv-checked.rbn" || return 1
+  err_has "retrieval, 20-bit values + 12 check bits" || return 1
+  run query "$D/kv-checked.rbn" --values -i "$D/kv-keys.txt"
+  rc_is 0 "query --values of a file with check bits" || return 1
+  same_file "$OUT" "$D/kv-expected.tsv" || return 1
+  run verify "$D/kv-checked.rbn" -i "$D/kv.tsv" --values
+  rc_is 0 "verify --values with check bits" || return 1
+  run query "$D/kv-checked.rbn" -i "$D/kv-keys.txt" --count
+  out_is "$((N + 2)) queried, $((N + 2)) positive" || return 1
+  # 40000 non-members: about 10 found at 2^-12 (more than 40 has probability below 1e-12).
+  seq 1 40000 | sed 's/^/absent-/' >"$D/others.txt"
+  run query "$D/kv-checked.rbn" --values -i "$D/others.txt"
+  local found
+  found=$(wc -l <"$OUT")
+  [[ ${found} -le 40 ]] || fail "${found} of 40000 non-members found at 2^-12" || return 1
+  run query "$D/kv-checked.rbn" --values --absent none -i "$D/others.txt"
+  [[ $(grep -c $'\tnone$' "$OUT") -eq $((40000 - found)) ]] ||
+    fail "--absent does not print the keys not found" || return 1
+  run query "$D/kv-checked.rbn" --values absent-x absent-y
+  if [[ -s "$OUT" ]]; then rc_is 0 "query --values finding a key"; else rc_is 1 "query --values finding no key"; fi || return 1
+  run info "$D/kv-checked.rbn"
+  out_has "format version  4" || return 1
+  out_has "check bits      12 (20 value bits" || return 1
+  run info --json "$D/kv-checked.rbn"
+  out_has '"check_bits": 12' || return 1
+  # Refused: check bits of a filter, --absent without check bits, value + check bits over 32.
+  mkdir -p "$D/out"
+  run build -i "$D/keys.txt" -o "$D/out/x.rbn" --check-bits 4
+  rc_is 2 "build --check-bits of a filter" || return 1
+  err_has "--check-bits is for builds with values" || return 1
+  build_ok -i "$D/kv.tsv" --values -o "$D/kv-unchecked.rbn" || return 1
+  run query "$D/kv-unchecked.rbn" --values --absent - key-1
+  rc_is 2 "query --absent without check bits" || return 1
+  err_has "--absent needs a retrieval structure with check bits" || return 1
+  run build -i "$D/kv.tsv" --values --check-bits 13 -o "$D/out/x.rbn"
+  rc_is 2 "build with 20 value bits + 13 check bits" || return 1
+  err_has "at most 32" || return 1
+  dir_holds "$D/out"
+}
+
 group_variants() {
   make_line_keys
   t variants.standard_round_trip case_standard_round_trip
@@ -262,4 +306,5 @@ group_variants() {
   t values.value_file_u64 case_value_file_u64
   t values.duplicate_keys case_duplicate_keys
   t values.value_too_wide_for_bits case_value_too_wide
+  t values.check_bits case_check_bits
 }

@@ -34,6 +34,7 @@ build standard -i "${keys}/lines.txt" --variant standard
 build homogeneous -i "${keys}/lines.txt" --variant homogeneous -r 4
 build retrieval -i "${keys}/values.tsv" --values
 build standard-retrieval -i "${keys}/values.tsv" --values --variant standard
+build check-bits -i "${keys}/values.tsv" --values --check-bits 5 -w 32
 build empty -i /dev/null
 
 # Key texts, one file per parser.

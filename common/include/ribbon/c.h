@@ -43,10 +43,13 @@ typedef struct ribbon_info {
   uint32_t variant;  /**< 0 bumped, 1 standard, 2 homogeneous, 3 retrieval, 4 standard-retrieval */
   uint32_t key_kind; /**< RIBBON_KEYS_U64 or RIBBON_KEYS_BYTES */
   uint32_t width;    /**< ribbon width w */
-  uint32_t result_bits; /**< r: FPR about 2^-r; value bits of retrieval structures */
+  uint32_t result_bits; /**< r: FPR about 2^-r; bits per key of retrieval structures (value
+                           bits + check_bits) */
   uint32_t num_layers;
-  uint32_t is_retrieval; /**< 1: query with ribbon_lookup_*, 0: ribbon_contains_* */
-  uint32_t reserved;
+  uint32_t is_retrieval; /**< 1: query with ribbon_lookup_* (and, with check bits,
+                            ribbon_find_* and ribbon_contains_*), 0: ribbon_contains_* */
+  uint32_t check_bits;   /**< retrieval: fingerprint bits stored above each value (format version
+                            4; a field reserved as 0 before, so added without a version bump) */
   uint64_t key_count;
   uint64_t file_bytes;
   uint64_t seed;
@@ -76,7 +79,8 @@ RIBBON_C_API void ribbon_close(ribbon_reader* reader);
 RIBBON_C_API int ribbon_get_info(const ribbon_reader* reader, ribbon_info* out);
 
 /** Membership of one key: 1 (maybe in the set; always for members), 0 (not in the set), or
- * RIBBON_ERROR (a key of the other kind, or a retrieval structure). */
+ * RIBBON_ERROR (a key of the other kind, or a retrieval structure without check bits; one with
+ * check bits answers 1 where the key's check bits match). */
 RIBBON_C_API int ribbon_contains_u64(const ribbon_reader* reader, uint64_t key);
 RIBBON_C_API int ribbon_contains_bytes(const ribbon_reader* reader, const void* key, uint64_t size);
 
@@ -99,7 +103,8 @@ RIBBON_C_API int ribbon_contains_bytes_batch_threads(const ribbon_reader* reader
                                                      const uint64_t* offsets, uint64_t count,
                                                      uint8_t* out, uint32_t threads);
 
-/** Retrieval structures: the value stored for a key (an arbitrary r-bit value for others). */
+/** Retrieval structures: the value stored for a key (an arbitrary value for others; its value
+ * bits only where the structure has check bits). */
 RIBBON_C_API int ribbon_lookup_u64(const ribbon_reader* reader, uint64_t key, uint32_t* value);
 RIBBON_C_API int ribbon_lookup_bytes(const ribbon_reader* reader, const void* key, uint64_t size,
                                      uint32_t* value);
@@ -113,6 +118,22 @@ RIBBON_C_API int ribbon_lookup_u64_batch_threads(const ribbon_reader* reader, co
 RIBBON_C_API int ribbon_lookup_bytes_batch_threads(const ribbon_reader* reader, const void* data,
                                                    const uint64_t* offsets, uint64_t count,
                                                    uint32_t* out, uint32_t threads);
+
+/** Retrieval with check bits: 1 with *value set where the key's check bits match (every member;
+ * a non-member with probability 2^-check_bits), 0 where they do not (*value untouched), or
+ * RIBBON_ERROR. Without check bits every key is found, as by ribbon_lookup_*. (Added without a
+ * version bump.) */
+RIBBON_C_API int ribbon_find_u64(const ribbon_reader* reader, uint64_t key, uint32_t* value);
+RIBBON_C_API int ribbon_find_bytes(const ribbon_reader* reader, const void* key, uint64_t size,
+                                   uint32_t* value);
+/** Batched: out[i] the value bits of keys[i] and found[i] = 1 or 0, on `threads` threads (as
+ * ribbon_contains_u64_batch_threads). */
+RIBBON_C_API int ribbon_find_u64_batch_threads(const ribbon_reader* reader, const uint64_t* keys,
+                                               uint64_t count, uint32_t* out, uint8_t* found,
+                                               uint32_t threads);
+RIBBON_C_API int ribbon_find_bytes_batch_threads(const ribbon_reader* reader, const void* data,
+                                                 const uint64_t* offsets, uint64_t count,
+                                                 uint32_t* out, uint8_t* found, uint32_t threads);
 
 #ifdef __cplusplus
 }

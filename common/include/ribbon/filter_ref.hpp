@@ -364,8 +364,10 @@ struct filter_ref {
     return hash_bytes(data, length, params.seed);
   }
 
-  /// Membership by key hash: true for every key of the set, and for about 2^-r of the others.
+  /// Membership by key hash: true for every key of the set, and for about 2^-r of the others
+  /// (retrieval structures: their check bits, 2^-check_bits; always true without them).
   RIBBON_HD bool contains_hash(std::uint64_t hash) const {
+    if (is_retrieval(params.variant)) return params.check_passes(hash, lookup_hash(hash));
     switch (params.width) {
       case 32: return detail::contains_hash<32>(params, layers, num_layers, hash);
       case 64: return detail::contains_hash<64>(params, layers, num_layers, hash);
@@ -373,7 +375,8 @@ struct filter_ref {
     }
   }
 
-  /// The value stored for a key hash (retrieval structures; arbitrary for other keys).
+  /// The r bits stored for a key hash (retrieval structures; arbitrary for other keys): the
+  /// value under its check bits (params.value_of() keeps the value).
   RIBBON_HD std::uint32_t lookup_hash(std::uint64_t hash) const {
     switch (params.width) {
       case 32: return detail::lookup_hash<32>(params, layers, num_layers, hash);

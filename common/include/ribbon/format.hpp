@@ -22,16 +22,20 @@ namespace ribbon::format {
 
 inline constexpr char magic[8] = {'R', 'I', 'B', 'B', 'O', 'N', 'F', 'L'};
 /// Version 2 added the variant (standard, homogeneous, retrieval) and fractional bits per key;
-/// version 3 the 1+-bit threshold encoding (threshold_codes.hpp). Files with 2-bit codes (the
-/// builders' choice at w = 32, and every older file) are version 2 (or 1), so a file's
-/// version names its encoding; all are read, and re-saved files keep their codes.
-inline constexpr std::uint32_t current_version = 3;
+/// version 3 the 1+-bit threshold encoding (threshold_codes.hpp); version 4 check bits in
+/// retrieval structures (filter_params::check_bits, at header offset 100), with either
+/// encoding. Files with 2-bit codes (the builders' choice at w = 32, and every older file)
+/// and no check bits are version 2 (or 1), with 1+-bit codes version 3, so older readers
+/// read every file that needs nothing newer; all are read, and re-saved files keep their
+/// version.
+inline constexpr std::uint32_t current_version = 4;
 inline constexpr std::uint32_t oldest_readable_version = 1;
 inline constexpr std::uint64_t section_alignment = 64;
 
-/// The version of the files whose thresholds are encoded as `codes`.
-constexpr std::uint32_t version_for(threshold_encoding codes) {
-  return codes == threshold_encoding::one_plus_bit ? 3 : 2;
+/// The version of the files whose thresholds are encoded as `codes` and whose retrieval
+/// values carry `check_bits` check bits.
+constexpr std::uint32_t version_for(threshold_encoding codes, std::uint32_t check_bits = 0) {
+  return check_bits != 0 ? 4 : codes == threshold_encoding::one_plus_bit ? 3 : 2;
 }
 
 struct file_header {
@@ -54,7 +58,7 @@ struct file_header {
   std::uint32_t descriptor_bytes;
   std::uint64_t descriptors_checksum;  ///< XXH64 of all layer descriptors
   std::uint32_t extra_bit_fraction;    ///< fractional bits per key (version 2; 0 in version 1)
-  std::uint32_t reserved32;
+  std::uint32_t check_bits;            ///< retrieval check bits (version 4; 0 before)
   std::uint64_t reserved[2];
   std::uint64_t header_checksum;  ///< XXH64 of the 120 bytes before it
 };

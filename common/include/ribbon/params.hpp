@@ -8,6 +8,7 @@
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
+#include "ribbon/detail/rows.hpp"
 #include "ribbon/detail/threshold_codes.hpp"
 #include "ribbon/hash.hpp"
 
@@ -86,15 +87,46 @@ struct filter_params {
   std::uint32_t extra_bit_fraction = 0;
   /// How bumped layers store their bucket thresholds (threshold_codes.hpp).
   threshold_encoding threshold_codes = threshold_encoding::one_plus_bit;
+  /// Retrieval only: the top `check_bits` of each key's r result bits hold a fingerprint of
+  /// its key hash (check_of()), the low r - check_bits its value, so that a lookup tells a
+  /// non-member apart except with probability 2^-check_bits (format version 4). 0: none.
+  std::uint32_t check_bits = 0;
 
   /// Result bits the solver carries: r, or r + 1 with fractional bits.
   RIBBON_HD std::uint32_t solver_bits() const { return result_bits + (extra_bit_fraction != 0); }
+
+  /// Bits of a stored value: r less the check bits.
+  RIBBON_HD std::uint32_t value_bits() const { return result_bits - check_bits; }
+  /// The r result bits stored for a key with key hash `key_hash` and value `value` (below
+  /// 2^value_bits()): the value under the key's check bits.
+  RIBBON_HD std::uint32_t stored_value(std::uint64_t key_hash, std::uint32_t value) const;
+  /// Does `stored` (a lookup's r bits) carry the check bits of the key with key hash
+  /// `key_hash`? Always true without check bits.
+  RIBBON_HD bool check_passes(std::uint64_t key_hash, std::uint32_t stored) const;
+  /// The value bits of `stored`.
+  RIBBON_HD std::uint32_t value_of(std::uint32_t stored) const {
+    return value_bits() >= 32 ? stored : stored & ((std::uint32_t{1} << value_bits()) - 1);
+  }
 
   /// Offsets below `threshold(code)` in a bucket with that code are bumped.
   RIBBON_HD std::uint32_t threshold(unsigned code) const {
     return code == 0 ? 0u : code == 1 ? threshold_light : code == 2 ? threshold_heavy : bucket_size;
   }
 };
+
+/// Check bits are the key hash's fingerprint (detail::fingerprint, as a filter's r bits are a
+/// layer hash's), above the value bits.
+RIBBON_HD inline std::uint32_t filter_params::stored_value(std::uint64_t key_hash,
+                                                           std::uint32_t value) const {
+  if (check_bits == 0) return value;
+  return value | (detail::fingerprint(key_hash, check_bits) << value_bits());
+}
+
+RIBBON_HD inline bool filter_params::check_passes(std::uint64_t key_hash,
+                                                  std::uint32_t stored) const {
+  if (check_bits == 0) return true;
+  return (stored >> value_bits()) == detail::fingerprint(key_hash, check_bits);
+}
 
 /// Build-time sizing knobs; none of these is needed to query a filter.
 struct layer_sizing {

@@ -41,6 +41,10 @@ struct build_options {
   /// read per GPU query decision, for about 0.04 % more space. CPU queries are as fast with
   /// either (the query plan decodes 1+-bit codes into 2-bit ones).
   std::optional<threshold_encoding> threshold_codes;
+  /// Builds with values: C fingerprint bits of each key stored above its value (r value bits
+  /// + C <= 32), so that lookups tell a non-member apart except with probability 2^-C
+  /// (filter::find, contains). Format version 4. 0: none.
+  std::uint32_t check_bits = 0;
   std::uint64_t seed = 0;     ///< hash seed; the file is a function of keys, params, seed
   std::uint32_t threads = 0;  ///< worker threads; 0: all hardware threads
   /// Optional (filter::build): progress counters, and the flag that cancels the build.
@@ -194,15 +198,16 @@ class filter {
   /// The file bytes.
   std::vector<unsigned char> serialize() const;
 
-  /// Membership of one integer key: true for every key of the set.
+  /// Membership of one integer key: true for every key of the set. Filters, and retrieval
+  /// structures with check bits (a key whose check bits match).
   bool contains(std::uint64_t key) const {
     check_query(key_kind::u64, false);
-    return queries_.contains(queries_.plan, ref_.key_hash(key));
+    return contains_hash(ref_.key_hash(key));
   }
   /// Membership of one byte-string key.
   bool contains(std::string_view key) const {
     check_query(key_kind::bytes, false);
-    return queries_.contains(queries_.plan, ref_.key_hash(key.data(), key.size()));
+    return contains_hash(ref_.key_hash(key.data(), key.size()));
   }
   /// Batched membership: out[i] = contains(keys[i]). Hashes ahead and prefetches; runs in
   /// parallel for large batches.
@@ -219,26 +224,43 @@ class filter {
   /// Batched retrieval of keys laid out as contains_offsets() takes them.
   template <class Offset>
   void lookup_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,
-                      std::uint32_t* out) const;
+                      std::uint32_t* out, bool* found = nullptr) const;
 
-  /// Retrieval: the value stored for a key (arbitrary for keys not in the set).
+  /// Retrieval: the value stored for a key (arbitrary for keys not in the set; its value bits
+  /// only, where the structure has check bits).
   std::uint32_t lookup(std::uint64_t key) const {
     check_query(key_kind::u64, true);
-    return queries_.lookup(queries_.plan, ref_.key_hash(key));
+    return ref_.params.value_of(queries_.lookup(queries_.plan, ref_.key_hash(key)));
   }
   std::uint32_t lookup(std::string_view key) const {
     check_query(key_kind::bytes, true);
-    return queries_.lookup(queries_.plan, ref_.key_hash(key.data(), key.size()));
+    return ref_.params.value_of(
+        queries_.lookup(queries_.plan, ref_.key_hash(key.data(), key.size())));
   }
-  /// Batched retrieval: out[i] = lookup(keys[i]), in parallel for large batches.
-  void lookup(const std::uint64_t* keys, std::uint64_t count, std::uint32_t* out) const;
-  void lookup(const std::string_view* keys, std::uint64_t count, std::uint32_t* out) const;
+  /// Retrieval with check bits: the key's value, or nothing where its check bits do not
+  /// match (a non-member, except with probability 2^-check_bits). Without check bits every
+  /// key gets a value, as from lookup().
+  std::optional<std::uint32_t> find(std::uint64_t key) const {
+    check_query(key_kind::u64, true);
+    return found_value(ref_.key_hash(key));
+  }
+  std::optional<std::uint32_t> find(std::string_view key) const {
+    check_query(key_kind::bytes, true);
+    return found_value(ref_.key_hash(key.data(), key.size()));
+  }
+  /// Batched retrieval: out[i] = lookup(keys[i]) and, where `found` is given, found[i] =
+  /// find(keys[i]).has_value(); in parallel for large batches.
+  void lookup(const std::uint64_t* keys, std::uint64_t count, std::uint32_t* out,
+              bool* found = nullptr) const;
+  void lookup(const std::string_view* keys, std::uint64_t count, std::uint32_t* out,
+              bool* found = nullptr) const;
 
   /// What the file stores.
   filter_variant variant() const { return ref_.params.variant; }
   /// The format version of the file it was loaded from or will be saved as.
   std::uint32_t format_version() const {
-    return format_version_ != 0 ? format_version_ : format::version_for(threshold_codes());
+    return format_version_ != 0 ? format_version_
+                                : format::version_for(threshold_codes(), params().check_bits);
   }
   /// How its bucket thresholds are stored (1+-bit; 2-bit in files of format versions 1, 2).
   threshold_encoding threshold_codes() const {
@@ -266,9 +288,21 @@ class filter {
 
  private:
   struct storage;
+  /// A retrieval structure with check bits answers contains() too.
   void check_query(key_kind expected, bool retrieval) const {
     if (ref_.params.keys != expected) throw_kind_mismatch(expected);
-    if (is_retrieval() != retrieval) throw_variant_mismatch(retrieval);
+    if (is_retrieval() != retrieval && !(is_retrieval() && ref_.params.check_bits != 0)) {
+      throw_variant_mismatch(retrieval);
+    }
+  }
+  bool contains_hash(std::uint64_t hash) const {
+    if (is_retrieval()) return ref_.params.check_passes(hash, queries_.lookup(queries_.plan, hash));
+    return queries_.contains(queries_.plan, hash);
+  }
+  std::optional<std::uint32_t> found_value(std::uint64_t hash) const {
+    const std::uint32_t stored = queries_.lookup(queries_.plan, hash);
+    if (!ref_.params.check_passes(hash, stored)) return std::nullopt;
+    return ref_.params.value_of(stored);
   }
   [[noreturn]] void throw_kind_mismatch(key_kind expected) const;
   [[noreturn]] void throw_variant_mismatch(bool retrieval) const;

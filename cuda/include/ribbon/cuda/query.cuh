@@ -26,14 +26,16 @@ enum class key_mapping {
 /// bytes from HBM, the tile needs a quarter of the L1 wavefronts (w = 64, r = 8).
 inline constexpr key_mapping default_key_mapping = key_mapping::tile_per_key;
 
-/// out[i] = filter.contains(keys[i]) for integer keys resident on the device. `filter` must
+/// out[i] = filter.contains(keys[i]) for integer keys resident on the device (a filter, or a
+/// retrieval structure with check bits: whether the key's check bits match). `filter` must
 /// point into device memory (a copy of the file image; see ribbon::format::parse_image).
 /// Asynchronous on `stream`; returns the first CUDA error of the launch, if any.
 cudaError_t contains(const filter_ref& filter, const std::uint64_t* keys, std::uint64_t count,
                      bool* out, cudaStream_t stream = 0, key_mapping mapping = default_key_mapping);
 
 /// out[i] = the value a retrieval structure stores for integer keys[i] (arbitrary for keys not
-/// in its set), for keys and answers resident on the device; asynchronous on `stream`.
+/// in its set; its value bits, under any check bits), for keys and answers resident on the
+/// device; asynchronous on `stream`.
 cudaError_t lookup(const filter_ref& filter, const std::uint64_t* keys, std::uint64_t count,
                    std::uint32_t* out, cudaStream_t stream = 0,
                    key_mapping mapping = default_key_mapping);

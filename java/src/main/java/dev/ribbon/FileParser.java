@@ -11,7 +11,7 @@ final class FileParser {
     static final int DESCRIPTOR_BYTES = 128;
     static final int MAX_LAYERS = 16;
     static final int OLDEST_VERSION = 1;
-    static final int CURRENT_VERSION = 3;
+    static final int CURRENT_VERSION = 4;
     private static final long ALIGNMENT = 64;
 
     private final MappedFile f;
@@ -55,7 +55,7 @@ final class FileParser {
         version = f.getInt(8);
         if (version < OLDEST_VERSION || version > CURRENT_VERSION) {
             throw fail("unsupported format version " + Integer.toUnsignedString(version)
-                    + " (this library reads versions 1 to 3)");
+                    + " (this library reads versions 1 to 4)");
         }
         if (f.getLong(120) != f.checksum(0, 120)) throw fail("header checksum mismatch (corrupt file)");
         if (f.getInt(12) != HEADER_BYTES || f.getInt(84) != DESCRIPTOR_BYTES) {
@@ -70,11 +70,14 @@ final class FileParser {
         if (variant == null || (version == 1 && variant != Variant.BUMPED)) {
             throw fail("unknown filter variant " + Integer.toUnsignedString(f.getInt(24)));
         }
-        if (f.getInt(100) != 0 || (version == 1 && f.getInt(96) != 0)) {
+        if ((version != 4 && f.getInt(100) != 0) || (version == 1 && f.getInt(96) != 0)) {
             throw fail("reserved header fields are not zero");
         }
+        if (version == 4 && f.getInt(100) == 0) {
+            throw fail("format version 4 without check bits (files without them are versions 1-3)");
+        }
         int encoding = f.getInt(52);
-        if (!((encoding == 1 && version <= 2) || (encoding == 2 && version >= 3))) {
+        if (!((encoding == 1 && (version <= 2 || version == 4)) || (encoding == 2 && version >= 3))) {
             throw fail("unknown threshold encoding " + Integer.toUnsignedString(encoding)
                     + " for format version " + version);
         }

@@ -15,6 +15,8 @@ final class FilterParams {
     final int keyKind;
     final int extraBitFraction;
     final boolean twoBitCodes;
+    /** Retrieval: fingerprint bits of the key hash stored above each value (version 4; else 0). */
+    final int checkBits;
 
     /** The header's fields as stored (unchecked: see {@link #problem()}). */
     FilterParams(MappedFile f, Variant variant) {
@@ -30,6 +32,12 @@ final class FilterParams {
         this.byteKeys = keyKind == 1;
         this.variant = variant;
         this.extraBitFraction = f.getInt(96);
+        this.checkBits = f.getInt(100);
+    }
+
+    /** Bits of a stored value: r less the check bits. */
+    int valueBits() {
+        return resultBits - checkBits;
     }
 
     /** Offsets below threshold(code) in a bucket with that 2-bit code are bumped. */
@@ -63,6 +71,12 @@ final class FilterParams {
         if (fraction >= 65536) return "extra-bit fraction must be below 1";
         if (fraction != 0 && (variant.retrieval || r >= 32)) {
             return "fractional bits per key need a filter with fewer than 32 result bits";
+        }
+        if (checkBits != 0 && !variant.retrieval) {
+            return "check bits are for retrieval structures (a filter's r bits are all check bits)";
+        }
+        if (checkBits != 0 && Integer.toUnsignedLong(checkBits) >= r) {
+            return "check bits must leave at least one of the result bits for the value";
         }
         return null;
     }

@@ -11,11 +11,12 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.OptionalInt;
 
 /**
- * {@code java -jar ribbon.jar query FILTER [-i FILE ...|-] [--format F] [--count] [--values]
- * [KEY ...]}: the options of {@code ribbon query} with its output and exit status (0 a key
- * positive, or any key looked up; 1 none; 2 an error, reported as {@code ribbon: ...}).
+ * {@code java -jar ribbon.jar query FILTER [-i FILE ...|-] [--format F] [--count] [--values
+ * [--absent TEXT]] [KEY ...]}: the options of {@code ribbon query} with its output and exit
+ * status (0 a key positive, or found; 1 none; 2 an error, reported as {@code ribbon: ...}).
  */
 public final class QueryCommand {
     /** The charset the JVM decoded the arguments with: encoding with it gives their bytes back. */
@@ -28,6 +29,8 @@ public final class QueryCommand {
     private KeyInput.Format format = KeyInput.Format.LINES;
     private boolean count;
     private boolean values;
+    /** --absent: printed as the value of keys whose check bits do not match; null: not given. */
+    private String absent;
     private RibbonFilter filter;
     private OutputStream out;
     private long queried;
@@ -58,10 +61,10 @@ public final class QueryCommand {
                 if (filterPath == null) filterPath = a; else keys.add(a);
             } else if (a.equals("--")) {
                 optionsDone = true;
-            } else if (a.equals("-i") || a.equals("--input") || a.equals("--format")) {
+            } else if (a.equals("-i") || a.equals("--input") || a.equals("--format") || a.equals("--absent")) {
                 if (i + 1 == args.length) throw new RibbonException(a + " needs an argument");
                 optionValue(a, args[++i]);
-            } else if (a.startsWith("--input=") || a.startsWith("--format=")) {
+            } else if (a.startsWith("--input=") || a.startsWith("--format=") || a.startsWith("--absent=")) {
                 optionValue(a.substring(0, a.indexOf('=')), a.substring(a.indexOf('=') + 1));
             } else if (a.equals("-c") || a.equals("--count")) {
                 count = true;
@@ -73,10 +76,13 @@ public final class QueryCommand {
         }
         if (filterPath == null) throw new RibbonException("query: a filter file is required");
         if (count && values) throw new RibbonException("--count excludes --values");
+        if (absent != null && !values) throw new RibbonException("--absent needs --values");
     }
 
     private void optionValue(String option, String value) {
-        if (option.equals("--format")) {
+        if (option.equals("--absent")) {
+            absent = value;
+        } else if (option.equals("--format")) {
             switch (value) {
                 case "lines": format = KeyInput.Format.LINES; break;
                 case "u64": format = KeyInput.Format.U64; break;
@@ -110,7 +116,6 @@ public final class QueryCommand {
         }
         if (count) out.write((queried + " queried, " + positive + " positive\n").getBytes(StandardCharsets.US_ASCII));
         out.flush();
-        if (values) return queried > 0 ? 0 : 1;
         return positive > 0 ? 0 : 1;
     }
 
@@ -145,15 +150,22 @@ public final class QueryCommand {
         return chunk;
     }
 
-    /** Queries a chunk's keys and writes the positives (or every key and its value). */
+    /**
+     * Queries a chunk's keys and writes the positives (or each key found and its value: every
+     * key without check bits; with --absent, the others too).
+     */
     private void answer(KeyInput.Chunk c) throws IOException {
         byte[][] texts = Arrays.copyOf(c.texts, c.count);
         if (values) {
-            int[] stored = format == KeyInput.Format.LINES
-                    ? filter.lookup(texts) : filter.lookup(Arrays.copyOf(c.values, c.count));
             for (int i = 0; i < c.count; i++) {
+                OptionalInt value = format == KeyInput.Format.LINES ? filter.find(texts[i]) : filter.find(c.values[i]);
+                if (value.isPresent()) positive++;
+                if (value.isEmpty() && absent == null) continue;
                 out.write(text(c, i));
-                out.write(('\t' + Integer.toUnsignedString(stored[i]) + '\n').getBytes(StandardCharsets.US_ASCII));
+                out.write('\t');
+                out.write(value.isPresent() ? Integer.toUnsignedString(value.getAsInt()).getBytes(StandardCharsets.US_ASCII)
+                                            : absent.getBytes(ARGUMENT_CHARSET));
+                out.write('\n');
             }
         } else {
             boolean[] found = format == KeyInput.Format.LINES
@@ -184,9 +196,13 @@ public final class QueryCommand {
                                        : "64-bit integer keys (--format u64 or --format hex64)")
                     + " and cannot be queried with --format " + format.name().toLowerCase());
         }
-        if (f.isRetrieval() && !values) {
+        if (f.isRetrieval() && !values && f.checkBits() == 0) {
             throw new RibbonException(path + ": a retrieval structure (built with values) answers lookups, "
                     + "not membership: use 'query --values'");
+        }
+        if (absent != null && f.checkBits() == 0) {
+            throw new RibbonException(path + ": --absent needs a retrieval structure with check bits (built "
+                    + "with --check-bits): without them every key gets a value");
         }
         if (!f.isRetrieval() && values) {
             throw new RibbonException(path + ": --values is for retrieval structures (built with --values or "

@@ -1,6 +1,7 @@
 package dev.ribbon;
 
 import java.nio.file.Path;
+import java.util.OptionalInt;
 
 /**
  * A ribbon filter or retrieval structure read from a file, memory-mapped and queried in place.
@@ -22,6 +23,10 @@ public final class RibbonFilter {
     private final long seedMixed;
     /** What the file answers: KEYS_* | ANSWERS_* (one compare per call, not two field reads). */
     private final int kind;
+    /** The kind that answers contains(): kind, or without RETRIEVAL where values carry check bits. */
+    private final int membershipKind;
+    /** The low valueBits of a stored result: the value (all ones without check bits). */
+    private final int valueMask;
     /** The w = 64 plan, where the file fits it (Query64.of); null: the layers' general code. */
     private final Query64 plan;
 
@@ -37,6 +42,8 @@ public final class RibbonFilter {
         this.sizeBytes = file.size();
         this.seedMixed = Hashing.seedMix(p.seed);
         this.kind = (p.byteKeys ? BYTE_KEYS : 0) | (p.variant.retrieval ? RETRIEVAL : 0);
+        this.membershipKind = p.checkBits != 0 ? kind & ~RETRIEVAL : kind;
+        this.valueMask = p.valueBits() >= 32 ? -1 : (1 << p.valueBits()) - 1;
         this.plan = Query64.of(p, layers, file, heapBytes);
     }
 
@@ -63,7 +70,7 @@ public final class RibbonFilter {
         return new RibbonFilter(path.toString(), FileParser.parse(file, path.toString()), file, heapBytes);
     }
 
-    /** The file's format version (1 to 3). */
+    /** The file's format version (1 to 4). */
     public int formatVersion() { return version; }
 
     /** What the file stores. */
@@ -72,13 +79,19 @@ public final class RibbonFilter {
     /** True if the file was built from byte-string keys, false for 64-bit integer keys. */
     public boolean hasByteKeys() { return p.byteKeys; }
 
-    /** True for retrieval structures, which answer {@code lookup} rather than {@code contains}. */
+    /**
+     * True for retrieval structures, which answer {@code lookup} and {@code find} (and, with
+     * check bits, {@code contains}).
+     */
     public boolean isRetrieval() { return p.variant.retrieval; }
+
+    /** Retrieval: fingerprint bits stored above each value (0: none; then every key has a value). */
+    public int checkBits() { return p.checkBits; }
 
     /** The ribbon width w (32, 64 or 128). */
     public int width() { return p.width; }
 
-    /** Result bits r: values of r bits, or a false-positive rate of about 2^-r. */
+    /** Result bits r: values of r bits (r less checkBits()), or a false-positive rate of about 2^-r. */
     public int resultBits() { return p.resultBits; }
 
     /** Distinct keys of the set. */
@@ -93,33 +106,55 @@ public final class RibbonFilter {
     /** The file's path as given to {@link #open(Path)}. */
     public String source() { return source; }
 
-    /** Is the integer key (possibly) in the set? The file must hold integer keys and be a filter. */
+    /**
+     * Is the integer key (possibly) in the set? The file must hold integer keys and be a filter
+     * or a retrieval structure with check bits (a key whose check bits match).
+     */
     public boolean contains(long key) {
-        requireKind(0);
+        requireMembership(0);
         return containsHash(Hashing.hashLong(key, seedMixed));
     }
 
     /** Is the byte-string key (possibly) in the set? The file must hold byte-string keys. */
     public boolean contains(byte[] key) {
-        requireKind(BYTE_KEYS);
+        requireMembership(BYTE_KEYS);
         return containsHash(Hashing.hashBytes(key, p.seed));
     }
 
-    /** The value stored for an integer key (retrieval; arbitrary for keys not in the set). */
+    /**
+     * The value stored for an integer key (retrieval; arbitrary for keys not in the set, its
+     * value bits only where the file has check bits).
+     */
     public int lookup(long key) {
         requireKind(RETRIEVAL);
-        return lookupHash(Hashing.hashLong(key, seedMixed));
+        return lookupHash(Hashing.hashLong(key, seedMixed)) & valueMask;
     }
 
-    /** The value stored for a byte-string key (retrieval; arbitrary for keys not in the set). */
+    /** The value stored for a byte-string key (retrieval; as {@link #lookup(long)}). */
     public int lookup(byte[] key) {
         requireKind(BYTE_KEYS | RETRIEVAL);
-        return lookupHash(Hashing.hashBytes(key, p.seed));
+        return lookupHash(Hashing.hashBytes(key, p.seed)) & valueMask;
+    }
+
+    /**
+     * Retrieval: the value of an integer key, or empty where its check bits do not match (a key
+     * not in the set, except with probability 2^-checkBits()). Without check bits every key has
+     * a value, as from {@link #lookup(long)}.
+     */
+    public OptionalInt find(long key) {
+        requireKind(RETRIEVAL);
+        return foundValue(Hashing.hashLong(key, seedMixed));
+    }
+
+    /** Retrieval: the value of a byte-string key, or empty (as {@link #find(long)}). */
+    public OptionalInt find(byte[] key) {
+        requireKind(BYTE_KEYS | RETRIEVAL);
+        return foundValue(Hashing.hashBytes(key, p.seed));
     }
 
     /** Membership of every key: {@code result[i] = contains(keys[i])}. */
     public boolean[] contains(long[] keys) {
-        requireKind(0);
+        requireMembership(0);
         boolean[] out = new boolean[keys.length];
         long[] hashes = new long[Math.min(keys.length, Query64.BLOCK)];
         long[] starts = new long[hashes.length];
@@ -133,7 +168,7 @@ public final class RibbonFilter {
 
     /** Membership of every key: {@code result[i] = contains(keys[i])}. */
     public boolean[] contains(byte[][] keys) {
-        requireKind(BYTE_KEYS);
+        requireMembership(BYTE_KEYS);
         boolean[] out = new boolean[keys.length];
         long[] hashes = new long[Math.min(keys.length, Query64.BLOCK)];
         long[] starts = new long[hashes.length];
@@ -149,7 +184,7 @@ public final class RibbonFilter {
     public int[] lookup(long[] keys) {
         requireKind(RETRIEVAL);
         int[] out = new int[keys.length];
-        for (int i = 0; i < keys.length; i++) out[i] = lookupHash(Hashing.hashLong(keys[i], seedMixed));
+        for (int i = 0; i < keys.length; i++) out[i] = lookupHash(Hashing.hashLong(keys[i], seedMixed)) & valueMask;
         return out;
     }
 
@@ -157,13 +192,17 @@ public final class RibbonFilter {
     public int[] lookup(byte[][] keys) {
         requireKind(BYTE_KEYS | RETRIEVAL);
         int[] out = new int[keys.length];
-        for (int i = 0; i < keys.length; i++) out[i] = lookupHash(Hashing.hashBytes(keys[i], p.seed));
+        for (int i = 0; i < keys.length; i++) out[i] = lookupHash(Hashing.hashBytes(keys[i], p.seed)) & valueMask;
         return out;
     }
 
     /** Small, so that the JIT inlines it into each query; the message is built out of line. */
     private void requireKind(int wanted) {
         if (kind != wanted) throw kindError((wanted & BYTE_KEYS) != 0, (wanted & RETRIEVAL) != 0);
+    }
+
+    private void requireMembership(int wanted) {
+        if (membershipKind != wanted) throw kindError((wanted & BYTE_KEYS) != 0, false);
     }
 
     private RibbonException kindError(boolean byteKeys, boolean retrieval) {
@@ -174,7 +213,8 @@ public final class RibbonFilter {
         }
         return new RibbonException(source + (retrieval
                 ? ": lookup is for retrieval structures; this file is a filter"
-                : ": a retrieval structure (built with values) answers lookups, not membership"));
+                : ": a retrieval structure (built with values) without check bits answers lookups, "
+                        + "not membership"));
     }
 
     /** Layer 0's hash of a key hash: the key hash, or its remix where layer 0 has a salt. */
@@ -182,7 +222,18 @@ public final class RibbonFilter {
         return layers[0].salt != 0 ? Hashing.remix(keyHash, layers[0].salt) : keyHash;
     }
 
+    /** Do a stored result's top checkBits hold the key hash's fingerprint (as the C++ reader)? */
+    private boolean checkPasses(long keyHash, int stored) {
+        return p.checkBits == 0 || stored >>> p.valueBits() == Rows.fingerprint(keyHash, p.checkBits);
+    }
+
+    private OptionalInt foundValue(long keyHash) {
+        int stored = lookupHash(keyHash);
+        return checkPasses(keyHash, stored) ? OptionalInt.of(stored & valueMask) : OptionalInt.empty();
+    }
+
     private boolean containsHash(long keyHash) {
+        if (p.checkBits != 0) return checkPasses(keyHash, lookupHash(keyHash));
         if (plan != null) return plan.contains(keyHash);
         return layers.length != 0 && Layer.contains(layers, 0, layer0Hash(keyHash));
     }
@@ -192,7 +243,7 @@ public final class RibbonFilter {
      * `starts` is its scratch, as long as `hashes`).
      */
     private void containsHashes(long[] hashes, int count, boolean[] out, int from, long[] starts) {
-        if (plan != null) {
+        if (plan != null && p.checkBits == 0) {
             plan.contains(hashes, count, out, from, starts);
             return;
         }

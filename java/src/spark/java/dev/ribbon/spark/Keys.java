@@ -3,6 +3,7 @@ package dev.ribbon.spark;
 import dev.ribbon.RibbonException;
 import dev.ribbon.RibbonFilter;
 import java.nio.charset.StandardCharsets;
+import java.util.OptionalInt;
 
 /**
  * Spark values as ribbon keys, as ribbon.spark reads them: integer columns (long, int, short,
@@ -27,8 +28,9 @@ final class Keys {
         return isInteger(key) ? f.contains(((Number) key).longValue()) : f.contains(bytes(key));
     }
 
-    static long lookup(RibbonFilter f, Object key) {
-        int value = isInteger(key) ? f.lookup(((Number) key).longValue()) : f.lookup(bytes(key));
-        return Integer.toUnsignedLong(value);
+    /** The key's value; null where the file's check bits tell the key is not in the set. */
+    static Long lookup(RibbonFilter f, Object key) {
+        OptionalInt value = isInteger(key) ? f.find(((Number) key).longValue()) : f.find(bytes(key));
+        return value.isPresent() ? Integer.toUnsignedLong(value.getAsInt()) : null;
     }
 }

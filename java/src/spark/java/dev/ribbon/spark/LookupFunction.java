@@ -4,7 +4,8 @@ import org.apache.spark.sql.api.java.UDF2;
 
 /**
  * {@code ribbon_lookup(path, key)}: the value the retrieval file at {@code path} stores for the
- * key (an arbitrary value below 2^r for keys outside its set), as a long. Null for a null key.
+ * key (an arbitrary value below 2^r for keys outside its set), as a long. Null for a null key,
+ * and, in files with check bits, for a key whose check bits do not match (not in the set).
  */
 public final class LookupFunction implements UDF2<String, Object, Long> {
     private static final long serialVersionUID = 1L;
