@@ -33,13 +33,19 @@ struct shape {
   filter_variant variant;
   unsigned width;
   threshold_encoding codes;
-  double target_fpr;  // > 0: fractional bits (filters only)
+  double target_fpr;       // > 0: fractional bits (filters only)
+  std::uint32_t bits = 8;  // r: values of r bits (retrieval), or fingerprints
 };
+
+/// A value of `bits` bits for a key (retrieval shapes).
+std::uint32_t value_of(std::uint64_t key, std::uint32_t bits) {
+  return static_cast<std::uint32_t>(bits >= 32 ? key : key & ((std::uint64_t{1} << bits) - 1));
+}
 
 std::string describe(const shape& s) {
   return "variant " + std::to_string(static_cast<unsigned>(s.variant)) +
          " w=" + std::to_string(s.width) + " codes " + ribbon::threshold_encoding_name(s.codes) +
-         " fpr " + std::to_string(s.target_fpr);
+         " fpr " + std::to_string(s.target_fpr) + " r=" + std::to_string(s.bits);
 }
 
 /// Every shape the plan chooses a routine for; 2-bit codes only where the builder takes them.
@@ -52,6 +58,11 @@ std::vector<shape> all_shapes() {
       for (threshold_encoding c : {threshold_encoding::one_plus_bit, threshold_encoding::two_bit}) {
         out.push_back({v, w, c, 0});
         if (!ribbon::is_retrieval(v)) out.push_back({v, w, c, 0.01});
+        // Retrieval at other r: the batched lookups' rows of r words at compile time (16,
+        // 24: values under check bits) or at run time (13, 32).
+        if (ribbon::is_retrieval(v) && c == threshold_encoding::one_plus_bit) {
+          for (std::uint32_t bits : {13u, 16u, 24u, 32u}) out.push_back({v, w, c, 0, bits});
+        }
       }
     }
   }
@@ -64,7 +75,7 @@ std::vector<shape> all_shapes() {
 bool build(const shape& s, const std::vector<std::uint64_t>& keys, ribbon::filter* out) {
   ribbon::build_options o;
   o.width = s.width;
-  o.result_bits = 8;
+  o.result_bits = s.bits;
   o.target_fpr = s.target_fpr;
   o.threshold_codes = s.codes;
   o.shard_size = small_shard(s.width);
@@ -74,7 +85,7 @@ bool build(const shape& s, const std::vector<std::uint64_t>& keys, ribbon::filte
   try {
     if (ribbon::is_retrieval(s.variant)) {
       std::vector<std::uint32_t> values(keys.size());
-      for (std::size_t i = 0; i < keys.size(); ++i) values[i] = keys[i] & 0xFF;
+      for (std::size_t i = 0; i < keys.size(); ++i) values[i] = value_of(keys[i], s.bits);
       *out = ribbon::filter::build(keys.data(), values.data(), keys.size(), o);
     } else {
       *out = ribbon::filter::build(keys.data(), keys.size(), o);
@@ -131,14 +142,14 @@ TEST(QueryPlan, ScalarEqualsUnplannedPathForEveryShape) {
     for (std::uint64_t k : members) {
       ASSERT_EQ(planned(f, k), oracle(f, k)) << describe(s) << " member " << k;
       // Independent of both paths: members are found, with their values.
-      const std::uint32_t expected = f.is_retrieval() ? k & 0xFF : 1;
+      const std::uint32_t expected = f.is_retrieval() ? value_of(k, s.bits) : 1;
       ASSERT_EQ(planned(f, k), expected) << describe(s) << " member " << k;
     }
     for (std::uint64_t k : probes_of(members)) {
       ASSERT_EQ(planned(f, k), oracle(f, k)) << describe(s) << " probe " << k;
     }
   }
-  EXPECT_GE(built, 40);  // 5 variants x 3 widths x codes x fractional, less refused pairs
+  EXPECT_GE(built, 60);  // 5 variants x 3 widths x codes x fractional, retrieval at 4 more r
 }
 
 TEST(QueryPlan, BatchedEqualsScalarAtEveryLengthForEveryShape) {

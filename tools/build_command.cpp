@@ -53,17 +53,6 @@ void check_output(const build_settings& s) {
   check_output_path(s.output);
 }
 
-const char* variant_label(filter_variant variant) {
-  switch (variant) {
-    case filter_variant::bumped: return "";
-    case filter_variant::standard: return "standard";
-    case filter_variant::homogeneous: return "homogeneous";
-    case filter_variant::bumped_retrieval: return "retrieval";
-    case filter_variant::standard_retrieval: return "standard retrieval";
-  }
-  return "";
-}
-
 /// The --variant to build, checked against the other options: with values, bumped and standard
 /// become their retrieval variants.
 filter_variant checked_variant(const build_settings& s, input_format format) {
@@ -380,7 +369,7 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
     line += text;
   }
   if (retrieval) {
-    line += std::string(", ") + variant_label(p.variant) + ", " + std::to_string(p.value_bits()) +
+    line += std::string(", ") + variant_name(p.variant) + ", " + std::to_string(p.value_bits()) +
             "-bit values";
     if (p.check_bits != 0) line += " + " + std::to_string(p.check_bits) + " check bits";
   } else if (fractional) {
@@ -391,7 +380,7 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
     line += text;
   }
   if (!retrieval && p.variant != filter_variant::bumped) {
-    line += std::string(", ") + variant_label(p.variant);
+    line += std::string(", ") + variant_name(p.variant);
   }
   const std::uint32_t tries = result.stats.standard_attempts;
   if (!uses_bumping(p.variant) && p.variant != filter_variant::homogeneous && tries != 0) {

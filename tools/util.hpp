@@ -53,7 +53,7 @@ std::string format_duration(double seconds);
 std::string json_string(const std::string& text);
 
 /// The --variant names (ribbon::variant_name), in filter_variant order: bumped, standard,
-/// homogeneous, retrieval (bumped retrieval), standard-retrieval.
+/// homogeneous, retrieval (bumped), standard-retrieval.
 std::vector<std::string> variant_names();
 /// Parses a --variant name; throws ribbon::error for an unknown one.
 filter_variant parse_variant(const std::string& name);

@@ -203,15 +203,16 @@ RIBBON_TARGET_AVX512 __attribute__((flatten)) void contains_range_avx512(const q
 }
 #endif
 
-/// Batched retrieval over keys [begin, end).
-template <unsigned Width, class KeyHash>
+/// Batched retrieval over keys [begin, end). Bits as for contains_range: r at compile time
+/// (every block of r words), or 0 (any).
+template <unsigned Width, std::uint32_t Bits, class KeyHash>
 void lookup_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
                   const KeyHash& key_hash, std::uint32_t* out) {
-  pipelined_range<Width, 0, bump_rule::any>(
+  pipelined_range<Width, Bits, bump_rule::any>(
       q, begin, end, key_hash,
       [&](std::uint64_t i, std::uint64_t hash, std::uint64_t start, std::uint32_t layer) {
         std::uint32_t bits = 0;
-        out[i] = layer == q.num_layers ? 0 : q.result<Width, 0>(layer, start, hash, bits);
+        out[i] = layer == q.num_layers ? 0 : q.result<Width, Bits>(layer, start, hash, bits);
       });
 }
 
@@ -302,7 +303,13 @@ void lookup_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
   }
 #endif
   with_width(q.width, [&](auto width) {
-    lookup_range<decltype(width)::value>(q, begin, end, key_hash, out);
+    constexpr unsigned w = decltype(width)::value;
+    switch (q.fixed_bits) {  // r = 8 + 8 and 16 + 8: 8-bit values under 8 or 16 check bits
+      case 8: return lookup_range<w, 8>(q, begin, end, key_hash, out);
+      case 16: return lookup_range<w, 16>(q, begin, end, key_hash, out);
+      case 24: return lookup_range<w, 24>(q, begin, end, key_hash, out);
+      default: return lookup_range<w, 0>(q, begin, end, key_hash, out);
+    }
   });
 }
 

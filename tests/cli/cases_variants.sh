@@ -112,7 +112,7 @@ case_values_round_trip() {
   out_has "'key-3' ($D/kv-wrong.tsv:3: value 1000004, stored " || return 1
   # The standard retrieval variant, and --bits above what the values need.
   build_ok -i "$D/kv.tsv" --values --variant standard -r 24 -o "$D/kv-standard.rbn" || return 1
-  err_has "standard retrieval, 24-bit values" || return 1
+  err_has "standard-retrieval, 24-bit values" || return 1
   run query "$D/kv-standard.rbn" --values -i "$D/kv-keys.txt"
   same_file "$OUT" "$D/kv-expected.tsv" || return 1
   # Hex values and chunks smaller than a line.

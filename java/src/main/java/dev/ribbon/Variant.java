@@ -9,7 +9,7 @@ public enum Variant {
     /** Homogeneous Ribbon: every right side 0. */
     HOMOGENEOUS(2, false, false),
     /** Static function (retrieval), bumped and layered. */
-    BUMPED_RETRIEVAL(3, true, true),
+    RETRIEVAL(3, true, true),
     /** Static function, standard Ribbon. */
     STANDARD_RETRIEVAL(4, true, false);
 
@@ -24,6 +24,12 @@ public enum Variant {
         this.code = code;
         this.retrieval = retrieval;
         this.bumping = bumping;
+    }
+
+    /** The variant's one spelling, as {@code ribbon info} prints it ("standard-retrieval"). */
+    @Override
+    public String toString() {
+        return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
     }
 
     /** The variant of a header code, or null for an unknown one. */
