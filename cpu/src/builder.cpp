@@ -151,7 +151,7 @@ filter build_retrieval(key_kind kind, const std::uint32_t* values, std::uint64_t
   const auto key_hash = make_hash(p);
   auto record = [&](std::uint64_t i) {
     const std::uint64_t h = key_hash(i);
-    return detail::keyed_value{h, p.stored_value(h, values[i])};
+    return detail::packed_keyed_value{h, p.stored_value(h, values[i])};
   };
   return detail::build_in_memory(p, options, count, record, stats, options.progress);
 }
