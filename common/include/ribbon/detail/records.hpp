@@ -34,7 +34,9 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t record_hash(std::uint64_t hash) {
 RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t record_hash(const keyed_value& r) {
   return r.hash;
 }
-inline std::uint64_t record_hash(const packed_keyed_value& r) { return r.hash; }
+inline std::uint64_t record_hash(const packed_keyed_value& r) {
+  return r.hash;
+}
 
 /// The record with its hash replaced (the next layer's hash), its value kept.
 RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t with_hash(std::uint64_t, std::uint64_t hash) {
