@@ -95,6 +95,8 @@ filter_variant checked_variant(const build_settings& s, input_format format) {
   return variant;
 }
 
+}  // namespace
+
 /// Notes on stderr where the build may use more memory than --memory-limit says.
 void note_memory_limit(const bulk_builder& builder, const bulk_options& options, bool gpu,
                        std::uint64_t memory_limit, std::uint64_t reader_bytes) {
@@ -114,6 +116,8 @@ void note_memory_limit(const bulk_builder& builder, const bulk_options& options,
                      .c_str());
   }
 }
+
+namespace {
 
 /// A filter build (no values) with the bulk builder, within `memory_limit` (0: the default).
 int run_bulk_build(const build_settings& s, input_format format, filter_variant variant, bool gpu,
@@ -180,10 +184,10 @@ int run_build(build_settings s) {
     if (::isatty(STDIN_FILENO)) throw error("no input: give -i FILE or pipe keys into stdin");
     s.inputs.push_back("-");
   }
-  if (with_values && memory_limit != 0) {
+  if (with_values && memory_limit != 0 && gpu) {
     throw error(
-        "--memory-limit: builds with values (--values, --value-file) run in memory and "
-        "cannot honour a limit; leave it out");
+        "--memory-limit with values: streamed builds with values run on the CPU; leave out "
+        "--backend gpu (or --memory-limit, to build in memory on the GPU)");
   }
   if (s.groups) {
     check_groups_options(s, with_values, gpu, memory_limit);
@@ -194,7 +198,7 @@ int run_build(build_settings s) {
   if (s.output.empty()) throw error("-o,--output is required: the filter file to write");
   check_output(s);
   remove_temp_files_on_signals();
-  if (with_values) return run_retrieval_build(s, format, variant, gpu, start, mode);
+  if (with_values) return run_retrieval_build(s, format, variant, gpu, memory_limit, start, mode);
   return run_bulk_build(s, format, variant, gpu, memory_limit, start, mode);
 }
 

@@ -55,9 +55,15 @@ build_options build_options_of(const build_settings& s, filter_variant variant);
 void print_summary(const build_settings& s, const bulk_result& result, double seconds,
                    std::uint64_t input_bytes, bool gpu);
 
-/// A retrieval build (--values or --value-file) into s.output: the exit status.
+/// A retrieval build (--values or --value-file) into s.output: the exit status. With a
+/// --memory-limit (not 0) keys and values stream into the bulk builder (on the CPU).
 int run_retrieval_build(const build_settings& s, input_format format, filter_variant variant,
-                        bool gpu, clock_type::time_point start, progress_mode mode);
+                        bool gpu, std::uint64_t memory_limit, clock_type::time_point start,
+                        progress_mode mode);
+
+/// Notes on stderr where the build may use more memory than --memory-limit says.
+void note_memory_limit(const bulk_builder& builder, const bulk_options& options, bool gpu,
+                       std::uint64_t memory_limit, std::uint64_t reader_bytes);
 
 /// A --groups build into s.out_dir, a file per group: the exit status.
 int run_groups_build(const build_settings& s, input_format format, filter_variant variant,

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,14 @@ std::string key_location(const input_reader& reader, const keyed_values& kv, inp
   return reader.name(source) + ":" + std::to_string(index + 1);
 }
 
+/// Only regular files can be read again (not stdin or pipes).
+bool inputs_rereadable(const build_settings& s) {
+  return std::all_of(s.inputs.begin(), s.inputs.end(), [](const std::string& p) {
+    struct stat st;
+    return p != "-" && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  });
+}
+
 /// The message for two values of one key: names the key (read again for byte strings, where
 /// the inputs can be read again) and the two places.
 std::string conflict_message(const build_settings& s, input_format format, input_reader& reader,
@@ -81,12 +91,7 @@ std::string conflict_message(const build_settings& s, input_format format, input
   const std::string places = " (" + key_location(reader, kv, format, first) + " and " +
                              key_location(reader, kv, format, second) + ")";
   if (format != input_format::lines) return e.what() + places;  // names the integer key
-  // Only regular files can be read again (not stdin or pipes).
-  const bool rereadable = std::all_of(s.inputs.begin(), s.inputs.end(), [](const std::string& p) {
-    struct stat st;
-    return p != "-" && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-  });
-  if (!rereadable) {
+  if (!inputs_rereadable(s)) {
     return "duplicate key with different values: one key is given two values" + places;
   }
   // Read the inputs again for the text of key number `first`.
@@ -193,10 +198,180 @@ std::uint32_t bits_for_values(const std::vector<std::uint32_t>& values) {
   return bits;
 }
 
+/// A --value-file read as the keys stream past, a chunk's values at a time: little-endian
+/// 8-byte values, each below 2^32 and 2^--bits.
+class value_file_stream {
+ public:
+  explicit value_file_stream(const build_settings& s)
+      : s_(s), in_(s.value_file, std::ios::binary), limit_(value_limit_of(s)) {
+    if (!in_) throw error("value file " + s.value_file + ": cannot open it");
+  }
+
+  /// The next `count` values into `values`.
+  void read(std::uint64_t count, std::vector<std::uint32_t>& values) {
+    raw_.resize(count);
+    in_.read(reinterpret_cast<char*>(raw_.data()), static_cast<std::streamsize>(count * 8));
+    if (static_cast<std::uint64_t>(in_.gcount()) != count * 8) {
+      throw error("value file " + s_.value_file + " holds fewer values than the keys (" +
+                  std::to_string(read_ + static_cast<std::uint64_t>(in_.gcount()) / 8) +
+                  "): give one value per key");
+    }
+    values.resize(count);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      std::uint64_t v;
+      std::memcpy(&v, &raw_[i], 8);  // the file is little-endian, as this machine
+      if (v >= limit_) {
+        throw error("value file " + s_.value_file + ": value " + std::to_string(v) + " at byte " +
+                    std::to_string(8 * (read_ + i)) + " " +
+                    (v > UINT32_MAX ? "does not fit in 32 bits" : too_wide_for_bits(s_)));
+      }
+      values[i] = static_cast<std::uint32_t>(v);
+    }
+    read_ += count;
+  }
+
+  /// Throws if values are left over after the last key.
+  void expect_end() {
+    if (in_.peek() != std::char_traits<char>::eof()) {
+      throw error("value file " + s_.value_file + " holds more values than the " +
+                  std::to_string(read_) + " keys: give one value per key");
+    }
+  }
+
+ private:
+  const build_settings& s_;
+  std::ifstream in_;
+  std::uint64_t limit_;
+  std::uint64_t read_ = 0;
+  std::vector<std::uint64_t> raw_;
+};
+
+/// Reads every key (hashed) with its value, in input order: on_chunk(chunk, values) with the
+/// chunk's key hashes in chunk.values and their values in `values`.
+template <class OnChunk>
+void read_hashes_and_values(const build_settings& s, input_format key_format, input_reader& reader,
+                            const OnChunk& on_chunk) {
+  std::optional<value_file_stream> value_file;
+  if (!s.values) value_file.emplace(s);
+  reader.run(
+      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
+      [&](input_chunk& c) {
+        if (s.values) parse_and_hash_key_values(s, key_format, c);
+      },
+      [&](input_chunk& c) {
+        if (value_file) value_file->read(c.key_count, c.entry_values);
+        on_chunk(c, c.entry_values);
+      });
+  if (value_file) value_file->expect_end();
+}
+
+/// The message for two values of one key in a streamed build: the inputs (and the value
+/// file) are read again for the key's text and the two places it was given.
+std::string conflict_message_from_inputs(const build_settings& s, input_format key_format,
+                                         const conflicting_values_error& e) {
+  if (!inputs_rereadable(s)) return e.what();
+  input_reader again(s.inputs, s.values ? input_format::lines : key_format);
+  std::optional<value_file_stream> value_file;
+  if (!s.values) value_file.emplace(s);
+  const std::uint64_t seed_mixed = seed_mix(s.seed);
+  std::string key, first_place, places;
+  std::uint32_t first_value = 0;
+  again.run(
+      1, parse_output::keys, s.seed,
+      [&](input_chunk& c) {
+        if (s.values) parse_key_value_lines(c, key_format);
+      },
+      [&](input_chunk& c) {
+        if (value_file) value_file->read(c.key_count, c.entry_values);
+        for (std::uint64_t i = 0; i < c.key_count && places.empty(); ++i) {
+          const std::uint64_t hash = key_format == input_format::lines
+                                         ? hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed)
+                                         : hash_u64(c.values[i], seed_mixed);
+          if (hash != e.key_hash()) continue;
+          const std::string place =
+              key_format == input_format::u64
+                  ? again.name(c.source) + " byte " + std::to_string(c.byte_offset + 8 * i)
+                  : again.name(c.source) + ":" + std::to_string(c.first_line + i);
+          if (first_place.empty()) {
+            first_place = place;
+            first_value = c.entry_values[i];
+            if (key_format == input_format::lines) key = quote_for_message(c.texts[i]);
+          } else if (c.entry_values[i] != first_value) {
+            places = " (" + first_place + " and " + place + ")";
+          }
+        }
+      });
+  if (places.empty()) return e.what();  // not found (the inputs changed): the library's message
+  if (key_format != input_format::lines) return e.what() + places;  // names the integer key
+  return "duplicate key with different values: " + key + places;
+}
+
+/// A retrieval build within --memory-limit: keys and values stream into the bulk builder,
+/// which spills them past the limit, as filter builds do. --bits must be given (each value is
+/// checked against it as it passes).
+int run_streamed_retrieval_build(const build_settings& s, input_format key_format,
+                                 filter_variant variant, std::uint64_t memory_limit,
+                                 clock_type::time_point start, progress_mode mode) {
+  if (!s.bits_given) {
+    throw error(
+        "--memory-limit with values needs -r/--bits, the bits of each value: they must be "
+        "known before the values stream past (in memory the largest value sets them)");
+  }
+  // A quarter of the reader's eighth for its chunks' data: a chunk of key<TAB>value lines
+  // holds views, hashes and values too.
+  const std::uint64_t reader_bytes = memory_limit / 8;
+  input_reader reader(
+      s.inputs, s.values ? input_format::lines : key_format,
+      input_reader::chunk_bytes_within(reader_bytes / 4, s.threads, input_format::lines));
+  build_progress progress;
+  bulk_options options;
+  options.build = build_options_of(s, variant);
+  options.with_values = true;
+  options.memory_limit = memory_limit - reader_bytes;
+  options.tmp_dir = s.tmp_dir;
+  options.expected_keys = reader.estimated_keys();
+  options.progress = &progress;
+  // If reading fails, finish() is never called and the builder's destructor removes its
+  // temporary files: nothing is written.
+  bulk_builder builder(key_kind_of(key_format), options);
+  if (mode != progress_mode::quiet)
+    note_memory_limit(builder, options, false, memory_limit, reader_bytes);
+  progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
+  std::optional<value_file_stream> value_file;
+  if (!s.values) value_file.emplace(s);
+  reader.run(
+      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
+      [&](input_chunk& c) {
+        if (s.values) parse_and_hash_key_values(s, key_format, c);
+      },
+      [&](input_chunk& c) {
+        if (value_file) value_file->read(c.key_count, c.entry_values);
+        builder.add_hashes(c.values.data(), c.entry_values.data(), c.key_count);
+      });
+  if (value_file) value_file->expect_end();
+  bulk_result result;
+  try {
+    result = builder.finish(s.output);
+  } catch (const conflicting_values_error& e) {
+    display.stop(false);
+    throw error(conflict_message_from_inputs(s, key_format, e));
+  }
+  display.stop(true);
+  if (mode != progress_mode::quiet) {
+    print_summary(s, result, seconds_since(start),
+                  reader.counters().bytes.load(std::memory_order_relaxed), false);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_retrieval_build(const build_settings& s, input_format format, filter_variant variant,
-                        bool gpu, clock_type::time_point start, progress_mode mode) {
+                        bool gpu, std::uint64_t memory_limit, clock_type::time_point start,
+                        progress_mode mode) {
+  if (memory_limit != 0) {
+    return run_streamed_retrieval_build(s, format, variant, memory_limit, start, mode);
+  }
   const input_format key_format = format;
   std::vector<std::uint32_t> file_values;
   if (!s.value_file.empty()) file_values = read_value_file(s.value_file);

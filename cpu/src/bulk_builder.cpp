@@ -19,6 +19,7 @@
 #include "memory_plan.hpp"
 #include "out_of_core_layer.hpp"
 #include "output_file.hpp"
+#include "ribbon/options.hpp"
 #include "spill_files.hpp"
 #include "temp_files.hpp"
 
@@ -37,15 +38,40 @@ std::string too_many_for_in_memory_variant(std::uint64_t keys) {
 
 }  // namespace
 
-struct bulk_builder::impl {
+namespace detail {
+
+/// What a bulk_builder's calls reach: the build of its record type (bulk_pipeline_of).
+struct bulk_pipeline {
   filter_params params;
   bulk_options options;
   memory_plan plan;
   std::uint64_t count = 0;
   bool finished = false;
 
-  // In memory: hashes in chunks.
-  std::vector<aligned_array<std::uint64_t>> chunks;
+  virtual ~bulk_pipeline() = default;
+  /// Adds key hashes and, in retrieval, their values (else null).
+  virtual void add(const std::uint64_t* hashes, const std::uint32_t* values, std::uint64_t n) = 0;
+  virtual bulk_result finish(const std::string& path) = 0;
+};
+
+}  // namespace detail
+
+struct bulk_builder::impl {
+  std::unique_ptr<detail::bulk_pipeline> pipeline;
+};
+
+namespace {
+
+/// The bulk build of one record type: key hashes (filters) or packed hashes with values
+/// (retrieval; detail/records.hpp). Everything past add() is the same code for both.
+template <class Record>
+struct bulk_pipeline_of final : bulk_pipeline {
+  // Retrieval: a buffer's records, made from the hashes and values added.
+  std::vector<Record> staging =
+      std::vector<Record>(std::is_same_v<Record, std::uint64_t> ? 0 : 4096);
+
+  // In memory: records in chunks.
+  std::vector<aligned_array<Record>> chunks;
 
   // Spilled: partition files of layer 0 by the top `partition_bits` bits of the hash. The
   // directory is declared first so that it is removed after its files.
@@ -88,9 +114,11 @@ struct bulk_builder::impl {
     return bits;
   }
 
-  static void scatter(spill_files& files, std::uint32_t bits, const std::uint64_t* hashes,
+  static void scatter(spill_files& files, std::uint32_t bits, const Record* records,
                       std::uint64_t n) {
-    for (std::uint64_t i = 0; i < n; ++i) files[hashes[i] >> (64 - bits)]->push(hashes[i]);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      files[record_hash(records[i]) >> (64 - bits)]->push(records[i]);
+    }
   }
 
   /// Moves the in-memory hashes to partition files; later hashes go straight there.
@@ -113,16 +141,36 @@ struct bulk_builder::impl {
     set_stage(build_progress::adding);
   }
 
-  void add_hashes(const std::uint64_t* hashes, std::uint64_t n) {
+  /// Adds hashes (with their values in retrieval), as records, a buffer at a time.
+  void add(const std::uint64_t* hashes, const std::uint32_t* values, std::uint64_t n) override {
     if (finished) throw error("bulk_builder: keys added after finish()");
+    if constexpr (std::is_same_v<Record, std::uint64_t>) {
+      (void)values;
+      add_records(hashes, n);
+    } else {
+      const std::uint32_t bits = params.value_bits();
+      for (std::uint64_t done = 0; done < n;) {
+        const std::uint64_t take = std::min<std::uint64_t>(n - done, staging.size());
+        for (std::uint64_t i = 0; i < take; ++i) {
+          const std::uint32_t value = values[done + i];
+          if (bits < 32 && (value >> bits) != 0) throw_value_too_wide(value, count + i, bits);
+          staging[i] = Record{hashes[done + i], params.stored_value(hashes[done + i], value)};
+        }
+        add_records(staging.data(), take);
+        done += take;
+      }
+    }
+  }
+
+  void add_records(const Record* records, std::uint64_t n) {
     if (spilled()) {
-      scatter(partitions, partition_bits, hashes, n);
+      scatter(partitions, partition_bits, records, n);
     } else {
       for (std::uint64_t done = 0; done < n;) {
         const std::uint64_t fill = count & (chunk_hashes - 1);
-        if (fill == 0) chunks.push_back(allocate_array<std::uint64_t>(chunk_hashes));
+        if (fill == 0) chunks.push_back(allocate_array<Record>(chunk_hashes));
         const std::uint64_t take = std::min(n - done, chunk_hashes - fill);
-        std::copy_n(hashes + done, take, chunks.back().get() + fill);
+        std::copy_n(records + done, take, chunks.back().get() + fill);
         done += take;
         count += take;
       }
@@ -141,7 +189,11 @@ struct bulk_builder::impl {
       return chunk_table[i >> chunk_shift][i & (chunk_hashes - 1)];
     };
     filter f;
-    if (options.in_memory) {
+    if constexpr (!std::is_same_v<Record, std::uint64_t>) {
+      build_options build = options.build;
+      build.threads = plan.solver_threads;
+      f = build_in_memory(params, build, count, source, &result.stats, options.progress);
+    } else if (options.in_memory) {
       auto visit_hashes = [&](const hash_visitor& visit) {
         for (std::uint64_t done = 0; done < count; done += chunk_hashes) {
           visit(chunks[done >> chunk_shift].get(), std::min(chunk_hashes, count - done));
@@ -168,9 +220,9 @@ struct bulk_builder::impl {
   bulk_result finish_out_of_core(const std::string& path);
 
   template <unsigned Width, class Result>
-  std::unique_ptr<out_of_core_layer<Width, Result>> solve_in_ranges(
-      layered_builder<Width, Result>& builder, const layer_sequence& sequence, layer_step step,
-      spill_files& parts, std::uint32_t bits);
+  std::unique_ptr<out_of_core_layer<Width, Result, Record>> solve_in_ranges(
+      layered_builder<Width, Result, Record>& builder, const layer_sequence& sequence,
+      layer_step step, spill_files& parts, std::uint32_t bits);
 
   spill_files partition_bumped_keys(const spill_file& bumped, const layer_step& step,
                                     std::uint32_t& bits);
@@ -178,13 +230,13 @@ struct bulk_builder::impl {
   void write_out_of_core(const std::string& path, const format::filter_image& image,
                          const std::vector<std::array<std::unique_ptr<spill_file>, 2>>& sections);
 
-  bulk_result finish(const std::string& path) {
+  bulk_result finish(const std::string& path) override {
     if (finished) throw error("bulk_builder: finish() called twice");
     finished = true;
     const bool out_of_core = spilled();
     // Whatever happens, the spill files and their directory go now, not with the builder.
     struct spill_remover {
-      impl& owner;
+      bulk_pipeline_of& owner;
       ~spill_remover() {
         owner.partitions.clear();
         owner.directory.reset();
@@ -219,11 +271,13 @@ struct bulk_builder::impl {
   }
 };
 
+template <class Record>
 template <unsigned Width, class Result>
-bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
+bulk_result bulk_pipeline_of<Record>::finish_out_of_core(const std::string& path) {
   bulk_result result;
   const auto build_start = clock_type::now();
-  layered_builder<Width, Result> builder(params, options.build, result.stats, options.progress);
+  layered_builder<Width, Result, Record> builder(params, options.build, result.stats,
+                                                 options.progress);
   std::vector<format::layer_image> layers;
   std::vector<aligned_bytes> buffers;
   // Out-of-core layers' sections, by layer and section (layers built in memory have none).
@@ -246,8 +300,8 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
     if (step->index > 0) result.stats.later_layers_seconds += seconds_since(layer_start);
     step = sequence.next(layers.back().bumped_keys);
     if (step && !step->in_ranges) {  // the rest fits in memory
-      auto previous = allocate_array<std::uint64_t>(step->keys);
-      bumped->read(previous.get(), step->keys * 8, 0);
+      auto previous = allocate_array<Record>(step->keys);
+      bumped->read(previous.get(), step->keys * sizeof(Record), 0);
       bumped.reset();
       const auto rest_start = clock_type::now();
       builder.build_rest(step->index, std::move(previous), step->keys, layers, buffers);
@@ -270,13 +324,14 @@ bulk_result bulk_builder::impl::finish_out_of_core(const std::string& path) {
 /// Solves layer `step` from the partition files `parts` (2^bits of them). Layer 0 is first
 /// built for the input count; at a repeated key it stops, writes the distinct keys to new
 /// partition files and is built from those for their count.
+template <class Record>
 template <unsigned Width, class Result>
-std::unique_ptr<out_of_core_layer<Width, Result>> bulk_builder::impl::solve_in_ranges(
-    layered_builder<Width, Result>& builder, const layer_sequence& sequence, layer_step step,
-    spill_files& parts, std::uint32_t bits) {
+std::unique_ptr<out_of_core_layer<Width, Result, Record>> bulk_pipeline_of<Record>::solve_in_ranges(
+    layered_builder<Width, Result, Record>& builder, const layer_sequence& sequence,
+    layer_step step, spill_files& parts, std::uint32_t bits) {
   for (auto& part : parts) part->flush();
   for (auto& part : parts) spilled_bytes += part->size();
-  auto layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
+  auto layer_builder = std::make_unique<out_of_core_layer<Width, Result, Record>>(
       *directory, plan, builder, options.range_solver.get(), params, step, step.index == 0);
   layer_builder->run(parts, bits);
   if (!layer_builder->counting_only()) return layer_builder;
@@ -284,29 +339,34 @@ std::unique_ptr<out_of_core_layer<Width, Result>> bulk_builder::impl::solve_in_r
   spilled_bytes += layer_builder->spilled_bytes();
   parts = layer_builder->take_distinct_parts();
   for (auto& part : parts) spilled_bytes += part->size();
-  layer_builder = std::make_unique<out_of_core_layer<Width, Result>>(
+  layer_builder = std::make_unique<out_of_core_layer<Width, Result, Record>>(
       *directory, plan, builder, options.range_solver.get(), params, step, false);
   layer_builder->run(parts, bits);
   return layer_builder;
 }
 
 /// Partitions the bumped keys of a layer by their hash of layer `step`, on disk; sets `bits`.
-spill_files bulk_builder::impl::partition_bumped_keys(const spill_file& bumped,
-                                                      const layer_step& step, std::uint32_t& bits) {
+template <class Record>
+spill_files bulk_pipeline_of<Record>::partition_bumped_keys(const spill_file& bumped,
+                                                            const layer_step& step,
+                                                            std::uint32_t& bits) {
   const std::uint64_t salt = step.salt;
   bits = partition_bits_for(step.keys);
   spill_files parts = open_partitions(bits);
-  std::vector<std::uint64_t> buffer(plan.io_buffer_bytes / 8);
-  bumped.for_each_piece(buffer, [&](const std::uint64_t* hashes, std::uint64_t n) {
-    std::uint64_t* next = buffer.data();  // remixed in place: the piece is read
-    for (std::uint64_t i = 0; i < n; ++i) next[i] = remix(hashes[i], salt);
+  std::vector<Record> buffer(plan.io_buffer_bytes / sizeof(Record));
+  bumped.for_each_piece(buffer, [&](const Record* records, std::uint64_t n) {
+    Record* next = buffer.data();  // remixed in place: the piece is read
+    for (std::uint64_t i = 0; i < n; ++i) {
+      next[i] = with_hash(records[i], remix(record_hash(records[i]), salt));
+    }
     scatter(parts, bits, next, n);
   });
   return parts;
 }
 
 /// Writes the file, the out-of-core layers' sections copied from their spill files.
-void bulk_builder::impl::write_out_of_core(
+template <class Record>
+void bulk_pipeline_of<Record>::write_out_of_core(
     const std::string& path, const format::filter_image& image,
     const std::vector<std::array<std::unique_ptr<spill_file>, 2>>& sections) {
   set_stage(build_progress::writing, format::image_bytes(image));
@@ -320,15 +380,29 @@ void bulk_builder::impl::write_out_of_core(
       });
 }
 
+}  // namespace
+
 bulk_builder::bulk_builder(key_kind keys, const bulk_options& options)
     : impl_(std::make_unique<impl>()) {
-  impl_->options = options;
-  impl_->params = params_from(options.build, keys);
+  const filter_params params = build_params(options.build, keys, options.with_values);
+  if (options.with_values) {
+    if (options.in_memory || options.range_solver) {
+      throw error(
+          "bulk_builder: builds with values run on the CPU (in_memory and range_solver "
+          "are for filters)");
+    }
+    impl_->pipeline = std::make_unique<bulk_pipeline_of<packed_keyed_value>>();
+  } else {
+    impl_->pipeline = std::make_unique<bulk_pipeline_of<std::uint64_t>>();
+  }
+  bulk_pipeline& b = *impl_->pipeline;
+  b.options = options;
+  b.params = params;
   prepare_temp_parent(options.tmp_dir);
   const std::uint64_t limit = options.memory_limit ? options.memory_limit : default_memory_limit();
-  impl_->plan = plan_memory(impl_->params, limit, options.build.threads);
-  if (!uses_bumping(impl_->params.variant) &&
-      options.expected_keys * in_memory_bytes_per_key(impl_->params) > impl_->plan.spill_budget) {
+  b.plan = plan_memory(params, limit, options.build.threads);
+  if (!uses_bumping(params.variant) &&
+      options.expected_keys * in_memory_bytes_per_key(params) > b.plan.spill_budget) {
     throw error(too_many_for_in_memory_variant(options.expected_keys));
   }
 #if defined(__GLIBC__)
@@ -340,62 +414,112 @@ bulk_builder::bulk_builder(key_kind keys, const bulk_options& options)
 }
 
 std::uint64_t bulk_builder::memory_floor() const {
-  return impl_->plan.floor;
+  return impl_->pipeline->plan.floor;
 }
 
 bulk_builder::~bulk_builder() = default;
 
 const filter_params& bulk_builder::params() const {
-  return impl_->params;
+  return impl_->pipeline->params;
 }
 
 std::uint64_t bulk_builder::key_count() const {
-  return impl_->count;
-}
-
-void bulk_builder::add_hashes(const std::uint64_t* hashes, std::uint64_t count) {
-  impl_->add_hashes(hashes, count);
+  return impl_->pipeline->count;
 }
 
 namespace {
 
-/// Hashes keys in parallel pieces and passes the hashes on, `batch` hashes at a time.
+/// Throws unless the builder was made for values (with_values) exactly when they are given.
+void check_values_given(const bulk_pipeline& b, bool values_given) {
+  const bool with_values = is_retrieval(b.params.variant);
+  if (with_values && !values_given) {
+    throw error("bulk_builder: a build with values (with_values) takes keys with their values");
+  }
+  if (!with_values && values_given) {
+    throw error("bulk_builder: values given to a filter build (set bulk_options::with_values)");
+  }
+}
+
+}  // namespace
+
+void bulk_builder::add_hashes(const std::uint64_t* hashes, std::uint64_t count) {
+  check_values_given(*impl_->pipeline, false);
+  impl_->pipeline->add(hashes, nullptr, count);
+}
+
+void bulk_builder::add_hashes(const std::uint64_t* hashes, const std::uint32_t* values,
+                              std::uint64_t count) {
+  check_values_given(*impl_->pipeline, true);
+  impl_->pipeline->add(hashes, values, count);
+}
+
+namespace {
+
+/// Hashes keys in parallel pieces and adds the hashes (with their values, when given),
+/// `batch` at a time.
 template <class Hash>
-void add_hashed(bulk_builder& builder, std::uint64_t count, std::uint64_t batch, const Hash& hash) {
+void add_hashed(bulk_pipeline& builder, std::uint64_t count, const std::uint32_t* values,
+                const Hash& hash) {
   constexpr std::uint64_t piece = 1 << 13;
-  std::vector<std::uint64_t> hashes(std::min(count, batch));
+  std::vector<std::uint64_t> hashes(std::min(count, builder.plan.io_buffer_bytes / 8));
   for (std::uint64_t done = 0; done < count;) {
     const std::uint64_t n = std::min<std::uint64_t>(hashes.size(), count - done);
     tbb::parallel_for(std::uint64_t{0}, divide_round_up(n, piece), [&](std::uint64_t b) {
       const std::uint64_t end = std::min(n, (b + 1) * piece);
       for (std::uint64_t i = b * piece; i < end; ++i) hashes[i] = hash(done + i);
     });
-    builder.add_hashes(hashes.data(), n);
+    builder.add(hashes.data(), values ? values + done : nullptr, n);
     done += n;
   }
+}
+
+/// Adds integer keys (and their values, or null) to `builder`.
+void add_u64_keys(bulk_pipeline& builder, const std::uint64_t* keys, const std::uint32_t* values,
+                  std::uint64_t count) {
+  if (builder.params.keys != key_kind::u64)
+    throw error("bulk_builder: integer keys added to a byte-string build");
+  const std::uint64_t mixed = seed_mix(builder.params.seed);
+  add_hashed(builder, count, values,
+             [keys, mixed](std::uint64_t i) { return hash_u64(keys[i], mixed); });
+}
+
+/// Adds byte-string keys (and their values, or null) to `builder`.
+void add_byte_keys(bulk_pipeline& builder, const std::string_view* keys,
+                   const std::uint32_t* values, std::uint64_t count) {
+  if (builder.params.keys != key_kind::bytes)
+    throw error("bulk_builder: byte-string keys added to an integer build");
+  const std::uint64_t seed = builder.params.seed;
+  add_hashed(builder, count, values, [keys, seed](std::uint64_t i) {
+    return hash_bytes(keys[i].data(), keys[i].size(), seed);
+  });
 }
 
 }  // namespace
 
 void bulk_builder::add(const std::uint64_t* keys, std::uint64_t count) {
-  if (impl_->params.keys != key_kind::u64)
-    throw error("bulk_builder: integer keys added to a byte-string build");
-  const std::uint64_t mixed = seed_mix(impl_->params.seed);
-  add_hashed(*this, count, impl_->plan.io_buffer_bytes / 8,
-             [keys, mixed](std::uint64_t i) { return hash_u64(keys[i], mixed); });
+  check_values_given(*impl_->pipeline, false);
+  add_u64_keys(*impl_->pipeline, keys, nullptr, count);
 }
 
 void bulk_builder::add(const std::string_view* keys, std::uint64_t count) {
-  if (impl_->params.keys != key_kind::bytes)
-    throw error("bulk_builder: byte-string keys added to an integer build");
-  const std::uint64_t seed = impl_->params.seed;
-  add_hashed(*this, count, impl_->plan.io_buffer_bytes / 8, [keys, seed](std::uint64_t i) {
-    return hash_bytes(keys[i].data(), keys[i].size(), seed);
-  });
+  check_values_given(*impl_->pipeline, false);
+  add_byte_keys(*impl_->pipeline, keys, nullptr, count);
+}
+
+void bulk_builder::add(const std::uint64_t* keys, const std::uint32_t* values,
+                       std::uint64_t count) {
+  check_values_given(*impl_->pipeline, true);
+  add_u64_keys(*impl_->pipeline, keys, values, count);
+}
+
+void bulk_builder::add(const std::string_view* keys, const std::uint32_t* values,
+                       std::uint64_t count) {
+  check_values_given(*impl_->pipeline, true);
+  add_byte_keys(*impl_->pipeline, keys, values, count);
 }
 
 bulk_result bulk_builder::finish(const std::string& path) {
-  return impl_->finish(path);
+  return impl_->pipeline->finish(path);
 }
 
 }  // namespace ribbon

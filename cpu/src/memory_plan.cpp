@@ -27,12 +27,12 @@ std::uint64_t solver_workspace_bytes(const filter_params& p) {
   const std::uint64_t result_bytes = p.solver_bits() <= 8 ? 1 : p.solver_bits() <= 16 ? 2 : 4;
   const std::uint64_t undo = 2 * 4 * undo_capacity(p.bucket_size, p.width);
   return interleaved_shards * (columns * (p.width / 8 + result_bytes) + undo) +
-         2 * p.shard_size * 8;
+         2 * p.shard_size * record_bytes(p);
 }
 
 /// The bytes of the carried keys of one boundary shard (a vector that may have doubled).
 std::uint64_t carry_bytes(const filter_params& p) {
-  return 2 * 8 * (p.shard_size + (p.shard_size >> 3));
+  return 2 * record_bytes(p) * (p.shard_size + (p.shard_size >> 3));
 }
 
 /// A number from a cgroup file, or 0 ("max", missing, unreadable).

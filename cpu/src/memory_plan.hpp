@@ -20,10 +20,15 @@ constexpr std::uint32_t max_partition_bits = 10;
 constexpr std::uint64_t min_io_buffer_bytes = 64 << 10;
 constexpr std::uint64_t min_partition_buffer_bytes = 4 << 10;
 
-/// Bytes per key of the in-memory build: the key hashes, the layer's partitioned copy and
+/// Bytes of a key's record: its hash, and in retrieval its value (packed_keyed_value).
+inline std::uint64_t record_bytes(const filter_params& p) {
+  return is_retrieval(p.variant) ? 12 : 8;
+}
+
+/// Bytes per key of the in-memory build: the key records, the layer's partitioned copy and
 /// the solution (r bits per slot, slots about equal to keys) plus a byte of slack.
 inline std::uint64_t in_memory_bytes_per_key(const filter_params& p) {
-  return 8 + 8 + divide_round_up(p.result_bits, 8) + 1;
+  return 2 * record_bytes(p) + divide_round_up(p.result_bits, 8) + 1;
 }
 
 /// Keys of the smallest shard-range pass (two shards' keys; a shard holds about S keys).

@@ -8,11 +8,13 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "layered_builder.hpp"
 #include "memory_plan.hpp"
 #include "ribbon/bulk_builder.hpp"
+#include "ribbon/detail/records.hpp"
 #include "ribbon/detail/xxhash64.hpp"
 #include "spill_files.hpp"
 
@@ -26,15 +28,16 @@ namespace ribbon::detail {
 /// 0 is sized for the input count n: at the first repeat it stops, reads the files again from
 /// the start, counting the distinct keys and writing them to new partition files (by the same
 /// top bits), and the caller builds the layer for that count from those.
-template <unsigned Width, class Result>
+template <unsigned Width, class Result, class Record>
 class out_of_core_layer {
  public:
   using files = spill_files;
 
   /// Layer `step` (a bumped layer in ranges, layer_sequence) of the build.
   out_of_core_layer(spill_directory& directory, const memory_plan& plan,
-                    layered_builder<Width, Result>& builder, shard_range_solver* range_solver,
-                    const filter_params& p, const layer_step& step, bool provisional)
+                    layered_builder<Width, Result, Record>& builder,
+                    shard_range_solver* range_solver, const filter_params& p,
+                    const layer_step& step, bool provisional)
       : directory_(directory),
         plan_(plan),
         builder_(builder),
@@ -50,14 +53,14 @@ class out_of_core_layer {
     thresholds_.file = directory.create("thresholds", 0);
     solution_.file = directory.create("solution", 0);
     bumped_file_ = directory.create("bumped", plan.io_buffer_bytes);
-    // Keys per pass: the budget at the pass's bytes per key (loaded, partitioned, its share
-    // of the sections); the floor leaves room for two shards' keys.
+    // Keys per pass: the budget at the pass's bytes per key (loaded and partitioned records,
+    // its share of the sections); the floor leaves room for two shards' keys.
     const double sections_per_key = static_cast<double>(g.solution_bytes(p_.width, p_.result_bits) +
                                                         g.threshold_words(p_.bucket_size) * 8) /
                                     static_cast<double>(n);
-    pass_keys_ = std::max(
-        static_cast<std::uint64_t>(static_cast<double>(plan.budget) / (16.0 + sections_per_key)),
-        min_pass_keys(p_));
+    pass_keys_ = std::max(static_cast<std::uint64_t>(static_cast<double>(plan.budget) /
+                                                     (2.0 * sizeof(Record) + sections_per_key)),
+                          min_pass_keys(p_));
     // With ranges in flight elsewhere while the next is read, the passes share the budget.
     if (range_solver_) {
       pass_keys_ = std::max<std::uint64_t>(
@@ -83,7 +86,7 @@ class out_of_core_layer {
       return;  // to be built from take_distinct_parts() for distinct_keys()
     }
     bumped_file_->flush();
-    layer_.bumped_keys = bumped_file_->hashes();
+    layer_.bumped_keys = bumped_file_->template records<Record>();
     layer_.thresholds = nullptr;
     layer_.solution = nullptr;
     layer_.threshold_checksum = thresholds_.checksum.digest();
@@ -120,13 +123,13 @@ class out_of_core_layer {
   void solve_files(const files& parts) {
     const layer_geometry& g = layer_.geometry;
     builder_.start_layer(l_, g.num_shards());
-    std::vector<std::uint64_t> carry;
+    std::vector<Record> carry;
     std::uint64_t next_shard = 0;
     for (std::size_t k = 0; k < parts.size() && !stopped(); ++k) {
       const std::uint64_t limit =
           k + 1 < parts.size() ? shard_of(std::uint64_t{k + 1} << (64 - bits_)) : g.num_shards();
       parts[k]->flush();
-      std::vector<std::uint64_t> next_carry;
+      std::vector<Record> next_carry;
       solve_span(*parts[k], carry, next_shard, limit, k + 1 < parts.size() ? &next_carry : nullptr);
       carry.swap(next_carry);
       next_shard = limit;
@@ -164,12 +167,12 @@ class out_of_core_layer {
 
   /// Appends a solved range's outputs, in shard order: its section windows and its bumped
   /// keys.
-  void write_range(const range_windows& windows, const std::uint64_t* bumped,
-                   std::uint64_t bumped_count) {
+  void write_range(const range_windows& windows, const Record* bumped, std::uint64_t bumped_count) {
     thresholds_.append(windows.thresholds.get(), windows.threshold_bytes);
     solution_.append(windows.solution.get(), windows.solution_bytes);
     bumped_file_->append(bumped, bumped_count);
-    spilled_bytes_ += windows.threshold_bytes + windows.solution_bytes + bumped_count * 8;
+    spilled_bytes_ +=
+        windows.threshold_bytes + windows.solution_bytes + bumped_count * sizeof(Record);
     ++ranges_;
   }
 
@@ -177,14 +180,14 @@ class out_of_core_layer {
   /// `next_carry`, keys in shards >= hi go there. When the span's keys exceed a pass, the
   /// read goes on counting keys per shard only, and the span is cut where the counts say
   /// (one more read per piece); a single shard is always solved, however many keys it has.
-  void solve_span(const spill_file& file, const std::vector<std::uint64_t>& carry, std::uint64_t lo,
-                  std::uint64_t hi, std::vector<std::uint64_t>* next_carry) {
-    std::vector<std::uint64_t> keys;
+  void solve_span(const spill_file& file, const std::vector<Record>& carry, std::uint64_t lo,
+                  std::uint64_t hi, std::vector<Record>* next_carry) {
+    std::vector<Record> keys;
     std::vector<std::uint64_t> shard_counts(hi - lo);
     bool overflow = false;
-    auto take = [&](const std::uint64_t* hashes, std::uint64_t count) {
+    auto take = [&](const Record* hashes, std::uint64_t count) {
       for (std::uint64_t i = 0; i < count; ++i) {
-        const std::uint64_t shard = shard_of(hashes[i]);
+        const std::uint64_t shard = shard_of(record_hash(hashes[i]));
         if (shard >= hi) {
           if (next_carry) next_carry->push_back(hashes[i]);
         } else if (shard >= lo) {
@@ -199,7 +202,7 @@ class out_of_core_layer {
     };
     // Room for all of them, or for a pass and the piece that shows it is too much: the
     // vector never grows past the budget by doubling.
-    keys.reserve(std::min<std::uint64_t>(file.hashes() + carry.size(),
+    keys.reserve(std::min<std::uint64_t>(file.template records<Record>() + carry.size(),
                                          pass_keys_ + read_buffer_.size() + carry.size()));
     take(carry.data(), carry.size());
     file.for_each_piece(read_buffer_, take);
@@ -226,21 +229,23 @@ class out_of_core_layer {
     if (distinct != n) repeats_ = true;
   }
 
-  void solve_range(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
+  void solve_range(std::vector<Record>& keys, std::uint64_t lo, std::uint64_t hi) {
     if (stopped()) return;
-    if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi);
+    if constexpr (std::is_same_v<Record, std::uint64_t>) {  // solvers elsewhere take hashes
+      if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi);
+    }
     const std::uint64_t n = keys.size();
     std::optional<range_windows> windows;  // made only when the range is solved
     auto make_windows = [&] {
       windows.emplace(layer_.geometry, p_, lo, hi);
       return section_windows{windows->threshold_words(), windows->solution.get()};
     };
-    auto proceed = [&](const std::uint64_t* distinct_keys, std::uint64_t distinct) {
+    auto proceed = [&](const Record* distinct_keys, std::uint64_t distinct) {
       count_distinct(distinct, n);
       if (stopped()) return false;
       if (!counting_only()) return true;
       for (std::uint64_t i = 0; i < distinct; ++i) {
-        distinct_parts_[distinct_keys[i] >> (64 - bits_)]->push(distinct_keys[i]);
+        distinct_parts_[record_hash(distinct_keys[i]) >> (64 - bits_)]->push(distinct_keys[i]);
       }
       return false;
     };
@@ -252,7 +257,7 @@ class out_of_core_layer {
   /// solves, this thread reads the next partition file. Up to the solver's
   /// ranges_in_flight() ranges run at once (on a GPU their copies and kernels overlap); their
   /// outputs are written in order.
-  void solve_range_elsewhere(std::vector<std::uint64_t>& keys, std::uint64_t lo, std::uint64_t hi) {
+  void solve_range_elsewhere(std::vector<Record>& keys, std::uint64_t lo, std::uint64_t hi) {
     while (pending_.size() >= std::max(range_solver_->ranges_in_flight(), 1u)) {
       finish_oldest_range();
     }
@@ -288,7 +293,7 @@ class out_of_core_layer {
     pending_range(const layer_geometry& g, const filter_params& p, std::uint64_t lo,
                   std::uint64_t hi)
         : windows(g, p, lo, hi), shards(hi - lo) {}
-    std::vector<std::uint64_t> keys;  // its keys, then its bumped keys
+    std::vector<Record> keys;  // its keys, then its bumped keys
     range_windows windows;
     std::uint64_t shards;
     std::uint64_t input_keys = 0, distinct_keys = 0;
@@ -297,7 +302,7 @@ class out_of_core_layer {
 
   spill_directory& directory_;
   const memory_plan& plan_;
-  layered_builder<Width, Result>& builder_;
+  layered_builder<Width, Result, Record>& builder_;
   shard_range_solver* range_solver_;
   filter_params p_;
   std::uint32_t l_;
@@ -311,7 +316,7 @@ class out_of_core_layer {
   std::unique_ptr<spill_file> bumped_file_;
   std::uint64_t pass_keys_ = 0;
   std::uint64_t spilled_bytes_ = 0, ranges_ = 0;
-  std::vector<std::uint64_t> read_buffer_;
+  std::vector<Record> read_buffer_;
   // The last member: destroyed (their threads joined) first.
   std::deque<std::unique_ptr<pending_range>> pending_;
 };

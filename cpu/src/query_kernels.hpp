@@ -304,7 +304,7 @@ void lookup_keys(const query_plan& q, std::uint64_t begin, std::uint64_t end,
 #endif
   with_width(q.width, [&](auto width) {
     constexpr unsigned w = decltype(width)::value;
-    switch (q.fixed_bits) {  // r = 8 + 8 and 16 + 8: 8-bit values under 8 or 16 check bits
+    switch (q.fixed_bits) {  // r = 8 + 8 and 8 + 16: 8-bit values under 8 or 16 check bits
       case 8: return lookup_range<w, 8>(q, begin, end, key_hash, out);
       case 16: return lookup_range<w, 16>(q, begin, end, key_hash, out);
       case 24: return lookup_range<w, 24>(q, begin, end, key_hash, out);

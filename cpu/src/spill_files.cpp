@@ -16,7 +16,8 @@ spill_file::spill_file(const std::string& path, std::uint64_t buffer_bytes)
     : path_(path), registration_(path, false) {
   fd_ = ::open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd_ < 0) throw error("cannot create " + path + ": " + std::strerror(errno));
-  buffer_.reserve(std::max<std::uint64_t>(buffer_bytes / 8, 64));
+  capacity_ = std::max<std::uint64_t>(buffer_bytes, 512);
+  buffer_.reset(new unsigned char[capacity_]);  // not zeroed: pages are touched as filled
 }
 
 spill_file::~spill_file() {

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ribbon/format.hpp"
@@ -14,8 +16,9 @@
 
 namespace ribbon::detail {
 
-/// A temporary file of 64-bit hashes (or raw bytes), appended through a buffer and read back
-/// with pread. Removed when destroyed, and by the signal handler if the process is killed.
+/// A temporary file of records (64-bit hashes, or hashes with values: detail/records.hpp; one
+/// kind per file) or raw bytes, appended through a buffer and read back with pread. Removed
+/// when destroyed, and by the signal handler if the process is killed.
 class spill_file {
  public:
   spill_file(const std::string& path, std::uint64_t buffer_bytes);
@@ -23,27 +26,39 @@ class spill_file {
   spill_file(const spill_file&) = delete;
   spill_file& operator=(const spill_file&) = delete;
 
-  void push(std::uint64_t hash) {
-    buffer_.push_back(hash);
-    if (buffer_.size() == buffer_.capacity()) flush();
+  template <class Record>
+  void push(const Record& record) {
+    static_assert(std::is_trivially_copyable_v<Record>, "records are written as bytes");
+    if (used_ + sizeof(Record) > capacity_) {
+      flush();
+      if (capacity_ < sizeof(Record)) return write_bytes(&record, sizeof(Record));  // released
+    }
+    std::memcpy(buffer_.get() + used_, &record, sizeof(Record));
+    used_ += sizeof(Record);
   }
-  void append(const std::uint64_t* hashes, std::uint64_t count) {
-    for (std::uint64_t i = 0; i < count; ++i) push(hashes[i]);
+  template <class Record>
+  void append(const Record* records, std::uint64_t count) {
+    for (std::uint64_t i = 0; i < count; ++i) push(records[i]);
   }
   /// Appends bytes directly (no buffering).
   void write_bytes(const void* data, std::uint64_t bytes);
   void flush() {
-    write_bytes(buffer_.data(), buffer_.size() * 8);
-    buffer_.clear();
+    write_bytes(buffer_.get(), used_);
+    used_ = 0;
   }
   /// Flushes and frees the buffer (no more appends expected; they would still work).
   void release_buffer() {
     flush();
-    buffer_ = {};
+    buffer_.reset();
+    capacity_ = 0;
   }
   /// Bytes written so far (after flush()).
   std::uint64_t size() const { return size_; }
-  std::uint64_t hashes() const { return size_ / 8 + buffer_.size(); }
+  /// Records of type Record appended, buffered ones included.
+  template <class Record>
+  std::uint64_t records() const {
+    return (size_ + used_) / sizeof(Record);
+  }
 
   /// Reads `bytes` at `offset` (which must exist).
   void read(void* data, std::uint64_t bytes, std::uint64_t offset) const;
@@ -53,15 +68,15 @@ class spill_file {
   void stream(std::vector<unsigned char>& buffer, const format::byte_sink& sink,
               const std::function<void(std::uint64_t)>& progress) const;
 
-  /// Calls f(const uint64_t* hashes, count) for the file's hashes, in pieces the size of
-  /// `buffer`.
-  template <class F>
-  void for_each_piece(std::vector<std::uint64_t>& buffer, F&& f) const {
-    const std::uint64_t total = size_ / 8;
+  /// Calls f(const Record* records, count) for the file's (flushed) records, in pieces the
+  /// size of `buffer`.
+  template <class Record, class F>
+  void for_each_piece(std::vector<Record>& buffer, F&& f) const {
+    const std::uint64_t total = size_ / sizeof(Record);
     for (std::uint64_t done = 0; done < total;) {
       const std::uint64_t count = std::min<std::uint64_t>(buffer.size(), total - done);
-      read(buffer.data(), count * 8, done * 8);
-      f(static_cast<const std::uint64_t*>(buffer.data()), count);
+      read(buffer.data(), count * sizeof(Record), done * sizeof(Record));
+      f(static_cast<const Record*>(buffer.data()), count);
       done += count;
     }
   }
@@ -71,7 +86,8 @@ class spill_file {
   temp_path registration_;
   int fd_ = -1;
   std::uint64_t size_ = 0;
-  std::vector<std::uint64_t> buffer_;
+  std::unique_ptr<unsigned char[]> buffer_;
+  std::uint64_t used_ = 0, capacity_ = 0;
 };
 
 using spill_files = std::vector<std::unique_ptr<spill_file>>;

@@ -404,6 +404,17 @@ def assemble_file(engine: Engine, params, destination: Destination, key_count: i
         raise OSError(f"the assembled file has {destination.file_bytes(temp)} bytes, "
                       f"not {file_bytes}")
     destination.fs.move(temp, destination.path)  # a rename; on S3 a copy of the whole object
+    if destination.local:
+        _fsync_directory(destination.directory)  # the rename itself survives a crash, as in C++
+
+
+def _fsync_directory(path: str) -> None:
+    """Makes a rename in `path` durable (what cpu/src/output_file.cpp does after its own)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass

@@ -27,25 +27,32 @@ class bulk_build {
                            [&] { return std::make_unique<bulk_builder>(kind, options_); });
   }
 
-  void add(nb::handle keys) {
+  void add(nb::handle keys, nb::handle values) {
     const key_views views = to_key_views(keys, kind_);
+    const std::vector<std::uint32_t> value_array = values_of(values, views.size());
+    const std::uint32_t* v = value_array.empty() ? nullptr : value_array.data();
     bulk_builder& b = live();
     translating(failure::generic, [&] {
       nb::gil_scoped_release release;
       if (kind_ == key_kind::u64) {
-        b.add(views.integers(), views.size());
+        v ? b.add(views.integers(), v, views.size()) : b.add(views.integers(), views.size());
       } else {
-        b.add(views.strings(), views.size());
+        v ? b.add(views.strings(), v, views.size()) : b.add(views.strings(), views.size());
       }
     });
   }
 
-  void add_hashes(
-      nb::ndarray<nb::ro, nb::ndim<1>, std::uint64_t, nb::c_contig, nb::device::cpu> h) {
+  void add_hashes(nb::ndarray<nb::ro, nb::ndim<1>, std::uint64_t, nb::c_contig, nb::device::cpu> h,
+                  nb::handle values) {
+    const std::vector<std::uint32_t> value_array = values_of(values, h.shape(0));
     bulk_builder& b = live();
     translating(failure::generic, [&] {
       nb::gil_scoped_release release;
-      b.add_hashes(h.data(), h.shape(0));
+      if (value_array.empty()) {
+        b.add_hashes(h.data(), h.shape(0));
+      } else {
+        b.add_hashes(h.data(), value_array.data(), h.shape(0));
+      }
     });
   }
 
@@ -74,6 +81,21 @@ class bulk_build {
   key_kind kind() const { return kind_; }
 
  private:
+  /// The values of `count` keys: given exactly when the builder was made with_values.
+  std::vector<std::uint32_t> values_of(nb::handle values, std::uint64_t count) {
+    if (options_.with_values && values.is_none()) {
+      raise(failure::keys,
+            "this BulkBuilder stores values (with_values=True): add(keys, values=values)");
+    }
+    if (!options_.with_values && !values.is_none()) {
+      raise(failure::keys,
+            "values given to a filter build: make it with BulkBuilder(..., "
+            "with_values=True, bits=B)");
+    }
+    if (values.is_none() || count == 0) return {};
+    return to_values(values, count);
+  }
+
   bulk_builder& live() {
     if (!builder_) raise(failure::generic, "this BulkBuilder is finished or closed");
     return *builder_;
@@ -91,12 +113,15 @@ class bulk_build {
 using namespace ribbon::python;
 
 void bind_bulk(nb::module_& m) {
-  nb::class_<bulk_build>(m, "BulkBuilder",
-                         R"(Builds a filter file from keys added in batches, in bounded memory.
+  nb::class_<bulk_build>(
+      m, "BulkBuilder",
+      R"(Builds a filter file (or, with_values, a retrieval file) from keys added in batches, in
+bounded memory.
 
 The out-of-core builder of `ribbon build`: while the key hashes fit in memory_limit they stay
 in memory; beyond it they are spilled to partition files under tmp_dir and each layer is built
-one shard range at a time. The file is byte-identical to ribbon.build over the same keys.
+one shard range at a time. The file is byte-identical to ribbon.build over the same keys (and
+values).
 Use it as a context manager: leaving the block removes every temporary file.)")
       .def(
           "__init__",
@@ -104,10 +129,27 @@ Use it as a context manager: leaving the block removes every temporary file.)")
              std::optional<std::string> tmp_dir, std::optional<std::uint64_t> expected_keys,
              std::optional<double> fpr, std::optional<std::int64_t> bits, std::int64_t width,
              const std::string& variant, std::uint64_t seed, std::optional<std::int64_t> threads,
-             std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes) {
+             std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes,
+             bool with_values, std::int64_t check_bits) {
+            if (with_values && !bits) {
+              raise(failure::options,
+                    "with_values=True needs bits=B, the bits of each value: they must be "
+                    "known before the values stream past (ribbon.build takes them from the "
+                    "largest value)");
+            }
             ribbon::bulk_options options;
-            options.build = to_build_options(build_arguments{
-                fpr, bits, width, variant, seed, threads, shard_size, {}, {}, threshold_codes});
+            options.build = to_build_options(build_arguments{fpr,
+                                                             bits,
+                                                             width,
+                                                             variant,
+                                                             seed,
+                                                             threads,
+                                                             shard_size,
+                                                             {},
+                                                             {},
+                                                             threshold_codes,
+                                                             check_bits});
+            options.with_values = with_values;
             options.memory_limit = memory_limit.value_or(0);
             options.tmp_dir = tmp_dir.value_or("");
             options.expected_keys = expected_keys.value_or(0);
@@ -118,14 +160,22 @@ Use it as a context manager: leaving the block removes every temporary file.)")
           nb::arg("fpr") = nb::none(), nb::arg("bits") = nb::none(), nb::arg("width") = 64,
           nb::arg("variant") = "bumped", nb::arg("seed") = 0, nb::arg("threads") = nb::none(),
           nb::arg("shard_size") = nb::none(), nb::arg("threshold_codes") = nb::none(),
+          nb::arg("with_values") = false, nb::arg("check_bits") = 0,
           R"(kind: "u64" (integer keys) or "bytes" (byte strings).
 memory_limit: bytes the build may use (default: half the machine's or cgroup's memory).
 tmp_dir: where partition files go (default $TMPDIR or /tmp). expected_keys: a sizing hint.
+with_values: a retrieval structure (key -> value, as ribbon.build(keys, values)): every add()
+gives values=, each below 2^bits (bits= is then required), with check_bits as ribbon.build's.
+A key added twice with one value counts once; with two, finish() raises
+ConflictingValuesError and writes nothing.
 The other options are ribbon.build's.)")
-      .def("add", &bulk_build::add, nb::arg("keys"),
-           "Adds a batch of keys (any input ribbon.build takes, of this builder's kind).")
-      .def("add_hashes", &bulk_build::add_hashes, nb::arg("hashes"),
-           "Adds key hashes as ribbon.hash_keys(keys, seed=seed) returns them.")
+      .def("add", &bulk_build::add, nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(),
+           "Adds a batch of keys (any input ribbon.build takes, of this builder's kind) and, "
+           "with_values, their values (an integer array or iterable of as many).")
+      .def("add_hashes", &bulk_build::add_hashes, nb::arg("hashes"), nb::kw_only(),
+           nb::arg("values") = nb::none(),
+           "Adds key hashes as ribbon.hash_keys(keys, seed=seed) returns them (and, "
+           "with_values, their values).")
       .def("finish", &bulk_build::finish, nb::arg("path"),
            R"(Builds and writes the file atomically; returns the build's statistics (dict).
 

@@ -42,23 +42,6 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> new_array(std::uint64_t n, const Fill& fi
   return nb::ndarray<nb::numpy, T, nb::ndim<1>>(raw, {static_cast<std::size_t>(n)}, owner);
 }
 
-/// values= of a retrieval build: any integer array or iterable, each value in [0, 2^32).
-std::vector<std::uint32_t> to_values(nb::handle values, std::uint64_t key_count) {
-  key_views v = to_key_views(values, key_kind::u64);  // integers, read like integer keys
-  if (v.size() != key_count) {
-    raise(failure::keys, "values has " + std::to_string(v.size()) + " entries for " +
-                             std::to_string(key_count) + " keys");
-  }
-  std::vector<std::uint32_t> out(v.size());
-  for (std::uint64_t i = 0; i < v.size(); ++i) {
-    if (v.integers()[i] > 0xFFFFFFFFull) {
-      raise(failure::keys, "value " + std::to_string(i) + " (counting from 0) is not in [0, 2^32)");
-    }
-    out[i] = static_cast<std::uint32_t>(v.integers()[i]);
-  }
-  return out;
-}
-
 /// The CLI's rule for retrieval: r = the width of the largest value (at least 1).
 std::uint32_t value_bits(const std::vector<std::uint32_t>& values) {
   std::uint32_t all = 0;

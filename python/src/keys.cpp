@@ -377,6 +377,23 @@ key_kind key_kind_from_name(const std::string& name) {
   return kind;
 }
 
+/// values= of a retrieval build: any integer array or iterable, each value in [0, 2^32).
+std::vector<std::uint32_t> to_values(nanobind::handle values, std::uint64_t key_count) {
+  key_views v = to_key_views(values, key_kind::u64);  // integers, read like integer keys
+  if (v.size() != key_count) {
+    raise(failure::keys, "values has " + std::to_string(v.size()) + " entries for " +
+                             std::to_string(key_count) + " keys");
+  }
+  std::vector<std::uint32_t> out(v.size());
+  for (std::uint64_t i = 0; i < v.size(); ++i) {
+    if (v.integers()[i] > 0xFFFFFFFFull) {
+      raise(failure::keys, "value " + std::to_string(i) + " (counting from 0) is not in [0, 2^32)");
+    }
+    out[i] = static_cast<std::uint32_t>(v.integers()[i]);
+  }
+  return out;
+}
+
 }  // namespace ribbon::python
 
 void bind_keys(nb::module_& m) {

@@ -96,4 +96,8 @@ void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out);
 /// The key_kind named "u64" or "bytes"; raises ribbon.OptionsError for other names.
 key_kind key_kind_from_name(const std::string& name);
 
+/// values= of a retrieval build: any integer array or iterable, each value in [0, 2^32);
+/// raises ribbon.KeysError unless there are `key_count` of them.
+std::vector<std::uint32_t> to_values(nanobind::handle values, std::uint64_t key_count);
+
 }  // namespace ribbon::python

@@ -61,3 +61,54 @@ def test_bulk_errors(tmp_path):
             b.add(np.arange(100000, dtype=np.uint64))
             b.finish(tmp_path / "b.ribbon")
     assert sorted(os.listdir(tmp_path)) == ["a.ribbon"]
+
+
+@pytest.mark.parametrize("check_bits", [0, 6])
+def test_bulk_values_equal_build_in_memory_and_out_of_core(tmp_path, random_u64, check_bits):
+    keys = random_u64(200000, seed=5)
+    values = np.random.default_rng(5).integers(0, 2**10, size=len(keys), dtype=np.uint32)
+    options = dict(bits=10, seed=4, check_bits=check_bits)
+    expected = ribbon.build(keys, values=values, **options).to_bytes()
+    for limit, out_of_core in ((None, False), (1 << 20, True)):
+        spill = tmp_path / f"spill-{check_bits}-{out_of_core}"
+        spill.mkdir()
+        path = tmp_path / f"kv-{check_bits}-{out_of_core}.ribbon"
+        with ribbon.BulkBuilder(
+            "u64", memory_limit=limit, tmp_dir=str(spill), with_values=True, **options
+        ) as b:
+            # Every key twice, with its one value: counted once.
+            for part in range(2):
+                for k, v in zip(np.array_split(keys, 5), np.array_split(values, 5)):
+                    b.add(k, values=v)
+            stats = b.finish(path)
+        assert stats["out_of_core"] is out_of_core and stats["key_count"] == len(keys)
+        assert path.read_bytes() == expected
+        assert (ribbon.load(path).lookup(keys) == values).all()
+        assert os.listdir(spill) == []
+
+
+def test_bulk_values_errors(tmp_path, random_u64):
+    keys = random_u64(50000, seed=6)
+    with pytest.raises(ribbon.OptionsError, match="bits"):
+        ribbon.BulkBuilder("u64", with_values=True)
+    with ribbon.BulkBuilder("u64", bits=8, with_values=True, memory_limit=1) as b:
+        with pytest.raises(ribbon.KeysError, match="with_values"):
+            b.add(keys)
+        with pytest.raises(ribbon.KeysError, match="entries"):
+            b.add(keys, values=[1, 2])
+        with pytest.raises(ribbon.Error, match="does not fit in 8"):
+            b.add(keys[:3], values=[1, 256, 2])
+    with ribbon.BulkBuilder("u64") as b:
+        with pytest.raises(ribbon.KeysError, match="with_values=True"):
+            b.add(keys, values=np.zeros(len(keys), dtype=np.uint32))
+    # Two values of one key, in different batches: no file, no temporaries.
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    with ribbon.BulkBuilder(
+        "bytes", bits=4, with_values=True, memory_limit=1, tmp_dir=str(spill)
+    ) as b:
+        b.add([b"a", b"b", b"c"], values=[1, 2, 3])
+        b.add([b"b"], values=[5])
+        with pytest.raises(ribbon.ConflictingValuesError):
+            b.finish(tmp_path / "kv.ribbon")
+    assert os.listdir(tmp_path) == ["spill"] and os.listdir(spill) == []

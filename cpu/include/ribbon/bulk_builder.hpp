@@ -1,11 +1,13 @@
 /// @file bulk_builder.hpp
-/// Builds a filter file from a stream of keys of any size, in bounded memory.
+/// Builds a filter file (or, with values, a retrieval file) from a stream of keys of any size,
+/// in bounded memory.
 ///
 /// Keys (or their hashes) are added in chunks as they are read. While the hashes fit in the
 /// memory limit they stay in memory and finish() runs the in-memory builder. Past the limit
 /// they are spilled to partition files (by the top bits of the hash, so by shard range) in a
 /// private temporary directory, and finish() builds each layer one shard range at a time.
-/// Either way the file is byte-identical to filter::build() over the same keys and options.
+/// Either way the file is byte-identical to filter::build() over the same keys (and values)
+/// and options.
 #pragma once
 
 #include <atomic>
@@ -85,6 +87,12 @@ struct bulk_options {
   in_memory_builder in_memory;
   /// Solves the shard ranges of spilled inputs (empty: the CPU builder).
   std::shared_ptr<shard_range_solver> range_solver;
+  /// A retrieval build: each key comes with a value (the add() overloads taking values),
+  /// stored in build.result_bits bits (values must be below 2^result_bits) under
+  /// build.check_bits check bits, as filter::build(keys, values, ...) does. Runs on the CPU
+  /// (in_memory and range_solver must be empty). A key added twice with one value counts
+  /// once; with two values finish() throws conflicting_values_error and writes nothing.
+  bool with_values = false;
 };
 
 /// What finish() built.
@@ -138,6 +146,13 @@ class bulk_builder {
   /// Adds keys (hashes them here, in parallel for large chunks).
   void add(const std::uint64_t* keys, std::uint64_t count);
   void add(const std::string_view* keys, std::uint64_t count);
+
+  /// With bulk_options::with_values: keys (or their hashes) with their values. Throws
+  /// ribbon::error for a value of more than build.result_bits bits (naming its index among
+  /// all values added).
+  void add_hashes(const std::uint64_t* hashes, const std::uint32_t* values, std::uint64_t count);
+  void add(const std::uint64_t* keys, const std::uint32_t* values, std::uint64_t count);
+  void add(const std::string_view* keys, const std::uint32_t* values, std::uint64_t count);
 
   std::uint64_t key_count() const;
 
