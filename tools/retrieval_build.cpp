@@ -337,18 +337,10 @@ int run_streamed_retrieval_build(const build_settings& s, input_format key_forma
   if (mode != progress_mode::quiet)
     note_memory_limit(builder, options, false, memory_limit, reader_bytes);
   progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
-  std::optional<value_file_stream> value_file;
-  if (!s.values) value_file.emplace(s);
-  reader.run(
-      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
-      [&](input_chunk& c) {
-        if (s.values) parse_and_hash_key_values(s, key_format, c);
-      },
-      [&](input_chunk& c) {
-        if (value_file) value_file->read(c.key_count, c.entry_values);
-        builder.add_hashes(c.values.data(), c.entry_values.data(), c.key_count);
-      });
-  if (value_file) value_file->expect_end();
+  read_hashes_and_values(s, key_format, reader,
+                         [&](const input_chunk& c, const std::vector<std::uint32_t>& values) {
+                           builder.add_hashes(c.values.data(), values.data(), c.key_count);
+                         });
   bulk_result result;
   try {
     result = builder.finish(s.output);
