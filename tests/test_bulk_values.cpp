@@ -6,23 +6,18 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "file_helpers.hpp"
 #include "ribbon/bulk_builder.hpp"
 #include "ribbon/filter.hpp"
 #include "test_util.hpp"
 
 namespace {
 
+using ribbon_test::read_bytes;
 using ribbon_test::temp_dir;
-
-std::vector<unsigned char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<unsigned char>(std::istreambuf_iterator<char>(in), {});
-}
 
 struct values_case {
   std::uint64_t n;
@@ -91,7 +86,7 @@ void expect_same_file_as_in_memory(const values_case& c, bool expect_out_of_core
   const auto expected =
       ribbon::filter::build(keys.data(), values.data(), keys.size(), build_options_of(c))
           .serialize();
-  EXPECT_TRUE(read_file(dir.file("out.rbn")) == expected) << "files differ";
+  EXPECT_TRUE(read_bytes(dir.file("out.rbn")) == expected) << "files differ";
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"out.rbn"});
   const ribbon::filter f = ribbon::filter::load(dir.file("out.rbn"));
   std::vector<std::uint32_t> found(keys.size());
@@ -133,7 +128,7 @@ TEST(BulkValues, OutOfCoreDoesNotDependOnThreads) {
   const auto values = values_for(c.n, c.bits, 6);
   bulk_build(keys, values, c, dir.file("t1"), dir.path(), 1);
   bulk_build(keys, values, c, dir.file("t3"), dir.path(), 3);
-  EXPECT_TRUE(read_file(dir.file("t1")) == read_file(dir.file("t3")));
+  EXPECT_TRUE(read_bytes(dir.file("t1")) == read_bytes(dir.file("t3")));
 }
 
 TEST(BulkValues, RepeatedKeysWithOneValueCountOnce) {
@@ -155,10 +150,10 @@ TEST(BulkValues, RepeatedKeysWithOneValueCountOnce) {
     const auto result = bulk_build(keys, values, with_limit, dir.file("out"), dir.path());
     EXPECT_EQ(result.input_keys, 3 * n);
     EXPECT_EQ(result.key_count, n);
-    EXPECT_TRUE(read_file(dir.file("out")) == ribbon::filter::build(distinct.data(),
-                                                                    distinct_values.data(), n,
-                                                                    build_options_of(c))
-                                                  .serialize());
+    EXPECT_TRUE(read_bytes(dir.file("out")) == ribbon::filter::build(distinct.data(),
+                                                                     distinct_values.data(), n,
+                                                                     build_options_of(c))
+                                                   .serialize());
   }
 }
 
@@ -205,7 +200,7 @@ TEST(BulkValues, ByteStringKeys) {
     builder.add(keys.data(), values.data(), keys.size());
     EXPECT_EQ(builder.finish(dir.file("s")).out_of_core, limit == 1);
     EXPECT_TRUE(
-        read_file(dir.file("s")) ==
+        read_bytes(dir.file("s")) ==
         ribbon::filter::build(keys.data(), values.data(), keys.size(), o.build).serialize());
   }
 }
