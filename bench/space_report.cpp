@@ -204,11 +204,14 @@ int main(int argc, char** argv) {
       "{\"n\": %llu, \"seed\": %llu, \"width\": %u, \"r\": %u, \"shard_size\": %llu, "
       "\"threshold_light\": %u, \"threshold_heavy\": %u, \"file_bytes\": %llu, "
       "\"bits_per_key\": %.6f, \"overhead_pct\": %.5f, \"empty_pct\": %.5f, "
-      "\"threshold_pct\": %.5f, \"header_pct\": %.5f, \"build_s\": %.3f, \"layers\": [\n%s\n]}\n",
+      "\"threshold_pct\": %.5f, \"header_pct\": %.5f, \"layout\": \"%s\", "
+      "\"standard_layout_bytes\": %llu, \"build_s\": %.3f, \"layers\": [\n%s\n]}\n",
       ull(n), ull(o.seed), p.width, p.result_bits, ull(p.shard_size), p.threshold_light,
       p.threshold_heavy, ull(f.size_bytes()), f.bits_per_key(),
       100.0 * (f.bits_per_key() / p.result_bits - 1), 100.0 * dbl(sum.empty) / dbl(n),
-      100.0 * dbl(sum.threshold_bits) / nr, 100.0 * dbl(other_bytes * 8) / nr, build_s,
+      100.0 * dbl(sum.threshold_bits) / nr, 100.0 * dbl(other_bytes * 8) / nr,
+      ribbon::format::is_compact(f.image()) ? "compact" : "standard",
+      ull(ribbon::format::image_bytes(f.image(ribbon::format::layout_choice::standard))), build_s,
       layers_json.c_str());
   return 0;
 }

@@ -60,7 +60,8 @@ TEST_P(CheckBits, MembersFoundWithTheirValuesAndNonMembersAtTwoToMinusC) {
   const ribbon::filter f = ribbon::filter::build(keys.data(), values.data(), n, o);
   EXPECT_EQ(f.params().check_bits, c.check_bits);
   EXPECT_EQ(f.params().result_bits, c.value_bits + c.check_bits);
-  EXPECT_EQ(f.format_version(), 4u);
+  EXPECT_EQ(f.image(ribbon::format::layout_choice::standard).params.check_bits, c.check_bits);
+  EXPECT_EQ(ribbon::format::version_of(f.image(ribbon::format::layout_choice::standard)), 4u);
   std::vector<std::uint32_t> out(n);
   std::unique_ptr<bool[]> found(new bool[n]);
   f.lookup(keys.data(), n, out.data(), found.get());
@@ -117,7 +118,7 @@ TEST(CheckBitsFiles, RoundTripAsVersion4AndAHeaderWithoutCheckBitsIsRefused) {
   const auto values = values_for(keys.size(), 10);
   const ribbon::filter f = ribbon::filter::build(keys.data(), values.data(), keys.size(),
                                                  options(64, 10, 6, filter_variant::bumped));
-  std::vector<unsigned char> bytes = f.serialize();
+  std::vector<unsigned char> bytes = f.serialize(ribbon::format::layout_choice::standard);
   ribbon::format::file_header h;
   std::memcpy(&h, bytes.data(), sizeof(h));
   EXPECT_EQ(h.format_version, 4u);
@@ -126,6 +127,12 @@ TEST(CheckBitsFiles, RoundTripAsVersion4AndAHeaderWithoutCheckBitsIsRefused) {
   EXPECT_EQ(g.serialize(), bytes);
   EXPECT_EQ(g.params().check_bits, 6u);
   for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(g.find(keys[i]), values[i]);
+  // The compact layout records them too.
+  const std::vector<unsigned char> compact = f.serialize();
+  const ribbon::filter c = ribbon::filter::from_bytes(compact.data(), compact.size());
+  EXPECT_EQ(c.format_version(), ribbon::format::compact_version);
+  EXPECT_EQ(c.params().check_bits, 6u);
+  for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(c.find(keys[i]), values[i]);
 
   // The same header as version 3 (which has no check bits), or version 4 with none.
   for (const auto& [version, check_bits, message] :
@@ -150,7 +157,7 @@ TEST(CheckBitsFiles, WithoutCheckBitsNothingChanges) {
   const auto values = values_for(keys.size(), 8);
   const ribbon::filter f = ribbon::filter::build(keys.data(), values.data(), keys.size(),
                                                  options(64, 8, 0, filter_variant::bumped));
-  EXPECT_EQ(f.format_version(), 3u);
+  EXPECT_EQ(ribbon::format::version_of(f.image(ribbon::format::layout_choice::standard)), 3u);
   EXPECT_THROW((void)f.contains(keys[0]), ribbon::error);  // cannot tell members apart
   const auto probes = keys_range(65, 0, 1000);
   std::vector<std::uint32_t> out(probes.size());
@@ -204,7 +211,8 @@ TEST(CheckBitsFiles, Version4GoldenFileReadsAndIsRebuiltByteForByte) {
   std::ifstream in(path, std::ios::binary);
   const std::vector<unsigned char> golden((std::istreambuf_iterator<char>(in)),
                                           std::istreambuf_iterator<char>());
-  EXPECT_TRUE(rebuilt.serialize() == golden);
+  EXPECT_TRUE(rebuilt.serialize(ribbon::format::layout_choice::standard) == golden);
+  EXPECT_TRUE(f.serialize() == golden);  // a loaded file keeps its layout
 }
 
 }  // namespace

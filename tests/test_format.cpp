@@ -1,5 +1,5 @@
-// The file format's reader rejects every corruption, truncation and extension of a file with
-// ribbon::error (never a crash). Loading and saving files: test_files.cpp.
+// The file format's reader rejects every corruption, truncation and extension of a file, in
+// either layout, with ribbon::error (never a crash). Loading and saving files: test_files.cpp.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -18,8 +18,11 @@
 
 namespace {
 
+using ribbon::format::compact_descriptor;
+using ribbon::format::compact_header;
 using ribbon::format::file_header;
 using ribbon::format::layer_descriptor;
+using ribbon::format::layout_choice;
 using ribbon_test::contains_text;
 using ribbon_test::error_message;
 using ribbon_test::write_bytes;
@@ -29,11 +32,12 @@ struct small_case {
   std::uint32_t r;
   std::uint64_t n;
   bool bytes;  // byte-string keys
+  bool compact;
 };
 
 std::string case_name(const small_case& c) {
   return "w" + std::to_string(c.width) + "_r" + std::to_string(c.r) + "_n" + std::to_string(c.n) +
-         (c.bytes ? "_bytes" : "_u64");
+         (c.bytes ? "_bytes" : "_u64") + (c.compact ? "_compact" : "_standard");
 }
 
 void PrintTo(const small_case& c, std::ostream* os) {
@@ -62,9 +66,26 @@ small_filter make_small(const small_case& c) {
     s.keys = ribbon_test::keys_range(21, 0, c.n);
     s.filter = ribbon::filter::build(s.keys.data(), c.n, o);
   }
-  s.bytes = s.filter.serialize();
+  s.bytes = s.filter.serialize(c.compact ? layout_choice::compact : layout_choice::standard);
   return s;
 }
+
+/// Where a layout keeps its metadata and the checksums over it, from the spec (format.md).
+struct layout_facts {
+  std::uint64_t header_bytes, descriptor_bytes, checksums_begin, checksums_end, alignment;
+
+  static layout_facts of(bool compact) {
+    if (compact) {
+      return {sizeof(compact_header), sizeof(compact_descriptor),
+              offsetof(compact_header, checksum), offsetof(compact_header, checksum) + 8, 16};
+    }
+    return {sizeof(file_header), sizeof(layer_descriptor),
+            offsetof(file_header, descriptors_checksum), sizeof(file_header), 64};
+  }
+  std::uint64_t metadata_bytes(std::uint64_t num_layers) const {
+    return header_bytes + num_layers * descriptor_bytes;
+  }
+};
 
 /// A small file's bytes in an aligned buffer, parsed (checksums verified), to change in place.
 struct editable_image {
@@ -114,16 +135,44 @@ bool rejected_by_from_bytes(const unsigned char* data, std::uint64_t size, bool 
   return false;
 }
 
-/// The file's header and descriptors.
-file_header header_of(const std::vector<unsigned char>& bytes) {
+/// The layer count of a file in either layout.
+std::uint32_t num_layers_of(const std::vector<unsigned char>& bytes, bool compact) {
+  if (compact) return bytes[offsetof(compact_header, num_layers)];
   file_header h;
   std::memcpy(&h, bytes.data(), sizeof(h));
-  return h;
+  return h.num_layers;
 }
 
-/// Recomputes the descriptors' and the header's checksums of a `size`-byte image after an
-/// edit (the descriptors' one only if the layer count still fits the image).
-void fix_checksums(unsigned char* data, std::uint64_t size) {
+/// Recomputes a compact image's checksum after an edit, as docs/format.md defines it: XXH64 of
+/// the header (its checksum field 0) and descriptors, then each layer's threshold and
+/// solution checksums, taken where the sections of `original` (the unedited file's layers)
+/// lie.
+void fix_compact_checksum(unsigned char* data, std::uint64_t size,
+                          const std::vector<layer_descriptor>& original) {
+  const std::uint64_t n = data[offsetof(compact_header, num_layers)];
+  const std::uint64_t frame = sizeof(compact_header) + n * sizeof(compact_descriptor);
+  if (frame > size) return;
+  std::vector<unsigned char> covered(data, data + frame);
+  std::memset(covered.data() + offsetof(compact_header, checksum), 0, 8);
+  for (std::uint64_t l = 0; l < n && l < original.size(); ++l) {
+    const layer_descriptor& d = original[l];
+    for (const std::uint64_t sum :
+         {ribbon::format::checksum(data + d.threshold_offset, d.threshold_bytes),
+          ribbon::format::checksum(data + d.solution_offset, d.solution_bytes)}) {
+      covered.insert(covered.end(), reinterpret_cast<const unsigned char*>(&sum),
+                     reinterpret_cast<const unsigned char*>(&sum) + 8);
+    }
+  }
+  const std::uint64_t sum = ribbon::format::checksum(covered.data(), covered.size());
+  std::memcpy(data + offsetof(compact_header, checksum), &sum, 8);
+}
+
+/// Recomputes the checksums of a `size`-byte image after an edit: a compact one's (see
+/// above), or a standard one's descriptor and header checksums (the descriptors' one only if
+/// the layer count still fits the image).
+void fix_checksums(unsigned char* data, std::uint64_t size, bool compact,
+                   const std::vector<layer_descriptor>& original) {
+  if (compact) return fix_compact_checksum(data, size, original);
   file_header h;
   std::memcpy(&h, data, sizeof(h));
   const std::uint64_t descriptors = std::uint64_t{h.num_layers} * sizeof(layer_descriptor);
@@ -134,7 +183,46 @@ void fix_checksums(unsigned char* data, std::uint64_t size) {
   std::memcpy(data, &h, sizeof(h));
 }
 
-class SmallFile : public ::testing::TestWithParam<small_case> {};
+/// Offsets of the fields a reader cannot check (any value is a valid filter, answering
+/// differently): the seed, the key kind, the bucket thresholds and the layer salts. The
+/// compact layout keeps no second copy of what the standard one cross-checks, so there also
+/// the key counts (stated once, not as each layer's input and the previous layer's output),
+/// the shard size (which a filter of one shard a layer does not use) and the fractional bits
+/// (a fraction too small to move the implied boundary between blocks).
+bool unverifiable_field(std::uint64_t offset, std::uint32_t num_layers, bool compact) {
+  auto in = [offset](std::uint64_t begin, std::uint64_t bytes) {
+    return offset >= begin && offset < begin + bytes;
+  };
+  if (compact) {
+    if (in(offsetof(compact_header, seed), 16) || in(offsetof(compact_header, key_kind), 1) ||
+        in(offsetof(compact_header, threshold_light), 8) ||
+        in(offsetof(compact_header, extra_bit_fraction), 2) ||
+        in(offsetof(compact_header, shard_bits), 1)) {
+      return true;  // (seed, 16: the seed and the key count)
+    }
+    for (std::uint32_t l = 0; l < num_layers; ++l) {
+      const std::uint64_t d = sizeof(compact_header) + l * sizeof(compact_descriptor);
+      if (in(d + offsetof(compact_descriptor, bumped_keys), 8)) return true;
+    }
+  } else if (in(offsetof(file_header, seed), 8) || in(offsetof(file_header, key_kind), 4) ||
+             in(offsetof(file_header, threshold_light), 4) ||
+             in(offsetof(file_header, threshold_heavy), 4)) {
+    return true;
+  }
+  const layout_facts f = layout_facts::of(compact);
+  const std::uint64_t salt =
+      compact ? offsetof(compact_descriptor, salt) : offsetof(layer_descriptor, salt);
+  for (std::uint32_t l = 0; l < num_layers; ++l) {
+    if (in(f.header_bytes + l * f.descriptor_bytes + salt, 8)) return true;
+  }
+  return false;
+}
+
+class SmallFile : public ::testing::TestWithParam<small_case> {
+ protected:
+  bool compact() const { return GetParam().compact; }
+  layout_facts facts() const { return layout_facts::of(compact()); }
+};
 
 TEST_P(SmallFile, IsValidAndMultiLayer) {
   small_filter s = make_small(GetParam());
@@ -143,18 +231,26 @@ TEST_P(SmallFile, IsValidAndMultiLayer) {
   const ribbon::format::parsed_image& parsed = e.parsed;
   EXPECT_EQ(parsed.header.file_bytes, s.bytes.size());
   EXPECT_EQ(parsed.header.num_layers, s.filter.num_layers());
-  EXPECT_EQ(parsed.header.format_version, ribbon::format::version_for(s.filter.threshold_codes()));
-  EXPECT_EQ(parsed.header.format_version, s.filter.format_version());
+  EXPECT_EQ(parsed.header.format_version,
+            compact() ? ribbon::format::compact_version
+                      : ribbon::format::version_for(s.filter.threshold_codes()));
+  // A small filter is compact unless told otherwise; a loaded file keeps its layout.
+  EXPECT_EQ(s.filter.format_version(), ribbon::format::compact_version);
+  EXPECT_EQ(ribbon::filter::from_bytes(s.bytes.data(), s.bytes.size()).serialize(), s.bytes);
   // Builders write 1+-bit codes (format version 3), except at w = 32 (2-bit, version 2).
   EXPECT_EQ(s.filter.threshold_codes(), GetParam().width == 32
                                             ? ribbon::threshold_encoding::two_bit
                                             : ribbon::threshold_encoding::one_plus_bit);
   EXPECT_EQ(std::memcmp(parsed.header.magic, ribbon::format::magic, 8), 0);
-  // Every section is 64-byte aligned in the file.
+  // Every section is aligned in the file (64 bytes, 16 in the compact layout), and the first
+  // follows the metadata.
   for (const layer_descriptor& d : parsed.layers) {
-    EXPECT_EQ(d.solution_offset % 64, 0u);
-    EXPECT_EQ(d.threshold_offset % 64, 0u);
+    EXPECT_EQ(d.solution_offset % facts().alignment, 0u);
+    EXPECT_EQ(d.threshold_offset % facts().alignment, 0u);
   }
+  EXPECT_EQ(
+      parsed.layers[0].threshold_offset,
+      ribbon::detail::round_up(facts().metadata_bytes(parsed.layers.size()), facts().alignment));
   std::cout << case_name(GetParam()) << ": " << s.bytes.size() << " bytes, "
             << s.filter.num_layers() << " layers\n";
 }
@@ -186,19 +282,23 @@ TEST_P(SmallFile, EverySingleByteCorruptionIsRejected) {
 
 TEST_P(SmallFile, CorruptionWithoutChecksumVerificationNeverCrashes) {
   // Without checksum verification, changed section bytes are accepted (wrong answers are
-  // possible) but structural changes are still rejected; nothing crashes either way.
+  // possible) but structural changes are still rejected; nothing crashes either way. A
+  // standard file's metadata is still covered by its checksums; a compact file's one
+  // checksum is not verified, so only its unverifiable fields may change.
   small_filter s = make_small(GetParam());
   ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());
-  const file_header h = header_of(s.bytes);
-  const std::uint64_t metadata = sizeof(file_header) + h.num_layers * sizeof(layer_descriptor);
+  const std::uint64_t metadata = facts().metadata_bytes(num_layers_of(s.bytes, compact()));
   std::uint64_t accepted = 0;
   for (std::size_t i = 0; i < image.size(); ++i) {
     image.data()[i] ^= 0x10;
     const bool rejected = rejected_by_from_bytes(image.data(), image.size(), false);
     if (!rejected) {
       ++accepted;
-      // Header and descriptors are still covered by their checksums.
-      EXPECT_GE(i, metadata) << "metadata byte " << i << " accepted";
+      const bool checksum = i >= facts().checksums_begin && i < facts().checksums_end;
+      EXPECT_TRUE(
+          i >= metadata ||
+          (compact() && (checksum || unverifiable_field(i, num_layers_of(s.bytes, true), true))))
+          << "metadata byte " << i << " accepted";
     }
     image.data()[i] ^= 0x10;
   }
@@ -246,6 +346,7 @@ TEST_P(SmallFile, ExceptionListBeyondItsCapacityIsRejected) {
   const unsigned index_bits = g.code_index_bits(p.bucket_size);
   auto* region = reinterpret_cast<std::uint64_t*>(image.data() + parsed.layers[0].threshold_offset);
   *region |= (std::uint64_t{2} << index_bits) - 1;  // the header's first field
+  fix_checksums(image.data(), image.size(), compact(), parsed.layers);
   const std::string message = error_message(
       [&] { (void)ribbon::format::parse_image(image.data(), image.size(), false, "image"); });
   EXPECT_TRUE(contains_text(message, "exception list longer than its capacity")) << message;
@@ -292,41 +393,22 @@ TEST_P(SmallFile, AppendedBytesAreRejected) {
   }
 }
 
-/// Offsets of the fields a reader cannot check (any value is a valid filter, answering
-/// differently): the seed, the key kind, the bucket thresholds and the layer salts.
-bool unverifiable_field(std::uint64_t offset, std::uint32_t num_layers) {
-  auto in = [offset](std::uint64_t begin, std::uint64_t bytes) {
-    return offset >= begin && offset < begin + bytes;
-  };
-  if (in(offsetof(file_header, seed), 8) || in(offsetof(file_header, key_kind), 4) ||
-      in(offsetof(file_header, threshold_light), 4) ||
-      in(offsetof(file_header, threshold_heavy), 4)) {
-    return true;
-  }
-  for (std::uint32_t l = 0; l < num_layers; ++l) {
-    if (in(sizeof(file_header) + l * sizeof(layer_descriptor) + offsetof(layer_descriptor, salt),
-           8)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 TEST_P(SmallFile, MetadataChangesWithRecomputedChecksumsAreValidatedNeverCrash) {
   // An adversarial file with correct checksums: every byte of the header and descriptors is
   // changed and the checksums recomputed. Structural fields must be rejected; only fields
   // that no reader can verify may be accepted, and an accepted file must be queryable.
   small_filter s = make_small(GetParam());
-  const file_header h = header_of(s.bytes);
-  const std::uint64_t metadata = sizeof(file_header) + h.num_layers * sizeof(layer_descriptor);
+  const editable_image original(s);
+  const std::uint32_t num_layers = num_layers_of(s.bytes, compact());
+  const std::uint64_t metadata = facts().metadata_bytes(num_layers);
   ribbon_test::aligned_buffer image(s.bytes.size());
   std::uint64_t accepted = 0, rejected = 0;
   for (std::uint64_t i = 0; i < metadata; ++i) {
-    if (i >= offsetof(file_header, descriptors_checksum) && i < sizeof(file_header)) continue;
+    if (i >= facts().checksums_begin && i < facts().checksums_end) continue;
     for (unsigned mask : {0x01u, 0x02u, 0x80u, 0xFFu}) {
       std::memcpy(image.data(), s.bytes.data(), s.bytes.size());
       image.data()[i] ^= static_cast<unsigned char>(mask);
-      fix_checksums(image.data(), image.size());
+      fix_checksums(image.data(), image.size(), compact(), original.parsed.layers);
       const bool parse = rejected_by_parse(image.data(), image.size(), true);
       const bool adopt = rejected_by_from_bytes(image.data(), image.size(), true);
       EXPECT_EQ(parse, adopt) << "byte " << i;
@@ -334,29 +416,30 @@ TEST_P(SmallFile, MetadataChangesWithRecomputedChecksumsAreValidatedNeverCrash) 
         ++rejected;
       } else {
         ++accepted;
-        EXPECT_TRUE(unverifiable_field(i, h.num_layers))
+        EXPECT_TRUE(unverifiable_field(i, num_layers, compact()))
             << "structural change accepted: byte " << i << " ^= " << mask;
       }
     }
   }
   std::cout << "metadata changes with valid checksums: " << rejected << " rejected, " << accepted
-            << " accepted (seed, key kind, thresholds, salts)\n";
+            << " accepted (unverifiable fields)\n";
   EXPECT_GT(rejected, accepted);
 }
 
 TEST_P(SmallFile, BumpedFormatVersionIsRejectedWithTheVersionInTheMessage) {
   small_filter s = make_small(GetParam());
+  const editable_image original(s);
   ribbon_test::temp_dir dir;
-  for (std::uint32_t version : {0u, 4u, 5u, 0xFFFFFFFFu}) {
+  for (std::uint32_t version : {0u, 6u, 7u, 0xFFFFFFFFu}) {
     std::vector<unsigned char> bytes = s.bytes;
-    file_header h = header_of(bytes);
-    h.format_version = version;
-    std::memcpy(bytes.data(), &h, sizeof(h));
-    fix_checksums(bytes.data(), bytes.size());
+    std::memcpy(bytes.data() + offsetof(file_header, format_version), &version, 4);
+    fix_checksums(bytes.data(), bytes.size(), compact(), original.parsed.layers);
     // Only the version (and its checksum) differ from the valid file.
     std::size_t differing = 0;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
-      const bool checksum_byte = i >= offsetof(file_header, header_checksum) && i < 128;
+      const bool checksum_byte = compact()
+                                     ? i >= facts().checksums_begin && i < facts().checksums_end
+                                     : i >= offsetof(file_header, header_checksum) && i < 128;
       const bool version_byte = i >= offsetof(file_header, format_version) &&
                                 i < offsetof(file_header, format_version) + 4;
       if (!checksum_byte && !version_byte) differing += bytes[i] != s.bytes[i];
@@ -374,36 +457,79 @@ TEST_P(SmallFile, BumpedFormatVersionIsRejectedWithTheVersionInTheMessage) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, SmallFile,
-                         ::testing::Values(small_case{64, 8, 950, false},
-                                           small_case{32, 3, 500, true},
-                                           small_case{128, 2, 10000, false}),
-                         [](const ::testing::TestParamInfo<small_case>& param_info) {
-                           return case_name(param_info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SmallFile,
+    ::testing::Values(small_case{64, 8, 950, false, false}, small_case{32, 3, 500, true, false},
+                      small_case{128, 2, 10000, false, false}, small_case{64, 8, 950, false, true},
+                      small_case{32, 3, 500, true, true}, small_case{128, 2, 10000, false, true}),
+    [](const ::testing::TestParamInfo<small_case>& param_info) {
+      return case_name(param_info.param);
+    });
 
 TEST(Format, EmptyFilterRoundTrips) {
   const ribbon::filter f = ribbon::filter::build(static_cast<const std::uint64_t*>(nullptr), 0);
-  const std::vector<unsigned char> bytes = f.serialize();
-  EXPECT_EQ(bytes.size(), sizeof(file_header));
-  const ribbon::filter g = ribbon::filter::from_bytes(bytes.data(), bytes.size());
-  EXPECT_EQ(g.num_layers(), 0u);
-  EXPECT_FALSE(g.contains(std::uint64_t{1}));
-  for (std::uint64_t size = 0; size < bytes.size(); ++size) {
-    EXPECT_THROW((void)ribbon::filter::from_bytes(bytes.data(), size), ribbon::error);
+  for (const layout_choice layout : {layout_choice::automatic, layout_choice::standard}) {
+    const std::vector<unsigned char> bytes = f.serialize(layout);
+    EXPECT_EQ(bytes.size(),
+              layout == layout_choice::automatic ? sizeof(compact_header) : sizeof(file_header));
+    const ribbon::filter g = ribbon::filter::from_bytes(bytes.data(), bytes.size());
+    EXPECT_EQ(g.num_layers(), 0u);
+    EXPECT_FALSE(g.contains(std::uint64_t{1}));
+    EXPECT_EQ(g.serialize(), bytes);
+    for (std::uint64_t size = 0; size < bytes.size(); ++size) {
+      EXPECT_THROW((void)ribbon::filter::from_bytes(bytes.data(), size), ribbon::error);
+    }
   }
+}
+
+// A compact file (format version 5) as written on 2026-12-03: still read, still written byte
+// for byte, and as a standard file the same filter.
+TEST(Format, CompactGoldenFileReadsAndIsRebuiltByteForByte) {
+  // `seq 1 3000 | ribbon build --seed 7` (lines, w = 64, r = 8).
+  const std::string path = std::string(RIBBON_TEST_DATA_DIR) + "/v5_lines_3000.rbn";
+  const ribbon::filter f = ribbon::filter::load(path);
+  EXPECT_EQ(f.format_version(), ribbon::format::compact_version);
+  std::vector<std::string> keys;
+  for (int i = 1; i <= 3000; ++i) keys.push_back(std::to_string(i));
+  for (const std::string& k : keys) ASSERT_TRUE(f.contains(k)) << k;
+  std::uint64_t positives = 0;
+  for (int i = 3001; i <= 103000; ++i) positives += f.contains(std::to_string(i));
+  EXPECT_LT(positives, 100000 / 256 * 1.3);
+  const std::vector<std::string_view> views = ribbon_test::views(keys);
+  ribbon::build_options o;
+  o.seed = 7;
+  const ribbon::filter rebuilt = ribbon::filter::build(views.data(), views.size(), o);
+  const std::vector<unsigned char> golden = ribbon_test::read_bytes(path);
+  EXPECT_TRUE(rebuilt.serialize() == golden);
+  EXPECT_TRUE(f.serialize() == golden);
+  // The standard layout of the same filter: the same sections, only the frame differs.
+  const std::vector<unsigned char> standard = f.serialize(layout_choice::standard);
+  const ribbon::filter g = ribbon::filter::from_bytes(standard.data(), standard.size());
+  EXPECT_EQ(g.format_version(), 3u);
+  EXPECT_TRUE(g.serialize(layout_choice::compact) == golden);
+  EXPECT_GT(standard.size(), golden.size() + 256);
 }
 
 TEST(Format, MisalignedImageIsRejectedByParseImage) {
   const std::vector<std::uint64_t> keys = ribbon_test::keys_range(22, 0, 500);
-  const std::vector<unsigned char> bytes = ribbon::filter::build(keys.data(), 500).serialize();
+  const ribbon::filter built = ribbon::filter::build(keys.data(), 500);
+  const std::vector<unsigned char> bytes = built.serialize(layout_choice::standard);
   ribbon_test::aligned_buffer buffer(bytes.size() + 64);
   for (std::size_t shift : {1u, 8u, 32u}) {
     std::memcpy(buffer.data() + shift, bytes.data(), bytes.size());
     const std::string message = error_message([&] {
       (void)ribbon::format::parse_image(buffer.data() + shift, bytes.size(), true, "image");
     });
-    EXPECT_TRUE(contains_text(message, "aligned")) << message;
+    EXPECT_TRUE(contains_text(message, "64-byte aligned")) << message;
+  }
+  // A compact image needs 16-byte alignment only.
+  const std::vector<unsigned char> compact = built.serialize(layout_choice::compact);
+  for (std::size_t shift : {1u, 8u, 16u, 32u}) {
+    std::memcpy(buffer.data() + shift, compact.data(), compact.size());
+    const std::string message = error_message([&] {
+      (void)ribbon::format::parse_image(buffer.data() + shift, compact.size(), true, "image");
+    });
+    EXPECT_EQ(contains_text(message, "16-byte aligned"), shift % 16 != 0) << message;
   }
   // from_bytes copies into aligned memory, so any input address works.
   std::memcpy(buffer.data() + 1, bytes.data(), bytes.size());

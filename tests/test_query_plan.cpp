@@ -362,8 +362,8 @@ TEST(QueryPlan, OlderFormatVersionsAnswerAsBefore) {
   ribbon::build_options o;
   o.threshold_codes = threshold_encoding::two_bit;
   o.shard_size = 4096;
-  const std::vector<unsigned char> image =
-      ribbon::filter::build(members.data(), members.size(), o).serialize();
+  const std::vector<unsigned char> image = ribbon::filter::build(members.data(), members.size(), o)
+                                               .serialize(ribbon::format::layout_choice::standard);
   const ribbon::filter v2 = ribbon::filter::from_bytes(image.data(), image.size());
   EXPECT_EQ(v2.format_version(), 2u);
   for (std::uint64_t k : probes_of(members)) ASSERT_EQ(v2.contains(k), v2.ref().contains(k)) << k;

@@ -202,7 +202,13 @@ TEST(ThresholdCodes, EitherEncodingBuildsACorrectFilterAtEveryWidth) {
       o.width = width;
       o.threshold_codes = codes;
       const ribbon::filter built = ribbon::filter::build(keys.data(), n, o);
-      const std::vector<unsigned char> bytes = built.serialize();
+      // The standard layout's version names the encoding; the compact one records it.
+      const std::vector<unsigned char> compact = built.serialize();
+      const ribbon::filter c = ribbon::filter::from_bytes(compact.data(), compact.size());
+      EXPECT_EQ(c.threshold_codes(), codes);
+      EXPECT_EQ(c.format_version(), ribbon::format::compact_version);
+      const std::vector<unsigned char> bytes =
+          built.serialize(ribbon::format::layout_choice::standard);
       const ribbon::filter f = ribbon::filter::from_bytes(bytes.data(), bytes.size());
       EXPECT_EQ(f.threshold_codes(), codes);
       EXPECT_EQ(f.format_version(), codes == ribbon::threshold_encoding::two_bit ? 2u : 3u);

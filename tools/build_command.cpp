@@ -130,6 +130,7 @@ int run_bulk_build(const build_settings& s, input_format format, filter_variant 
   build_progress progress;
   bulk_options options;
   options.build = build_options_of(s, variant);
+  options.layout = file_layout_of(s.layout);
   options.memory_limit = limit - reader_bytes;
   options.tmp_dir = s.tmp_dir;
   options.expected_keys = reader.estimated_keys();
@@ -277,7 +278,8 @@ given_options add_filter_kind_options(CLI::App* cmd, build_settings& s) {
   cmd->add_option("--check-bits", s.check_bits,
                   "with values: C fingerprint bits stored above each value (--bits + C <= 32), "
                   "so that a lookup tells a key not in the set apart except with probability "
-                  "2^-C (`ribbon query --values` prints only keys found; format version 4)")
+                  "2^-C (`ribbon query --values` prints only keys found; format version 4, or 5 "
+                  "for small structures)")
       ->check(CLI::Range(1, 31));
   return given;
 }
@@ -299,6 +301,12 @@ void add_layout_options(CLI::App* cmd, build_settings& s) {
                   "the file. Smaller shards: more parallelism, a little more space")
       ->transform(shard_size_option());
   add_threshold_codes_option(cmd, s.threshold_codes);
+  cmd->add_option("--layout", s.layout,
+                  "the file's frame: compact (format version 5: 56 bytes and 24 a layer, for "
+                  "small filters), standard (128 bytes and 128 a layer, versions 1-4, which "
+                  "older readers read) or auto (compact when the sections take at most 1 MiB)")
+      ->check(CLI::IsMember({"auto", "standard", "compact"}))
+      ->capture_default_str();
 }
 
 /// Where the build runs and what it may use: --backend, --memory-limit, --tmp-dir.

@@ -28,6 +28,7 @@ struct build_settings {
   std::uint64_t seed = 0;
   std::uint64_t shard_size = 0;
   std::string threshold_codes = "auto";
+  std::string layout = "auto";  ///< the file's layout: auto, standard or compact
   // The CPU until bench/RESULTS.md records a passing bench/gpu_check.sh on a GPU.
   std::string backend = "cpu";
   std::string memory_limit = "0";

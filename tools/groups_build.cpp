@@ -190,7 +190,7 @@ int run_groups_build(const build_settings& s, input_format format, filter_varian
       pairs.hashes.data(), pairs.hashes.size(), key_kind_of(format), groups, options);
   make_output_dir(s.out_dir);
   tbb::parallel_for(std::size_t{0}, filters.size(),
-                    [&](std::size_t g) { filters[g].save(paths[g]); });
+                    [&](std::size_t g) { filters[g].save(paths[g], file_layout_of(s.layout)); });
   if (mode != progress_mode::quiet) {
     const double seconds = seconds_since(start);
     const std::uint64_t bytes = total_bytes(filters);

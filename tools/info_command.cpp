@@ -47,6 +47,7 @@ std::string info_json(const filter_summary& x, const std::string& path) {
   field("file", json_string(path));
   field("file_bytes", u(x.file_bytes));
   field("format_version", u(x.format_version));
+  field("layout", json_string(x.compact_layout ? "compact" : "standard"));
   field("variant", json_string(variant_name(p.variant)));
   field("key_kind", json_string(key_kind_name(p.keys)));
   field("width", u(p.width));
@@ -89,7 +90,8 @@ std::string info_text(const filter_summary& x, const std::string& path) {
   };
   line("file", path);
   line("file bytes", u(x.file_bytes));
-  line("format version", u(x.format_version));
+  line("format version",
+       u(x.format_version) + (x.compact_layout ? " (compact layout)" : " (standard layout)"));
   line("variant", variant_name(p.variant) +
                       (x.retrieval ? " (a static function: lookup returns the stored value)"
                                    : std::string(" filter")));

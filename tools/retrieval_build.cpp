@@ -327,6 +327,7 @@ int run_streamed_retrieval_build(const build_settings& s, input_format key_forma
   bulk_options options;
   options.build = build_options_of(s, variant);
   options.with_values = true;
+  options.layout = file_layout_of(s.layout);
   options.memory_limit = memory_limit - reader_bytes;
   options.tmp_dir = s.tmp_dir;
   options.expected_keys = reader.estimated_keys();
@@ -393,7 +394,7 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
     throw error(conflict_message(s, key_format, reader, kv, e));
   }
   progress.current.store(build_progress::writing, std::memory_order_relaxed);
-  f.save(s.output);
+  f.save(s.output, file_layout_of(s.layout));
   progress.current.store(build_progress::finished, std::memory_order_relaxed);
   display.stop(true);
   if (mode != progress_mode::quiet) {

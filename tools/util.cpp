@@ -175,11 +175,18 @@ std::string json_string(const std::string& text) {
 void add_threshold_codes_option(CLI::App* cmd, std::string& value) {
   cmd->add_option("--threshold-codes", value,
                   "how buckets store their thresholds: 1+-bit (the smallest file), 2-bit "
-                  "(format version 2, which older readers read; GPU kernels decide from one "
+                  "(format version 2 for large filters, which older readers read; GPU kernels "
+                  "decide from one "
                   "word; about 0.04% more space) or auto (1+-bit; 2-bit at w=32). CPU queries "
                   "are as fast with either")
       ->check(CLI::IsMember({"auto", "1+-bit", "2-bit"}))
       ->capture_default_str();
+}
+
+format::layout_choice file_layout_of(const std::string& name) {
+  return name == "standard"  ? format::layout_choice::standard
+         : name == "compact" ? format::layout_choice::compact
+                             : format::layout_choice::automatic;
 }
 
 std::optional<threshold_encoding> threshold_codes_of(const std::string& name) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ribbon/format.hpp"
 #include "ribbon/params.hpp"
 
 namespace ribbon::cli {
@@ -41,6 +42,9 @@ CLI::Validator shard_size_option();
 void add_threshold_codes_option(CLI::App* cmd, std::string& value);
 /// The encoding --threshold-codes names (none for "auto": the default).
 std::optional<threshold_encoding> threshold_codes_of(const std::string& name);
+
+/// The --layout choice named `name` (auto, standard or compact).
+format::layout_choice file_layout_of(const std::string& name);
 
 /// "12.3 MB" (decimal units, as rates are usually quoted).
 std::string format_bytes(double bytes);

@@ -10,30 +10,41 @@ namespace ribbon::format {
 
 namespace {
 
-constexpr std::uint64_t align_up(std::uint64_t x) {
-  return detail::round_up(x, section_alignment);
-}
-
 struct section_layout {
   std::uint64_t threshold_offset, threshold_bytes, solution_offset, solution_bytes;
 };
 
-/// The canonical placement of every section; the writer uses it and the reader insists on it.
-/// Returns the file size.
+/// The canonical placement of every section in either layout; the writer uses it and the
+/// reader insists on it. Returns the file size.
 std::uint64_t layout(const filter_params& p, const layer_geometry* geometries,
-                     std::size_t num_layers, section_layout* out) {
-  std::uint64_t offset = sizeof(file_header) + num_layers * sizeof(layer_descriptor);
+                     std::size_t num_layers, bool compact, section_layout* out) {
+  const std::uint64_t alignment = compact ? compact_section_alignment : section_alignment;
+  std::uint64_t offset = compact ? sizeof(compact_header) + num_layers * sizeof(compact_descriptor)
+                                 : sizeof(file_header) + num_layers * sizeof(layer_descriptor);
   for (std::size_t l = 0; l < num_layers; ++l) {
     const layer_geometry& g = geometries[l];
     section_layout& s = out[l];
     s.threshold_bytes = g.threshold_words(p.bucket_size) * 8;
-    s.threshold_offset = s.threshold_bytes ? align_up(offset) : 0;
+    s.threshold_offset = s.threshold_bytes ? detail::round_up(offset, alignment) : 0;
     if (s.threshold_bytes) offset = s.threshold_offset + s.threshold_bytes;
     s.solution_bytes = g.solution_bytes(p.width, p.result_bits);
-    s.solution_offset = align_up(offset);
+    s.solution_offset = detail::round_up(offset, alignment);
     offset = s.solution_offset + s.solution_bytes;
   }
   return offset;
+}
+
+std::vector<layer_geometry> geometries_of(const filter_image& image) {
+  std::vector<layer_geometry> geometries;
+  for (const auto& l : image.layers) geometries.push_back(l.geometry);
+  return geometries;
+}
+
+std::vector<section_layout> sections_of(const filter_image& image, bool compact) {
+  const std::vector<layer_geometry> geometries = geometries_of(image);
+  std::vector<section_layout> sections(geometries.size());
+  layout(image.params, geometries.data(), geometries.size(), compact, sections.data());
+  return sections;
 }
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
@@ -46,11 +57,26 @@ std::uint64_t checksum(const void* data, std::size_t bytes) {
   return detail::xxh64(data, bytes, 0);
 }
 
+bool is_compact(const filter_image& image) {
+  if (image.layout != layout_choice::automatic) return image.layout == layout_choice::compact;
+  std::uint64_t section_bytes = 0;
+  for (const section_layout& s : sections_of(image, false))
+    section_bytes += s.threshold_bytes + s.solution_bytes;
+  return section_bytes <= compact_max_section_bytes;
+}
+
+std::uint32_t version_of(const filter_image& image) {
+  if (is_compact(image)) return compact_version;
+  const threshold_encoding codes =
+      image.layers.empty() ? threshold_encoding::one_plus_bit : image.layers[0].geometry.codes;
+  return version_for(codes, image.params.check_bits);
+}
+
 std::uint64_t image_bytes(const filter_image& image) {
-  std::vector<layer_geometry> geometries;
-  for (const auto& l : image.layers) geometries.push_back(l.geometry);
-  std::vector<section_layout> sections(image.layers.size());
-  return layout(image.params, geometries.data(), geometries.size(), sections.data());
+  const std::vector<layer_geometry> geometries = geometries_of(image);
+  std::vector<section_layout> sections(geometries.size());
+  return layout(image.params, geometries.data(), geometries.size(), is_compact(image),
+                sections.data());
 }
 
 namespace {
@@ -117,6 +143,66 @@ void fill_header(const filter_image& image, threshold_encoding encoding, std::ui
   h.header_checksum = checksum(&h, offsetof(file_header, header_checksum));
 }
 
+/// The compact layout's one checksum: XXH64 of its header (with the checksum field 0) and
+/// descriptors, followed by each layer's threshold and solution checksums (taken from the
+/// standard descriptors `sums`), so a writer that streams a section knows it beforehand.
+std::uint64_t compact_checksum(compact_header h, const compact_descriptor* descriptors,
+                               const std::vector<layer_descriptor>& sums) {
+  h.checksum = 0;
+  const std::size_t n = sums.size();
+  std::vector<unsigned char> bytes(sizeof(h) + n * (sizeof(compact_descriptor) + 16));
+  unsigned char* out = bytes.data();
+  std::memcpy(out, &h, sizeof(h));
+  if (n) std::memcpy(out + sizeof(h), descriptors, n * sizeof(compact_descriptor));
+  out += sizeof(h) + n * sizeof(compact_descriptor);
+  for (const layer_descriptor& d : sums) {
+    std::memcpy(out, &d.threshold_checksum, 8);
+    std::memcpy(out + 8, &d.solution_checksum, 8);
+    out += 16;
+  }
+  return checksum(bytes.data(), bytes.size());
+}
+
+/// The compact header and descriptors of `image`, whose standard descriptors are `full`.
+std::vector<unsigned char> compact_frame(const filter_image& image, threshold_encoding encoding,
+                                         const std::vector<layer_descriptor>& full) {
+  const filter_params& p = image.params;
+  const std::size_t n = full.size();
+  compact_header h;
+  std::memset(&h, 0, sizeof(h));
+  std::memcpy(h.magic, magic, sizeof(magic));
+  h.format_version = compact_version;
+  h.variant = static_cast<std::uint8_t>(p.variant);
+  h.key_kind = static_cast<std::uint8_t>(p.keys);
+  h.width = static_cast<std::uint8_t>(p.width);
+  h.result_bits = static_cast<std::uint8_t>(p.result_bits);
+  h.seed = p.seed;
+  h.key_count = image.key_count;
+  h.threshold_light = p.threshold_light;
+  h.threshold_heavy = p.threshold_heavy;
+  h.extra_bit_fraction = static_cast<std::uint16_t>(p.extra_bit_fraction);
+  h.check_bits = static_cast<std::uint8_t>(p.check_bits);
+  h.bucket_bits = static_cast<std::uint8_t>(detail::floor_log2(p.bucket_size));
+  h.shard_bits = static_cast<std::uint8_t>(detail::floor_log2(p.shard_size));
+  h.threshold_encoding = static_cast<std::uint8_t>(encoding);
+  h.num_layers = static_cast<std::uint8_t>(n);
+  std::vector<compact_descriptor> descriptors(n);
+  std::memset(descriptors.data(), 0, n * sizeof(compact_descriptor));
+  for (std::size_t l = 0; l < n; ++l) {
+    if (full[l].num_starts > UINT32_MAX)
+      throw error("the compact layout holds layers of fewer than 2^32 start positions");
+    descriptors[l].salt = full[l].salt;
+    descriptors[l].bumped_keys = full[l].bumped_keys;
+    descriptors[l].num_starts = static_cast<std::uint32_t>(full[l].num_starts);
+    descriptors[l].kind = static_cast<std::uint8_t>(full[l].kind);
+  }
+  h.checksum = compact_checksum(h, descriptors.data(), full);
+  std::vector<unsigned char> bytes(sizeof(h) + n * sizeof(compact_descriptor));
+  std::memcpy(bytes.data(), &h, sizeof(h));
+  if (n) std::memcpy(bytes.data() + sizeof(h), descriptors.data(), n * sizeof(compact_descriptor));
+  return bytes;
+}
+
 /// Streams the file to a sink, counting bytes so sections land at their canonical offsets.
 class image_writer {
  public:
@@ -154,20 +240,25 @@ class image_writer {
 void write_image(const filter_image& image, const byte_sink& sink, const section_source& external) {
   const std::size_t n = image.layers.size();
   if (n > max_layers) throw error("a filter has at most 16 layers");
-  std::vector<layer_geometry> geometries;
-  for (const auto& l : image.layers) geometries.push_back(l.geometry);
+  const std::vector<layer_geometry> geometries = geometries_of(image);
+  const bool compact = is_compact(image);
   std::vector<section_layout> sections(n);
-  const std::uint64_t file_bytes = layout(image.params, geometries.data(), n, sections.data());
+  const std::uint64_t file_bytes =
+      layout(image.params, geometries.data(), n, compact, sections.data());
   const threshold_encoding encoding = shared_encoding(geometries);
 
   std::vector<layer_descriptor> descriptors(n);
   for (std::size_t l = 0; l < n; ++l) describe_layer(image.layers[l], sections[l], descriptors[l]);
-  file_header h;
-  fill_header(image, encoding, file_bytes, descriptors, h);
-
   image_writer out(sink, external);
-  out.emit(&h, sizeof(h));
-  out.emit(descriptors.data(), n * sizeof(layer_descriptor));
+  if (compact) {
+    const std::vector<unsigned char> frame = compact_frame(image, encoding, descriptors);
+    out.emit(frame.data(), frame.size());
+  } else {
+    file_header h;
+    fill_header(image, encoding, file_bytes, descriptors, h);
+    out.emit(&h, sizeof(h));
+    out.emit(descriptors.data(), n * sizeof(layer_descriptor));
+  }
   for (std::size_t l = 0; l < n; ++l) {
     const layer_image& li = image.layers[l];
     if (sections[l].threshold_bytes) {
@@ -206,10 +297,7 @@ filter_ref make_ref(const filter_image& image) {
 }
 
 filter_ref make_ref_at(const filter_image& image, const unsigned char* base) {
-  std::vector<layer_geometry> geometries;
-  for (const auto& l : image.layers) geometries.push_back(l.geometry);
-  std::vector<section_layout> sections(image.layers.size());
-  layout(image.params, geometries.data(), geometries.size(), sections.data());
+  const std::vector<section_layout> sections = sections_of(image, is_compact(image));
   filter_ref ref = make_ref(image);
   for (std::size_t l = 0; l < sections.size(); ++l) {
     ref.layers[l].thresholds =
@@ -235,25 +323,42 @@ filter_ref relocate(const filter_ref& ref, const unsigned char* from, const unsi
 
 namespace {
 
-/// The header of an image: magic, version, its own checksum and the fields that need no
-/// parameters to check.
+/// The version of an image, after its magic: it says which layout the rest has.
+std::uint32_t read_version(const unsigned char* data, std::uint64_t size,
+                           const std::string& source) {
+  constexpr std::uint64_t prefix = sizeof(magic) + sizeof(std::uint32_t);
+  if (size < prefix) {
+    fail(source,
+         "truncated: " + std::to_string(size) + " bytes, too short for a ribbon filter header");
+  }
+  if (std::memcmp(data, magic, sizeof(magic)) != 0) fail(source, "not a ribbon filter (bad magic)");
+  std::uint32_t version;
+  std::memcpy(&version, data + sizeof(magic), sizeof(version));
+  if (version < oldest_readable_version || version > current_version) {
+    fail(source, "unsupported format version " + std::to_string(version) +
+                     " (this library reads versions " + std::to_string(oldest_readable_version) +
+                     " to " + std::to_string(current_version) + ")");
+  }
+  return version;
+}
+
+void check_alignment(const unsigned char* data, std::uint64_t alignment,
+                     const std::string& source) {
+  if (reinterpret_cast<std::uintptr_t>(data) % alignment != 0) {
+    fail(source, "image is not " + std::to_string(alignment) + "-byte aligned in memory");
+  }
+}
+
+/// The standard header of an image (versions 1-4): its own checksum and the fields that need
+/// no parameters to check.
 file_header read_header(const unsigned char* data, std::uint64_t size, const std::string& source) {
   file_header h;
   if (size < sizeof(file_header)) {
     fail(source, "truncated: " + std::to_string(size) +
                      " bytes, too short for a ribbon filter header (128 bytes)");
   }
-  if (reinterpret_cast<std::uintptr_t>(data) % section_alignment != 0) {
-    fail(source, "image is not 64-byte aligned in memory");
-  }
+  check_alignment(data, section_alignment, source);
   std::memcpy(&h, data, sizeof(h));
-  if (std::memcmp(h.magic, magic, sizeof(magic)) != 0)
-    fail(source, "not a ribbon filter (bad magic)");
-  if (h.format_version < oldest_readable_version || h.format_version > current_version) {
-    fail(source, "unsupported format version " + std::to_string(h.format_version) +
-                     " (this library reads versions " + std::to_string(oldest_readable_version) +
-                     " to " + std::to_string(current_version) + ")");
-  }
   const bool version1 = h.format_version == 1;
   if (h.header_checksum != checksum(&h, offsetof(file_header, header_checksum))) {
     fail(source, "header checksum mismatch (corrupt file)");
@@ -289,6 +394,84 @@ file_header read_header(const unsigned char* data, std::uint64_t size, const std
     if (r != 0) fail(source, "reserved header fields are not zero");
   }
   return h;
+}
+
+/// A compact image's header and descriptors as they are in the file.
+struct compact_frame_view {
+  compact_header header;
+  std::vector<compact_descriptor> layers;
+};
+
+compact_frame_view read_compact_frame(const unsigned char* data, std::uint64_t size,
+                                      const std::string& source) {
+  compact_frame_view v;
+  compact_header& c = v.header;
+  if (size < sizeof(compact_header)) {
+    fail(source, "truncated: " + std::to_string(size) +
+                     " bytes, too short for a compact ribbon filter header (56 bytes)");
+  }
+  check_alignment(data, compact_section_alignment, source);
+  std::memcpy(&c, data, sizeof(c));
+  if (!valid_variant(static_cast<filter_variant>(c.variant)))
+    fail(source, "unknown filter variant " + std::to_string(c.variant));
+  if (c.reserved != 0) fail(source, "reserved header fields are not zero");
+  if (c.threshold_encoding != static_cast<std::uint8_t>(threshold_encoding::two_bit) &&
+      c.threshold_encoding != static_cast<std::uint8_t>(threshold_encoding::one_plus_bit)) {
+    fail(source, "unknown threshold encoding " + std::to_string(c.threshold_encoding));
+  }
+  if (c.bucket_bits > 16 || c.shard_bits > 31) fail(source, "bad parameters: bucket or shard size");
+  if (c.num_layers > max_layers) fail(source, "too many layers: " + std::to_string(c.num_layers));
+  const std::uint64_t n = c.num_layers;
+  if (sizeof(compact_header) + n * sizeof(compact_descriptor) > size) {
+    fail(source, "truncated layer descriptors");
+  }
+  v.layers.resize(n);
+  if (n) std::memcpy(v.layers.data(), data + sizeof(c), n * sizeof(compact_descriptor));
+  for (std::uint64_t l = 0; l < n; ++l) {
+    for (std::uint8_t r : v.layers[l].reserved) {
+      if (r != 0) fail(source, "layer " + std::to_string(l) + ": reserved fields are not zero");
+    }
+  }
+  return v;
+}
+
+/// A compact frame in the standard layout's terms; the section fields are left to the layout.
+void expand_compact_frame(const compact_frame_view& v, std::uint64_t size, file_header& h,
+                          std::vector<layer_descriptor>& layers) {
+  const compact_header& c = v.header;
+  std::memset(&h, 0, sizeof(h));
+  std::memcpy(h.magic, c.magic, sizeof(magic));
+  h.format_version = c.format_version;
+  h.header_bytes = sizeof(compact_header);
+  h.file_bytes = size;
+  h.variant = c.variant;
+  h.key_kind = c.key_kind;
+  h.width = c.width;
+  h.result_bits = c.result_bits;
+  h.bucket_size = std::uint32_t{1} << c.bucket_bits;
+  h.threshold_light = c.threshold_light;
+  h.threshold_heavy = c.threshold_heavy;
+  h.threshold_encoding = c.threshold_encoding;
+  h.shard_size = std::uint64_t{1} << c.shard_bits;
+  h.seed = c.seed;
+  h.key_count = c.key_count;
+  h.num_layers = c.num_layers;
+  h.descriptor_bytes = sizeof(compact_descriptor);
+  h.extra_bit_fraction = c.extra_bit_fraction;
+  h.check_bits = c.check_bits;
+  layers.assign(v.layers.size(), layer_descriptor{});
+  std::uint64_t input = c.key_count;
+  for (std::size_t l = 0; l < v.layers.size(); ++l) {
+    const compact_descriptor& cd = v.layers[l];
+    layer_descriptor& d = layers[l];
+    d.num_starts = cd.num_starts;
+    d.kind = cd.kind;
+    d.shard_bits = cd.kind == static_cast<std::uint8_t>(layer_kind::plain) ? 63 : c.shard_bits;
+    d.salt = cd.salt;
+    d.input_keys = input;
+    d.bumped_keys = cd.bumped_keys;
+    input = cd.bumped_keys;
+  }
 }
 
 /// The parameters a header records, checked.
@@ -371,7 +554,9 @@ layer_geometry geometry_of(const layer_descriptor& d, std::uint64_t l, std::uint
   expected_input = d.bumped_keys;
   layer_geometry g = make_geometry(d.num_starts, d.shard_bits, kind, p);
   g.codes = static_cast<threshold_encoding>(h.threshold_encoding);
-  if (!version1 && d.upper_start_block != g.upper_start_block) {
+  // (The compact layout leaves the boundary out: it is implied.)
+  if (!version1 && h.format_version != compact_version &&
+      d.upper_start_block != g.upper_start_block) {
     fail(source, which + "inconsistent fractional-bits boundary");
   }
   return g;
@@ -380,9 +565,9 @@ layer_geometry geometry_of(const layer_descriptor& d, std::uint64_t l, std::uint
 /// Checks that the sections lie where the canonical layout puts them, with zero padding
 /// between them, and (with `verify_checksums`) their checksums.
 void check_sections(const unsigned char* data, const std::vector<layer_descriptor>& layers,
-                    const std::vector<section_layout>& sections, bool verify_checksums,
-                    const std::string& source) {
-  std::uint64_t cursor = sizeof(file_header) + layers.size() * sizeof(layer_descriptor);
+                    const std::vector<section_layout>& sections, std::uint64_t metadata_bytes,
+                    bool verify_checksums, const std::string& source) {
+  std::uint64_t cursor = metadata_bytes;
   auto check_gap = [&](std::uint64_t until) {
     for (; cursor < until; ++cursor) {
       if (data[cursor] != 0) fail(source, "non-zero padding at byte " + std::to_string(cursor));
@@ -473,15 +658,50 @@ void check_code_regions(const std::uint64_t* thresholds, const layer_geometry& g
   }
 }
 
+/// Fills in what a compact file's descriptors imply: the sections' places, the fractional-bits
+/// boundary and (`with_checksums`) the sections' checksums.
+void fill_compact_sections(const unsigned char* data, const std::vector<section_layout>& sections,
+                           const std::vector<layer_geometry>& geometries, bool with_checksums,
+                           std::vector<layer_descriptor>& layers) {
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const section_layout& s = sections[l];
+    layer_descriptor& d = layers[l];
+    d.threshold_offset = s.threshold_offset;
+    d.threshold_bytes = s.threshold_bytes;
+    if (with_checksums) {
+      d.threshold_checksum = checksum(data + s.threshold_offset, s.threshold_bytes);
+      d.solution_checksum = checksum(data + s.solution_offset, s.solution_bytes);
+    }
+    d.solution_offset = s.solution_offset;
+    d.solution_bytes = s.solution_bytes;
+    d.upper_start_block = geometries[l].upper_start_block;
+  }
+}
+
+/// The one checksum of a compact file, over its frame and its sections' checksums.
+void check_compact_checksum(const compact_frame_view& frame,
+                            const std::vector<layer_descriptor>& layers,
+                            const std::string& source) {
+  if (compact_checksum(frame.header, frame.layers.data(), layers) != frame.header.checksum)
+    fail(source, "checksum mismatch (corrupt file)");
+}
+
 }  // namespace
 
 parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool verify_checksums,
                          const std::string& source) {
   parsed_image out;
-  out.header = read_header(data, size, source);
+  const bool compact = read_version(data, size, source) == compact_version;
+  compact_frame_view frame;
+  if (compact) {
+    frame = read_compact_frame(data, size, source);
+    expand_compact_frame(frame, size, out.header, out.layers);
+  } else {
+    out.header = read_header(data, size, source);
+    out.layers = read_descriptors(data, size, out.header, source);
+  }
   const file_header& h = out.header;
   const filter_params p = params_of(h, source);
-  out.layers = read_descriptors(data, size, h, source);
   const std::size_t n = out.layers.size();
 
   std::vector<layer_geometry> geometries(n);
@@ -491,10 +711,21 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
   }
   if (expected_input != 0) fail(source, "keys bumped out of the last layer");
   std::vector<section_layout> sections(n);
-  if (layout(p, geometries.data(), n, sections.data()) != size) {
-    fail(source, "section sizes do not add up to the file size");
+  const std::uint64_t file_bytes = layout(p, geometries.data(), n, compact, sections.data());
+  if (file_bytes != size) {
+    fail(source, compact ? (size < file_bytes ? "truncated: " : "trailing bytes: ") +
+                               std::to_string(size) + " bytes, its layers take " +
+                               std::to_string(file_bytes)
+                         : std::string("section sizes do not add up to the file size"));
   }
-  check_sections(data, out.layers, sections, verify_checksums, source);
+  if (compact) {
+    fill_compact_sections(data, sections, geometries, verify_checksums, out.layers);
+    if (verify_checksums) check_compact_checksum(frame, out.layers, source);
+    verify_checksums = false;  // a compact file has no checksum per section
+  }
+  const std::uint64_t metadata_bytes =
+      n * h.descriptor_bytes + h.header_bytes;  // either layout's, as filled in above
+  check_sections(data, out.layers, sections, metadata_bytes, verify_checksums, source);
   for (std::size_t l = 0; l < n; ++l) {
     if (geometries[l].bumping() && geometries[l].codes == threshold_encoding::one_plus_bit) {
       check_code_regions(

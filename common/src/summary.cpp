@@ -39,6 +39,7 @@ filter_summary summarize(const format::filter_image& image, std::uint32_t format
   filter_summary s;
   s.params = p;
   s.format_version = format_version;
+  s.compact_layout = format::is_compact(image);
   s.threshold_codes =
       image.layers.empty() ? threshold_encoding::one_plus_bit : image.layers[0].geometry.codes;
   s.key_count = image.key_count;

@@ -209,7 +209,7 @@ struct bulk_pipeline_of final : bulk_pipeline {
     result.key_count = f.key_count();
     chunks.clear();
     set_stage(build_progress::writing, f.size_bytes());
-    f.save(path);
+    f.save(path, options.layout);
     result.layers = f.layers();
     result.file_bytes = f.size_bytes();
     return result;
@@ -313,7 +313,7 @@ bulk_result bulk_pipeline_of<Record>::finish_out_of_core(const std::string& path
   result.stats.total_seconds = seconds_since(build_start);
   const std::uint64_t distinct = layers.front().input_keys;
   builder.size_for(count, distinct);
-  const format::filter_image image{params, distinct, layers};
+  const format::filter_image image{params, distinct, layers, options.layout};
   write_out_of_core(path, image, section_files);
   result.layers = layers;
   result.file_bytes = format::image_bytes(image);

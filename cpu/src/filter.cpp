@@ -51,8 +51,12 @@ filter filter::adopt(const filter_params& params, std::uint64_t key_count,
   return f;
 }
 
-format::filter_image filter::image() const {
-  return format::filter_image{ref_.params, ref_.key_count, layers_};
+format::filter_image filter::image(format::layout_choice layout) const {
+  if (layout == format::layout_choice::automatic && format_version_ != 0) {
+    layout = format_version_ == format::compact_version ? format::layout_choice::compact
+                                                        : format::layout_choice::standard;
+  }
+  return format::filter_image{ref_.params, ref_.key_count, layers_, layout};
 }
 
 void filter::adopt_image(const unsigned char* data, std::uint64_t size, const load_options& options,
@@ -93,12 +97,12 @@ filter filter::load(const std::string& path, const load_options& options) {
   return f;
 }
 
-void filter::save(const std::string& path) const {
-  detail::write_file_atomically(path, image());
+void filter::save(const std::string& path, format::layout_choice layout) const {
+  detail::write_file_atomically(path, image(layout));
 }
 
-std::vector<unsigned char> filter::serialize() const {
-  return format::serialize(image());
+std::vector<unsigned char> filter::serialize(format::layout_choice layout) const {
+  return format::serialize(image(layout));
 }
 
 std::uint64_t filter::size_bytes() const {
@@ -112,7 +116,7 @@ double filter::bits_per_key() const {
 }
 
 filter_summary summarize(const filter& f) {
-  return summarize(format::filter_image{f.params(), f.key_count(), f.layers()}, f.format_version());
+  return summarize(f.image(), f.format_version());
 }
 
 void filter::throw_kind_mismatch(key_kind expected) const {

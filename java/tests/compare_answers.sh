@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Java reader's answers against the C++ reader's: files of every variant, width, threshold
-# encoding (format versions 2 and 3), fractional setting and key kind, built by `ribbon build`,
+# encoding (format versions 2 and 3), layout (the compact one of version 5 and the standard
+# one), fractional setting and key kind, built by `ribbon build`,
 # and the version-1 golden files of tests/data, each queried with members and random
 # non-members by `ribbon query` and `java -jar ribbon.jar query`: output and exit status must
 # be identical (so the false positives are the same keys too).
@@ -71,9 +72,12 @@ for w in 32 64 128; do
       codes_list="1+-bit"
       [[ ${variant} == bumped ]] && codes_list="1+-bit 2-bit"
       for codes in ${codes_list}; do
-        name="lines-w${w}-${variant}-${bits// /}-${codes}"
+        layout=compact
+        [[ ${codes} == 2-bit || ${bits} == "-r 7" ]] && layout=standard
+        name="lines-w${w}-${variant}-${bits// /}-${codes}-${layout}"
         "${ribbon}" build -q -i lines.txt -o f.rbn -w "${w}" --variant "${variant}" ${bits} \
-          --threshold-codes "${codes}" --shard-size "${shard}" --seed $((w * 7 + ${#variant}))
+          --threshold-codes "${codes}" --shard-size "${shard}" --seed $((w * 7 + ${#variant})) \
+          --layout "${layout}"
         compare "${name}" f.rbn -i lines-probes.txt
       done
     done
@@ -86,7 +90,8 @@ compare "lines-arguments" f.rbn -- "$(grep -a -m1 '^k[0-9]*-[0-9a-f]* x$' lines.
 # Filters from integer keys, queried as u64 and as hex64.
 for w in 32 64 128; do
   for variant in bumped standard homogeneous; do
-    "${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn -w "${w}" --variant "${variant}" --fpr 0.02
+    "${ribbon}" build -q -i keys.u64 --format u64 -o f.rbn -w "${w}" --variant "${variant}" --fpr 0.02 \
+      --layout "$([[ ${w} == 128 ]] && echo standard || echo auto)"
     compare "u64-w${w}-${variant}" f.rbn --format u64 -i probes.u64
     compare "hex64-w${w}-${variant}" f.rbn --format hex64 -i probes.hex
   done
@@ -103,7 +108,8 @@ compare "lines-defaults-r8" f.rbn -i lines-probes.txt
 # Retrieval structures: bumped and standard, every width, text and hex64 keys.
 for w in 32 64 128; do
   for variant in retrieval standard-retrieval; do
-    "${ribbon}" build -q --values -i values.tsv -o f.rbn -w "${w}" --variant "${variant}"
+    "${ribbon}" build -q --values -i values.tsv -o f.rbn -w "${w}" --variant "${variant}" \
+      --layout "$([[ ${w} == 64 ]] && echo standard || echo auto)"
     compare "values-w${w}-${variant}" f.rbn --values -i values-probes.txt
     "${ribbon}" build -q --values -i hexvalues.tsv --format hex64 -o f.rbn -w "${w}" --variant "${variant}"
     compare "hexvalues-w${w}-${variant}" f.rbn --values --format hex64 -i probes.hex
@@ -112,7 +118,8 @@ done
 
 # Check bits (format version 4): found keys only, --absent, membership; text and hex64 keys.
 for w in 32 64 128; do
-  "${ribbon}" build -q --values -i smallvalues.tsv -o f.rbn -w "${w}" --check-bits 9
+  "${ribbon}" build -q --values -i smallvalues.tsv -o f.rbn -w "${w}" --check-bits 9 \
+    --layout "$([[ ${w} == 32 ]] && echo standard || echo auto)"
   compare "checked-w${w}" f.rbn --values -i values-probes.txt
   compare "checked-absent-w${w}" f.rbn --values --absent none -i values-probes.txt
   compare "checked-membership-w${w}" f.rbn -i values-probes.txt

@@ -15,7 +15,7 @@ trap 'rm -rf "${tmp}"' EXIT
 
 bash "${here}/../../tests/fuzz/make_corpus.sh" "${ribbon}" "${tmp}/corpus" >/dev/null
 mkdir "${tmp}/mutants"
-python3 "${here}/mutate.py" "${tmp}/mutants" "${tmp}"/corpus/file_reader/*.rbn
+RIBBON_CLI="${ribbon}" python3 "${here}/mutate.py" "${tmp}/mutants" "${tmp}"/corpus/file_reader/*.rbn
 files=("${tmp}"/corpus/file_reader/*.rbn "${tmp}"/mutants/*.rbn)
 
 # C++: 0 valid, 2 rejected, per file.

@@ -1,9 +1,12 @@
 """Corrupted copies of ribbon files: single bit flips, truncations, an appended byte, and bit
 flips with every checksum recomputed (so that the structural checks, not the checksums, must
-catch them). Usage: mutate.py OUT_DIR FILE... (writes OUT_DIR/<name>.<mutation>.rbn)."""
+catch them). Usage: [RIBBON_CLI=ribbon] mutate.py OUT_DIR FILE... (writes
+OUT_DIR/<name>.<mutation>.rbn; compact files need the ribbon tool to find their sections)."""
+import json
 import os
 import random
 import struct
+import subprocess
 import sys
 
 M = (1 << 64) - 1
@@ -50,8 +53,42 @@ def xxh64(data, seed=0):
     return h ^ (h >> 32)
 
 
-def rechecksum(b):
-    """Recomputes every checksum a file records (as far as its descriptors make sense)."""
+def compact_sections(ribbon, path):
+    """(offset, bytes) of every section of a compact file (docs/format.md, section 10), from the
+    layers' section sizes that `ribbon info --json` reports."""
+    info = json.loads(subprocess.run([ribbon, "info", "--json", path], check=True,
+                                     capture_output=True, text=True).stdout)
+    def align(x):
+        return (x + 15) // 16 * 16
+
+    offset, sections = 56 + 24 * len(info["layers"]), []
+    for layer in info["layers"]:
+        thresholds, solution = layer["threshold_bytes"], layer["solution_bytes"]
+        at = align(offset) if thresholds else 0
+        offset = at + thresholds if thresholds else offset
+        sections += [(at, thresholds), (align(offset), solution)]
+        offset = align(offset) + solution
+    return sections
+
+
+def recompact_checksum(b, sections):
+    """A compact file's one checksum: XXH64 of its header (checksum field 0) and descriptors,
+    then the sections' checksums, taken where the unchanged file has its sections."""
+    layers = b[54]
+    if 56 + 24 * layers > len(b):
+        return
+    covered = bytearray(b[:56 + 24 * layers])
+    covered[32:40] = bytes(8)
+    for offset, size in sections[:2 * layers]:
+        covered += struct.pack("<Q", xxh64(bytes(b[offset:offset + size])))
+    struct.pack_into("<Q", b, 32, xxh64(bytes(covered)))
+
+
+def rechecksum(b, sections=None):
+    """Recomputes every checksum a file records (as far as its descriptors make sense);
+    `sections` for a compact file."""
+    if sections is not None:
+        return recompact_checksum(b, sections)
     if len(b) < 128:
         return
     layers = struct.unpack_from("<I", b, 80)[0]
@@ -69,9 +106,14 @@ def rechecksum(b):
 def main():
     out = sys.argv[1]
     rng = random.Random(2024)
+    ribbon = os.environ.get("RIBBON_CLI")
     for path in sys.argv[2:]:
         data = open(path, "rb").read()
         name = os.path.basename(path)
+        compact = len(data) >= 12 and struct.unpack_from("<I", data, 8)[0] == 5
+        if compact and not ribbon:
+            sys.exit("mutate.py: compact files need RIBBON_CLI (the ribbon tool) to find sections")
+        sections = compact_sections(ribbon, path) if compact else None
         mutants = {}
         for k in range(24):
             b = bytearray(data)
@@ -83,7 +125,7 @@ def main():
             limit = len(b) if k % 3 == 0 else min(len(b), 128 * 4)
             bit = rng.randrange(limit * 8)
             b[bit // 8] ^= 1 << (bit % 8)
-            rechecksum(b)
+            rechecksum(b, sections)
             mutants["resum%d" % k] = b
         for k, size in enumerate(sorted({0, 7, 127, 128, len(data) - 1, len(data) // 2,
                                          rng.randrange(len(data))})):

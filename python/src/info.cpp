@@ -31,6 +31,7 @@ nb::dict info(const filter& f) {
   nb::dict d;
   d["file_bytes"] = x.file_bytes;
   d["format_version"] = x.format_version;
+  d["layout"] = x.compact_layout ? "compact" : "standard";
   d["variant"] = variant_name(p.variant);
   d["key_kind"] = key_kind_name(p.keys);
   d["width"] = p.width;

@@ -203,6 +203,30 @@ case_query_prints_members() {
   out_is "$((2 * N)) queried, $((N + false_positives)) positive"
 }
 
+# --layout: the same filter in either frame (the standard one for readers of versions 1-4):
+# the same answers, the compact file smaller by the frames' difference, a bad name refused.
+case_layout() {
+  local layout
+  for layout in standard compact; do
+    build_ok -i "$D/keys.txt" -o "$D/keys-$layout.rbn" -r 16 --layout "$layout" || return 1
+    run query "$D/keys-$layout.rbn" -i "$D/others.txt"
+    mv "$OUT" "$D/others-$layout.out"
+  done
+  same_file "$D/others-standard.out" "$D/others-compact.out" || return 1
+  cmp -s "$D/keys-compact.rbn" "$D/keys.rbn" || fail "auto is not compact for a small filter" || return 1
+  run info "$D/keys-standard.rbn"
+  out_has "format version  3 (standard layout)" || return 1
+  local layers saved
+  layers=$(grep -c '^layer ' "$OUT")
+  saved=$(($(stat -c %s "$D/keys-standard.rbn") - $(stat -c %s "$D/keys-compact.rbn")))
+  # 128 + 128 a layer against 56 + 24 a layer, give or take the sections' alignment (64 or 16).
+  [[ ${saved} -ge $((72 + 104 * layers - 64 * (2 * layers))) && ${saved} -le $((72 + 104 * layers + 64 * 2 * layers)) ]] ||
+    fail "standard - compact = ${saved} bytes for ${layers} layers" || return 1
+  run build -i "$D/keys.txt" -o "$D/keys-x.rbn" --layout tiny
+  rc_is 2 "--layout tiny" || return 1
+  [[ ! -e "$D/keys-x.rbn" ]] || fail "a refused build wrote a file"
+}
+
 case_query_exit_status() {
   run query "$D/keys.rbn" -i "$D/others.txt"
   rc_is 1 "query of non-members" || return 1
@@ -243,7 +267,7 @@ case_info() {
   run info "$D/keys.rbn" --json
   rc_is 0 "info --json" || return 1
   local field
-  for field in '"key_count": '"$N"',' '"format_version": 3,' '"threshold_encoding": "1+-bit",' '"key_kind": "bytes",' \
+  for field in '"key_count": '"$N"',' '"format_version": 5,' '"layout": "compact",' '"threshold_encoding": "1+-bit",' '"key_kind": "bytes",' \
     '"result_bits": 16,' '"width": 64,' \
     '"layers": [' '"bumped_fraction": ' '"seed": 0,' '"file_bytes": '"$(stat -c %s "$D/keys.rbn")"','; do
     out_has "$field" || return 1
@@ -308,6 +332,7 @@ group_query() {
   t query.exit_status case_query_exit_status
   t verify.ok_and_missing_keys case_verify
   t info.fields case_info
+  t build.layout case_layout
   t build.empty_input case_empty_input
   t help case_help
 }

@@ -276,7 +276,7 @@ case_check_bits() {
   run query "$D/kv-checked.rbn" --values absent-x absent-y
   if [[ -s "$OUT" ]]; then rc_is 0 "query --values finding a key"; else rc_is 1 "query --values finding no key"; fi || return 1
   run info "$D/kv-checked.rbn"
-  out_has "format version  4" || return 1
+  out_has "format version  5 (compact layout)" || return 1
   out_has "check bits      12 (20 value bits" || return 1
   run info --json "$D/kv-checked.rbn"
   out_has '"check_bits": 12' || return 1

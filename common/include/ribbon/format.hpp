@@ -1,11 +1,15 @@
 /// @file format.hpp
 /// The one file format of every builder and reader.
 ///
-/// Little-endian. A 128-byte header, then one 128-byte descriptor per layer, then per layer
-/// its threshold section (bumped layers) and its solution section, each 64-byte aligned and
-/// zero-padded, so a file can be mapped and queried in place. The header, the descriptors and
-/// every section carry an XXH64 checksum. Files are written by the CPU library (filter::save),
-/// atomically.
+/// Little-endian, in one of two layouts, so a file can be mapped and queried in place:
+/// - standard (versions 1 to 4): a 128-byte header, one 128-byte descriptor per layer, then
+///   per layer its threshold section (bumped layers) and its solution section, each 64-byte
+///   aligned and zero-padded; the header, the descriptors and every section carry an XXH64
+///   checksum;
+/// - compact (version 5), for small filters: a 56-byte header and a 24-byte descriptor per
+///   layer holding only what the geometry does not imply, sections 16-byte aligned, and one
+///   XXH64 that covers the header, the descriptors and every section's own XXH64.
+/// Files are written by the CPU library (filter::save), atomically.
 #pragma once
 
 #include <cstddef>
@@ -27,10 +31,19 @@ inline constexpr char magic[8] = {'R', 'I', 'B', 'B', 'O', 'N', 'F', 'L'};
 /// encoding. Files with 2-bit codes (the builders' choice at w = 32, and every older file)
 /// and no check bits are version 2 (or 1), with 1+-bit codes version 3, so older readers
 /// read every file that needs nothing newer; all are read, and re-saved files keep their
-/// version.
-inline constexpr std::uint32_t current_version = 4;
+/// version. Version 5 is the compact layout (any encoding, any check bits), which builders
+/// choose for filters whose sections take at most compact_max_section_bytes.
+inline constexpr std::uint32_t compact_version = 5;
+inline constexpr std::uint32_t current_version = 5;
 inline constexpr std::uint32_t oldest_readable_version = 1;
 inline constexpr std::uint64_t section_alignment = 64;
+inline constexpr std::uint64_t compact_section_alignment = 16;
+/// Where 128 + 128 bytes a layer stop mattering: at 1 MiB of sections they are 0.05 %.
+inline constexpr std::uint64_t compact_max_section_bytes = std::uint64_t{1} << 20;
+
+/// Which layout a writer uses: `automatic` is compact for filters whose sections take at most
+/// compact_max_section_bytes (and whose counts fit the compact fields), standard otherwise.
+enum class layout_choice : std::uint32_t { automatic = 0, standard = 1, compact = 2 };
 
 /// The version of the files whose thresholds are encoded as `codes` and whose retrieval
 /// values carry `check_bits` check bits.
@@ -82,6 +95,41 @@ struct layer_descriptor {
 };
 static_assert(sizeof(layer_descriptor) == 128);
 
+/// The header of the compact layout (version 5). What the standard header spells out and the
+/// parameters imply (sizes, offsets, bucket and shard sizes as powers of two) is left out.
+struct compact_header {
+  char magic[8];
+  std::uint32_t format_version;  ///< 5
+  std::uint8_t variant;
+  std::uint8_t key_kind;
+  std::uint8_t width;
+  std::uint8_t result_bits;
+  std::uint64_t seed;
+  std::uint64_t key_count;
+  std::uint64_t checksum;  ///< XXH64 of the header (this field 0), descriptors, section sums
+  std::uint32_t threshold_light;
+  std::uint32_t threshold_heavy;
+  std::uint16_t extra_bit_fraction;
+  std::uint8_t check_bits;
+  std::uint8_t bucket_bits;  ///< log2(bucket_size)
+  std::uint8_t shard_bits;   ///< log2(shard_size)
+  std::uint8_t threshold_encoding;
+  std::uint8_t num_layers;
+  std::uint8_t reserved;
+};
+static_assert(sizeof(compact_header) == 56);
+
+/// A layer of the compact layout: its input keys, sections, offsets and shard bits follow from
+/// the header and the layers before it.
+struct compact_descriptor {
+  std::uint64_t salt;
+  std::uint64_t bumped_keys;
+  std::uint32_t num_starts;
+  std::uint8_t kind;
+  std::uint8_t reserved[3];
+};
+static_assert(sizeof(compact_descriptor) == 24);
+
 /// One layer handed to the writer: its geometry, counts and section contents.
 struct layer_image {
   layer_geometry geometry;
@@ -112,7 +160,14 @@ struct filter_image {
   filter_params params;
   std::uint64_t key_count = 0;
   std::vector<layer_image> layers;
+  layout_choice layout = layout_choice::automatic;
 };
+
+/// Whether write_image() writes `image` in the compact layout (its choice resolved).
+bool is_compact(const filter_image& image);
+
+/// The format version write_image() gives `image`.
+std::uint32_t version_of(const filter_image& image);
 
 /// Size in bytes of the file that write_image() produces.
 std::uint64_t image_bytes(const filter_image& image);
@@ -127,14 +182,19 @@ std::vector<unsigned char> serialize(const filter_image& image);
 /// A parsed, validated file image.
 struct parsed_image {
   filter_ref ref;  ///< points into the image
+  /// The header and descriptors in the standard layout's terms, also for a compact file (its
+  /// format_version then 5 and every field the compact layout implies filled in).
   file_header header;
   std::vector<layer_descriptor> layers;
 };
 
-/// Validates an image (64-byte aligned, `size` bytes) and returns a view of it. Rejects a
-/// wrong magic, an unknown version or variant, truncation, inconsistent sizes or offsets,
-/// non-zero padding and (with `verify_checksums`) any checksum mismatch, by throwing
-/// ribbon::error with a message that says which. `source` names the file in messages.
+/// Validates an image (64-byte aligned, `size` bytes; 16-byte aligned is enough for a compact
+/// one) and returns a view of it. Rejects a wrong magic, an unknown version or variant,
+/// truncation, inconsistent sizes or offsets, non-zero padding and (with `verify_checksums`)
+/// any checksum mismatch, by throwing ribbon::error with a message that says which. (Without
+/// `verify_checksums` a standard file's header and descriptors are still checked against
+/// their checksums; a compact file's one checksum covers its sections too, so it is not.)
+/// `source` names the file in messages.
 parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool verify_checksums,
                          const std::string& source);
 

@@ -33,6 +33,7 @@ struct layer_summary {
 struct filter_summary {
   filter_params params;
   std::uint32_t format_version = 0;
+  bool compact_layout = false;  ///< the compact layout of small filters (version 5)
   threshold_encoding threshold_codes = threshold_encoding::one_plus_bit;
   std::uint64_t key_count = 0;  ///< distinct keys
   std::uint64_t file_bytes = 0;

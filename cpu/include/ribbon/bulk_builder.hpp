@@ -93,6 +93,9 @@ struct bulk_options {
   /// (in_memory and range_solver must be empty). A key added twice with one value counts
   /// once; with two values finish() throws conflicting_values_error and writes nothing.
   bool with_values = false;
+  /// The file's layout: automatic (compact for small filters), or either one on request
+  /// (standard: what readers of format versions 1 to 4 read).
+  format::layout_choice layout = format::layout_choice::automatic;
 };
 
 /// What finish() built.

@@ -193,10 +193,15 @@ class filter {
                       std::shared_ptr<const void> sections);
 
   /// Writes the filter atomically (temporary file, then rename), as check_output_path()
-  /// describes.
-  void save(const std::string& path) const;
-  /// The file bytes.
-  std::vector<unsigned char> serialize() const;
+  /// describes. `automatic` keeps a loaded file's layout and writes a built filter compact
+  /// when it is small (format::layout_choice).
+  void save(const std::string& path,
+            format::layout_choice layout = format::layout_choice::automatic) const;
+  /// The file bytes (laid out as by save()).
+  std::vector<unsigned char> serialize(
+      format::layout_choice layout = format::layout_choice::automatic) const;
+  /// What save() writes with `layout`: the parameters, layers and the layout resolved.
+  format::filter_image image(format::layout_choice layout = format::layout_choice::automatic) const;
 
   /// Membership of one integer key: true for every key of the set. Filters, and retrieval
   /// structures with check bits (a key whose check bits match).
@@ -259,8 +264,7 @@ class filter {
   filter_variant variant() const { return ref_.params.variant; }
   /// The format version of the file it was loaded from or will be saved as.
   std::uint32_t format_version() const {
-    return format_version_ != 0 ? format_version_
-                                : format::version_for(threshold_codes(), params().check_bits);
+    return format_version_ != 0 ? format_version_ : format::version_of(image());
   }
   /// How its bucket thresholds are stored (1+-bit; 2-bit in files of format versions 1, 2).
   threshold_encoding threshold_codes() const {
@@ -308,7 +312,6 @@ class filter {
   [[noreturn]] void throw_variant_mismatch(bool retrieval) const;
   void adopt_image(const unsigned char* data, std::uint64_t size, const load_options& options,
                    const std::string& source);
-  format::filter_image image() const;
 
   std::unique_ptr<storage> storage_;
   std::vector<format::layer_image> layers_;

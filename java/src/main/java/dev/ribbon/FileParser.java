@@ -1,18 +1,22 @@
 package dev.ribbon;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Validates a mapped file as the C++ reader does (docs/format.md, sections 2 to 6), in the same
+ * Validates a mapped file as the C++ reader does (docs/format.md, sections 2 to 10), in the same
  * order, and builds its layers. Every failure is a RibbonException naming the file.
  */
 final class FileParser {
     static final int HEADER_BYTES = 128;
     static final int DESCRIPTOR_BYTES = 128;
+    static final int COMPACT_HEADER_BYTES = 56;
+    static final int COMPACT_DESCRIPTOR_BYTES = 24;
     static final int MAX_LAYERS = 16;
     static final int OLDEST_VERSION = 1;
-    static final int CURRENT_VERSION = 4;
-    private static final long ALIGNMENT = 64;
+    static final int COMPACT_VERSION = 5;
+    static final int CURRENT_VERSION = 5;
 
     private final MappedFile f;
     private final String source;
@@ -30,8 +34,14 @@ final class FileParser {
 
     static FileParser parse(MappedFile f, String source) {
         FileParser parser = new FileParser(f, source);
-        parser.readHeader();
-        parser.readLayers();
+        parser.readVersion();
+        if (parser.compact()) {
+            parser.readCompactHeader();
+            parser.readCompactLayers();
+        } else {
+            parser.readHeader();
+            parser.readLayers();
+        }
         parser.checkSections();
         for (Layer layer : parser.layers) {
             if (layer.regions != null) new CodeRegionChecker(f, layer, parser::fail).check();
@@ -43,10 +53,13 @@ final class FileParser {
         return new RibbonException(source + ": " + what);
     }
 
-    private void readHeader() {
-        if (size < HEADER_BYTES) {
-            throw fail("truncated: " + size + " bytes, too short for a ribbon filter header (128 bytes)");
-        }
+    boolean compact() {
+        return version == COMPACT_VERSION;
+    }
+
+    /** The magic, then the version, which says which layout the rest has. */
+    private void readVersion() {
+        if (size < 12) throw fail("truncated: " + size + " bytes, too short for a ribbon filter header");
         byte[] magic = new byte[8];
         for (int i = 0; i < 8; i++) magic[i] = f.getByte(i);
         if (!new String(magic, StandardCharsets.ISO_8859_1).equals("RIBBONFL")) {
@@ -55,7 +68,60 @@ final class FileParser {
         version = f.getInt(8);
         if (version < OLDEST_VERSION || version > CURRENT_VERSION) {
             throw fail("unsupported format version " + Integer.toUnsignedString(version)
-                    + " (this library reads versions 1 to 4)");
+                    + " (this library reads versions 1 to 5)");
+        }
+    }
+
+    private int u8(long offset) {
+        return f.getByte(offset) & 0xFF;
+    }
+
+    /** A compact header (section 10): the fields that need no parameters, then the parameters. */
+    private void readCompactHeader() {
+        if (size < COMPACT_HEADER_BYTES) {
+            throw fail("truncated: " + size + " bytes, too short for a compact ribbon filter header (56 bytes)");
+        }
+        Variant variant = Variant.of(u8(12));
+        if (variant == null) throw fail("unknown filter variant " + u8(12));
+        if (u8(55) != 0) throw fail("reserved header fields are not zero");
+        if (u8(53) != 1 && u8(53) != 2) throw fail("unknown threshold encoding " + u8(53));
+        if (u8(51) > 16 || u8(52) > 31) throw fail("bad parameters: bucket or shard size");
+        params = FilterParams.compact(f, variant);
+        keyCount = f.getLong(24);
+    }
+
+    private void readCompactLayers() {
+        int n = u8(54);
+        if (n > MAX_LAYERS) throw fail("too many layers: " + n);
+        if (COMPACT_HEADER_BYTES + (long) n * COMPACT_DESCRIPTOR_BYTES > size) {
+            throw fail("truncated layer descriptors");
+        }
+        for (int l = 0; l < n; l++) {
+            long d = COMPACT_HEADER_BYTES + (long) l * COMPACT_DESCRIPTOR_BYTES;
+            if (u8(d + 21) != 0 || u8(d + 22) != 0 || u8(d + 23) != 0) {
+                throw fail("layer " + l + ": reserved fields are not zero");
+            }
+        }
+        String problem = params.problem();
+        if (problem != null) throw fail("bad parameters: " + problem);
+        layers = new Layer[n];
+        long input = keyCount;
+        for (int l = 0; l < n; l++) {
+            long d = COMPACT_HEADER_BYTES + (long) l * COMPACT_DESCRIPTOR_BYTES;
+            int kind = u8(d + 20);
+            int shardBits = kind == Layer.KIND_PLAIN ? 63 : u8(52);
+            long bumped = f.getLong(d + 8);
+            layers[l] = checkedLayer(l, Integer.toUnsignedLong(f.getInt(d + 16)), shardBits, kind,
+                    f.getLong(d), input, input, bumped);
+            input = bumped;
+        }
+        if (input != 0) throw fail("keys bumped out of the last layer");
+    }
+
+    /** A standard header (section 2). */
+    private void readHeader() {
+        if (size < HEADER_BYTES) {
+            throw fail("truncated: " + size + " bytes, too short for a ribbon filter header (128 bytes)");
         }
         if (f.getLong(120) != f.checksum(0, 120)) throw fail("header checksum mismatch (corrupt file)");
         if (f.getInt(12) != HEADER_BYTES || f.getInt(84) != DESCRIPTOR_BYTES) {
@@ -82,7 +148,7 @@ final class FileParser {
                     + " for format version " + version);
         }
         if (f.getLong(104) != 0 || f.getLong(112) != 0) throw fail("reserved header fields are not zero");
-        params = new FilterParams(f, variant);
+        params = FilterParams.standard(f, variant);
         String problem = params.problem();
         if (problem != null) throw fail("bad parameters: " + problem);
         keyCount = f.getLong(72);
@@ -112,10 +178,19 @@ final class FileParser {
         }
         long upperStartBlock = f.getLong(d + 88);
         if (version == 1 && upperStartBlock != 0) throw fail(which + "reserved fields are not zero");
-        long numStarts = f.getLong(d);
-        int shardBits = f.getInt(d + 8);
-        int kind = f.getInt(d + 12);
-        long salt = f.getLong(d + 16);
+        Layer layer = checkedLayer(l, f.getLong(d), f.getInt(d + 8), f.getInt(d + 12), f.getLong(d + 16),
+                f.getLong(d + 24), expectedInput, f.getLong(d + 32));
+        if (version != 1 && upperStartBlock != layer.upperStartBlock) {
+            throw fail(which + "inconsistent fractional-bits boundary");
+        }
+        return layer;
+    }
+
+    /** Layer l, checked against the variant, the file and the keys that reach it (either layout:
+     *  a compact file states no input count, which is then `expectedInput`). */
+    private Layer checkedLayer(int l, long numStarts, int shardBits, int kind, long salt, long inputKeys,
+            long expectedInput, long bumpedKeys) {
+        String which = "layer " + l + ": ";
         if (kind < 0 || kind > Layer.KIND_STANDARD) throw fail(which + "unknown kind");
         boolean bumping = params.variant.bumping;
         boolean last = l + 1 == layers.length;
@@ -132,35 +207,65 @@ final class FileParser {
         } else if (shardBits != 63 || numStarts % params.width != 0 || !last) {
             throw fail(which + "inconsistent plain-layer geometry");
         }
-        long inputKeys = f.getLong(d + 24);
-        long bumpedKeys = f.getLong(d + 32);
         if (inputKeys != expectedInput || Long.compareUnsigned(bumpedKeys, inputKeys) > 0
                 || (last && bumpedKeys != 0)) {
             throw fail(which + "inconsistent key counts");
         }
-        Layer layer = new Layer(params, f, l, numStarts, shardBits, kind, salt);
-        if (version != 1 && upperStartBlock != layer.upperStartBlock) {
-            throw fail(which + "inconsistent fractional-bits boundary");
-        }
-        return layer;
+        return new Layer(params, f, l, numStarts, shardBits, kind, salt);
     }
 
-    private static long alignUp(long x) {
-        return (x + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
+    /** The canonical layout (section 4, or 10 for compact files): places every section. */
+    private long layOut() {
+        long alignment = compact() ? 16 : 64;
+        long offset = metadataBytes();
+        for (Layer layer : layers) {
+            long thresholdBytes = layer.thresholdBytes();
+            layer.thresholdOffset = thresholdBytes != 0 ? alignUp(offset, alignment) : 0;
+            if (thresholdBytes != 0) offset = layer.thresholdOffset + thresholdBytes;
+            layer.solutionOffset = alignUp(offset, alignment);
+            offset = layer.solutionOffset + layer.solutionBytes();
+        }
+        return offset;
+    }
+
+    private long metadataBytes() {
+        return compact() ? COMPACT_HEADER_BYTES + (long) layers.length * COMPACT_DESCRIPTOR_BYTES
+                : HEADER_BYTES + (long) layers.length * DESCRIPTOR_BYTES;
+    }
+
+    private static long alignUp(long x, long alignment) {
+        return (x + alignment - 1) / alignment * alignment;
+    }
+
+    /** A compact file's one checksum: XXH64 of its header (checksum field 0) and descriptors,
+     *  then each layer's threshold and solution checksums. */
+    private void checkCompactChecksum() {
+        int frame = (int) metadataBytes();
+        ByteBuffer covered = ByteBuffer.allocate(frame + 16 * layers.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < frame; i++) covered.put(i >= 32 && i < 40 ? 0 : f.getByte(i));
+        for (Layer layer : layers) {
+            covered.putLong(f.checksum(layer.thresholdOffset, layer.thresholdBytes()));
+            covered.putLong(f.checksum(layer.solutionOffset, layer.solutionBytes()));
+        }
+        if (Hashing.XXH64.hash(covered.array(), 0, covered.capacity(), 0) != f.getLong(32)) {
+            throw fail("checksum mismatch (corrupt file)");
+        }
     }
 
     /** The canonical layout, the descriptors' agreement with it, zero gaps, and checksums. */
     private void checkSections() {
-        long offset = HEADER_BYTES + (long) layers.length * DESCRIPTOR_BYTES;
-        for (Layer layer : layers) {
-            long thresholdBytes = layer.thresholdBytes();
-            layer.thresholdOffset = thresholdBytes != 0 ? alignUp(offset) : 0;
-            if (thresholdBytes != 0) offset = layer.thresholdOffset + thresholdBytes;
-            layer.solutionOffset = alignUp(offset);
-            offset = layer.solutionOffset + layer.solutionBytes();
+        long fileBytes = layOut();
+        if (compact() && fileBytes != size) {
+            throw fail((size < fileBytes ? "truncated: " : "trailing bytes: ") + size
+                    + " bytes, its layers take " + fileBytes);
         }
-        if (offset != size) throw fail("section sizes do not add up to the file size");
-        long cursor = HEADER_BYTES + (long) layers.length * DESCRIPTOR_BYTES;
+        if (fileBytes != size) throw fail("section sizes do not add up to the file size");
+        if (compact()) {
+            checkCompactChecksum();
+            checkZeroGaps();
+            return;
+        }
+        long cursor = metadataBytes();
         for (int l = 0; l < layers.length; l++) {
             Layer layer = layers[l];
             long d = HEADER_BYTES + (long) l * DESCRIPTOR_BYTES;
@@ -183,6 +288,19 @@ final class FileParser {
             if (f.checksum(layer.solutionOffset, solutionBytes) != f.getLong(d + 80)) {
                 throw fail(which + "solution section checksum mismatch (corrupt file)");
             }
+        }
+    }
+
+    /** A compact file's gaps (its checksum covers the rest). */
+    private void checkZeroGaps() {
+        long cursor = metadataBytes();
+        for (Layer layer : layers) {
+            if (layer.thresholdBytes() != 0) {
+                checkZeroGap(cursor, layer.thresholdOffset);
+                cursor = layer.thresholdOffset + layer.thresholdBytes();
+            }
+            checkZeroGap(cursor, layer.solutionOffset);
+            cursor = layer.solutionOffset + layer.solutionBytes();
         }
     }
 

@@ -18,21 +18,38 @@ final class FilterParams {
     /** Retrieval: fingerprint bits of the key hash stored above each value (version 4; else 0). */
     final int checkBits;
 
-    /** The header's fields as stored (unchecked: see {@link #problem()}). */
-    FilterParams(MappedFile f, Variant variant) {
-        this.width = f.getInt(32);
-        this.resultBits = f.getInt(36);
-        this.bucketSize = f.getInt(40);
-        this.thresholdLight = f.getInt(44);
-        this.thresholdHeavy = f.getInt(48);
-        this.twoBitCodes = f.getInt(52) == 1;
-        this.shardSize = f.getLong(56);
-        this.seed = f.getLong(64);
-        this.keyKind = f.getInt(28);
+    private FilterParams(int width, int resultBits, int bucketSize, int thresholdLight,
+            int thresholdHeavy, boolean twoBitCodes, long shardSize, long seed, int keyKind,
+            Variant variant, int extraBitFraction, int checkBits) {
+        this.width = width;
+        this.resultBits = resultBits;
+        this.bucketSize = bucketSize;
+        this.thresholdLight = thresholdLight;
+        this.thresholdHeavy = thresholdHeavy;
+        this.twoBitCodes = twoBitCodes;
+        this.shardSize = shardSize;
+        this.seed = seed;
+        this.keyKind = keyKind;
         this.byteKeys = keyKind == 1;
         this.variant = variant;
-        this.extraBitFraction = f.getInt(96);
-        this.checkBits = f.getInt(100);
+        this.extraBitFraction = extraBitFraction;
+        this.checkBits = checkBits;
+    }
+
+    /** A standard header's fields as stored (unchecked: see {@link #problem()}). */
+    static FilterParams standard(MappedFile f, Variant variant) {
+        return new FilterParams(f.getInt(32), f.getInt(36), f.getInt(40), f.getInt(44), f.getInt(48),
+                f.getInt(52) == 1, f.getLong(56), f.getLong(64), f.getInt(28), variant, f.getInt(96),
+                f.getInt(100));
+    }
+
+    /** A compact header's fields (docs/format.md, section 10), unchecked; bucket and shard bits
+     *  below 32 and 64 (the parser checks them first). */
+    static FilterParams compact(MappedFile f, Variant variant) {
+        return new FilterParams(f.getByte(14) & 0xFF, f.getByte(15) & 0xFF, 1 << (f.getByte(51) & 0xFF),
+                f.getInt(40), f.getInt(44), f.getByte(53) == 1, 1L << (f.getByte(52) & 0xFF),
+                f.getLong(16), f.getByte(13) & 0xFF, variant,
+                (f.getByte(48) & 0xFF) | (f.getByte(49) & 0xFF) << 8, f.getByte(50) & 0xFF);
     }
 
     /** Bits of a stored value: r less the check bits. */

@@ -70,7 +70,7 @@ public final class RibbonFilter {
         return new RibbonFilter(path.toString(), FileParser.parse(file, path.toString()), file, heapBytes);
     }
 
-    /** The file's format version (1 to 4). */
+    /** The file's format version (1 to 5; 5 is the compact layout of small filters). */
     public int formatVersion() { return version; }
 
     /** What the file stores. */
