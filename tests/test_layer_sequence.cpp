@@ -12,8 +12,8 @@
 namespace {
 
 using ribbon::layer_kind;
-using ribbon::detail::layer_sequence;
-using ribbon::detail::layer_step;
+using ribbon::layer_sequence;
+using ribbon::layer_step;
 
 ribbon::filter_params params_of(ribbon::filter_variant variant) {
   ribbon::filter_params p = ribbon::make_params(64, 8);

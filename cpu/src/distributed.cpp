@@ -135,7 +135,7 @@ std::uint64_t layer_plan::solution_bytes(const filter_params& p, std::uint64_t r
 }
 
 layer_sequence layer_sequence_for(const filter_params& p, std::uint64_t one_place_keys) {
-  return detail::layer_sequence::in_ranges(p, sizing_of(p), one_place_keys);
+  return layer_sequence::in_ranges(p, sizing_of(p), one_place_keys);
 }
 
 bool finish_in_one_place(const filter_params& p, std::uint32_t layer, std::uint64_t keys,

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "partition.hpp"
-#include "ribbon/bulk_builder.hpp"
+#include "ribbon/build_progress.hpp"
 #include "ribbon/detail/layer_loop.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/error.hpp"

@@ -13,9 +13,9 @@
 
 #include "layered_builder.hpp"
 #include "memory_plan.hpp"
-#include "ribbon/bulk_builder.hpp"
 #include "ribbon/detail/records.hpp"
 #include "ribbon/detail/xxhash64.hpp"
+#include "ribbon/shard_range_solver.hpp"
 #include "spill_files.hpp"
 
 namespace ribbon::detail {

@@ -10,7 +10,6 @@
 /// and options.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,30 +17,12 @@
 #include <string_view>
 #include <vector>
 
+#include "ribbon/build_progress.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/layer.hpp"
+#include "ribbon/shard_range_solver.hpp"
 
 namespace ribbon {
-
-/// What a build is doing, for progress displays. The builder stores into these atomics
-/// (relaxed) and never calls back: a display thread polls them.
-struct build_progress {
-  enum stage : std::uint32_t {
-    adding = 0,  ///< keys are being added (the caller's reading stage)
-    spilling,    ///< flushing in-memory hashes to partition files
-    solving,     ///< solving a layer; done/total count shards of `layer`
-    writing,     ///< writing the output file; done/total count bytes
-    finished,
-  };
-  std::atomic<std::uint32_t> current{adding};
-  std::atomic<std::uint32_t> layer{0};
-  std::atomic<std::uint64_t> keys{0};  ///< keys added so far
-  std::atomic<std::uint64_t> done{0};
-  std::atomic<std::uint64_t> total{0};
-  /// Set by another thread (e.g. on Ctrl-C) to stop the build: the builder throws
-  /// ribbon::error("build cancelled") at its next group of shards, and writes no file.
-  std::atomic<bool> cancel{false};
-};
 
 /// Visits a build's key hashes, chunk by chunk: visit(hashes, count).
 using hash_visitor = std::function<void(const std::uint64_t*, std::uint64_t)>;
@@ -52,25 +33,6 @@ using hash_visitor = std::function<void(const std::uint64_t*, std::uint64_t)>;
 using in_memory_builder = std::function<filter(
     std::uint64_t count, const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
     const build_options& options)>;
-
-/// Solves the shard ranges of out-of-core layers elsewhere (the GPU builder provides one).
-/// solve() gets the keys of the shards [first_shard, end_shard) of a bumped layer, in any
-/// order and possibly repeated; it solves each distinct key once, writes the range's
-/// threshold words and solution blocks into windows that start at the range's first word and
-/// block (layer_geometry::shard_first_threshold_word and shard_first_block), leaves in `keys`
-/// the range's bumped keys and returns the number of distinct keys. The result must be the
-/// CPU builder's.
-class shard_range_solver {
- public:
-  virtual ~shard_range_solver() = default;
-  virtual std::uint64_t solve(const filter_params& params, const layer_geometry& layer,
-                              std::uint64_t first_shard, std::uint64_t end_shard,
-                              std::vector<std::uint64_t>& keys, std::uint64_t* threshold_window,
-                              void* solution_window) = 0;
-  /// How many ranges may be solved at once, each from its own thread (solve() must then be
-  /// thread-safe). The builder keeps one more range's keys in memory while reading it.
-  virtual unsigned ranges_in_flight() const { return 1; }
-};
 
 /// Options of a bulk build.
 struct bulk_options {

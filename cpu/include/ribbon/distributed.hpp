@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "ribbon/detail/layer_loop.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/layer.hpp"
+#include "ribbon/layer_sequence.hpp"
 #include "ribbon/params.hpp"
 
 namespace ribbon::distributed {
@@ -71,9 +71,9 @@ struct layer_plan {
 /// The layer sequence every build follows (detail/layer_loop.hpp): which layer comes next, its
 /// kind, size and salt, its retries, and whether it is solved in shard ranges. A distributed
 /// driver asks it for each next layer (next(keys), again(keys) after a failed try).
-using layer_sequence = detail::layer_sequence;
+using layer_sequence = ribbon::layer_sequence;
 /// One layer of a layer_sequence.
-using layer_step = detail::layer_step;
+using layer_step = ribbon::layer_step;
 
 /// The layers of a distributed build that finishes layers of at most `one_place_keys` keys
 /// in one place: the one sequence of every build, layer 0 and the larger bumped layers in

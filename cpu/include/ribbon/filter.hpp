@@ -19,7 +19,7 @@
 
 namespace ribbon {
 
-struct build_progress;  // bulk_builder.hpp
+struct build_progress;  // build_progress.hpp
 
 /// What to build.
 struct build_options {

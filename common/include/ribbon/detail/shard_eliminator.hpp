@@ -163,7 +163,10 @@ class shard_eliminator {
   /// (a loop, not recursion: runs of empty buckets can be long); done after the last.
   RIBBON_HD void next_bucket() {
     for (;;) {
-      if (bucket_ != no_bucket) finish_bucket();
+      if (bucket_ != no_bucket) {
+        frame_.finish_bucket(p_, g_, bucket_, bucket_begin(), code_,
+                             [this](std::uint64_t limit) { move_to_front(limit); });
+      }
       if (++bucket_ == num_buckets_) {
         done_ = true;
         return;
@@ -181,18 +184,13 @@ class shard_eliminator {
     }
   }
 
-  /// Records the bucket's code and moves its bumped keys (a prefix, sorted by start) to the
-  /// front.
-  RIBBON_HD void finish_bucket() {
-    if (!g_.sharded()) return;
-    const std::uint64_t bump_below = bump_limit(p_, g_, bucket_begin(), code_, frame_.rule_limit);
+  /// Moves the current bucket's keys whose local starts are below `limit` (a prefix: they
+  /// are sorted by start) to the front, after the keys moved before.
+  RIBBON_HD void move_to_front(std::uint64_t limit) {
     for (std::uint64_t i = bucket_first_;
-         i < bucket_end_ && local_start(record_hash(hashes_[i]), g_, frame_.begin) < bump_below;
-         ++i) {
+         i < bucket_end_ && local_start(record_hash(hashes_[i]), g_, frame_.begin) < limit; ++i) {
       hashes_[kept_++] = hashes_[i];
     }
-    if (!g_.bumping()) return;
-    frame_.codes.record(bucket_, code_);
   }
 
   static constexpr std::uint64_t no_bucket = ~std::uint64_t{0};

@@ -202,6 +202,19 @@ struct shard_frame {
         rule_limit(rule_bump_limit(g, shard, width)),
         upper_start(upper_first_start(g, width)),
         undo(undo_columns, undo_offsets, undo_capacity(p.bucket_size, width)) {}
+
+  /// Finishes the bucket `bucket` (first start `base`) with code `code`: in a sharded layer
+  /// its keys whose starts are below the bump limit (a prefix: keys are sorted by start) go to
+  /// the front, by `move_bumped(limit)`, which each eliminator does its own way; a bumped
+  /// layer records the code.
+  template <class MoveBumped>
+  RIBBON_HD void finish_bucket(const filter_params& p, const layer_geometry& g,
+                               std::uint64_t bucket, std::uint64_t base, unsigned code,
+                               MoveBumped&& move_bumped) {
+    if (!g.sharded()) return;
+    move_bumped(bump_limit(p, g, base, code, rule_limit));
+    if (g.bumping()) codes.record(bucket, code);
+  }
 };
 
 /// Outcome of eliminating one shard.

@@ -107,7 +107,9 @@ class tile_eliminator {
       base_ = bucket * p_.bucket_size;
       eliminate_bucket();
       if (failed_) return {kept_, false};
-      finish_bucket(bucket);
+      frame_.finish_bucket(p_, g_, bucket, base_, code_, [this](std::uint64_t limit) {
+        move_to_front(bucket_first_, end_of_starts_below(bucket_first_, limit));
+      });
       flush_columns(base_, base_ + p_.bucket_size);
     }
     flush_columns(buckets * p_.bucket_size, columns_);
@@ -198,15 +200,6 @@ class tile_eliminator {
     code_ = fail_bucket(p_, frame_.codes, base_ / p_.bucket_size, start - base_, frame_.undo,
                         [this](std::uint32_t column) { ws_.band.coeffs[column & slot_mask_] = 0; });
     return false;
-  }
-
-  /// Records the bucket's code and moves its bumped keys (a prefix) to the front.
-  RIBBON_HD void finish_bucket(std::uint64_t bucket) {
-    if (!g_.sharded()) return;
-    move_to_front(bucket_first_, end_of_starts_below(bucket_first_, bump_limit(p_, g_, base_, code_,
-                                                                               frame_.rule_limit)));
-    if (!g_.bumping()) return;
-    frame_.codes.record(bucket, code_);
   }
 
   /// Moves keys [first, end) to the front (after the keys moved before), a chunk a lane a key:
