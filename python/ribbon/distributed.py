@@ -24,6 +24,7 @@ the one given as ``filesystem=`` (see :class:`Destination`).
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import posixpath
@@ -115,6 +116,12 @@ class Destination:
         self.path = os.path.realpath(path) if self.local else path.rstrip("/")
         self.directory, self.name = posixpath.split(self.path)
         self.parts_dir: Optional[str] = None
+        self._lock_fd: Optional[int] = None  # the driver's lock on its local parts directory
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_lock_fd"] = None  # a descriptor of the driver's process only
+        return state
 
     def __repr__(self) -> str:
         return f"Destination({self.fs.type_name}:{self.path})"
@@ -153,15 +160,38 @@ class Destination:
         return f".{self.name}.ribbon-parts-"
 
     def make_parts_directory(self) -> str:
-        """A fresh parts directory; those of earlier builds that died (a lost driver) go."""
+        """A fresh parts directory (where the file is assembled too); those of earlier builds
+        that died (a lost driver) go. On a local file system the driver holds an exclusive
+        lock on its directory until the build ends, as the C++ writer does on its temporary
+        file, and a directory whose lock is held (a build of the same output still running)
+        is left alone; object stores have no locks, so there one output takes one build at a
+        time."""
         prefix = self.parts_prefix()
         listing = self.fs.get_file_info(pafs.FileSelector(self.directory or "/", allow_not_found=True))
         for info in listing:
-            if info.base_name.startswith(prefix):
+            if info.base_name.startswith(prefix) and not self._locked_by_a_live_build(info.path):
                 self.remove(info.path)
         self.parts_dir = posixpath.join(self.directory, prefix + uuid.uuid4().hex)
         self.fs.create_dir(self.parts_dir)
+        if self.local:
+            self._lock_fd = os.open(self.parts_dir, os.O_RDONLY | os.O_DIRECTORY)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         return self.parts_dir
+
+    def _locked_by_a_live_build(self, directory: str) -> bool:
+        if not self.local:
+            return False
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return False  # gone, or not a directory: nothing to protect
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False  # taken: its build is dead (the lock goes with the process)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
 
     def remove(self, directory: str) -> None:
         try:
@@ -172,6 +202,9 @@ class Destination:
     def remove_parts(self) -> None:
         if self.parts_dir is not None:
             self.remove(self.parts_dir)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def part_path(self, plan: LayerPlan, range_index: int) -> str:
         """Where range ``range_index`` of a layer puts its part. The layer's key count is in

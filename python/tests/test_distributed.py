@@ -152,6 +152,26 @@ def test_a_failed_build_leaves_the_old_file_and_no_parts(tmp_path):
     assert parts_left(tmp_path) == []
 
 
+def test_a_running_build_of_the_same_output_keeps_its_parts(tmp_path):
+    # A parts directory whose lock is held (a build of the same output, running) is left
+    # alone by another build, which still writes the file; one whose lock is free goes.
+    out = str(tmp_path / "f.ribbon")
+    running = dist.Destination(out)
+    live = running.make_parts_directory()
+    open(os.path.join(live, "L00-1-R000000000.part"), "wb").close()
+    dist.build([random_u64(100, seed=9)], out, key_kind="u64")
+    assert os.path.exists(os.path.join(live, "L00-1-R000000000.part"))
+    assert ribbon.load(out).info()["key_count"] == 100
+    running.remove_parts()
+    assert parts_left(tmp_path) == []
+    left = dist.Destination(out)
+    dead = left.make_parts_directory()
+    os.close(left._lock_fd)  # as if its driver had died
+    left._lock_fd = None
+    dist.build([random_u64(100, seed=9)], out, key_kind="u64")
+    assert not os.path.exists(dead)
+
+
 def test_bad_options_and_paths_fail_before_any_work(tmp_path):
     with pytest.raises(OSError, match="does not exist"):
         dist.build([np.arange(10, dtype=np.uint64)], str(tmp_path / "no" / "x.ribbon"), key_kind="u64")
