@@ -329,8 +329,9 @@ BENCHMARK(BM_FilterBuild)->Arg(1'000'000)->Unit(benchmark::kMillisecond)->UseRea
 
 // ---------------------------------------------------------------------------------------------
 // Many small filters: 4·10^6 keys in groups of range(0) keys, built by build_many on
-// range(1) threads (range(2) = 1) or one filter::build per group on one thread (0). Reports
-// ns per key, bits per key (all files) and the FPR of the first group over 10^6 non-members.
+// range(1) threads (range(2) = 1) or one filter::build per group on one thread (0), with shard
+// size range(3) (0: the default). Reports ns per key, bits per key (all files) and the FPR of
+// the first group over 10^6 non-members.
 
 void BM_ManyFilters(benchmark::State& state) {
   const auto per_group = static_cast<std::uint64_t>(state.range(0));
@@ -341,6 +342,7 @@ void BM_ManyFilters(benchmark::State& state) {
   ribbon::build_options options;
   options.seed = member_seed;
   options.threads = static_cast<std::uint32_t>(state.range(1));
+  options.shard_size = static_cast<std::uint64_t>(state.range(3));
   const bool together = state.range(2) != 0;
   std::vector<ribbon::filter> filters;
   for (auto _ : state) {
@@ -365,16 +367,18 @@ void BM_ManyFilters(benchmark::State& state) {
   state.counters["FPR"] = static_cast<double>(positives) / static_cast<double>(probes.size());
 }
 BENCHMARK(BM_ManyFilters)
-    ->ArgNames({"keys", "threads", "build_many"})
-    ->Args({1000, 1, 0})
-    ->Args({1000, 1, 1})
-    ->Args({1000, 2, 1})
-    ->Args({10000, 1, 0})
-    ->Args({10000, 1, 1})
-    ->Args({10000, 2, 1})
-    ->Args({100000, 1, 0})
-    ->Args({100000, 1, 1})
-    ->Args({100000, 2, 1})
+    ->ArgNames({"keys", "threads", "build_many", "shard"})
+    ->Args({1000, 1, 0, 0})
+    ->Args({1000, 1, 1, 0})
+    ->Args({1000, 2, 1, 0})
+    ->Args({10000, 1, 0, 0})
+    ->Args({10000, 1, 0, 4096})  // a layer of 3 shards: interleaved (bench/RESULTS.md)
+    ->Args({10000, 1, 1, 0})
+    ->Args({10000, 2, 1, 0})
+    ->Args({100000, 1, 0, 0})
+    ->Args({100000, 1, 0, 32768})
+    ->Args({100000, 1, 1, 0})
+    ->Args({100000, 2, 1, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
