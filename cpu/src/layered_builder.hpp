@@ -169,6 +169,19 @@ class layered_builder {
   /// grouped by shard at `offsets` (relative to first_shard), into `windows`; `sorted`: each
   /// group is sorted already. Per shard, the bumped keys are left at the front of its group
   /// and counted in bumped_counts (relative). Returns false if a plain layer failed.
+  ///
+  /// Pre: group s (hashes[offsets[s], offsets[s + 1])) holds exactly the records whose starts
+  /// fall in shard first_shard + s; if `sorted`, sorted and without repeats (else sorted here,
+  /// and repeats of a key with two values found); `windows` begin at the threshold word and
+  /// solution block of shard first_shard (shard_first_threshold_word, shard_first_block) and
+  /// hold the whole range.
+  /// Post (true): every shard of the range has its blocks and codes written, and no other
+  /// word of the windows is touched; every record left in a group past its bumped prefix
+  /// answers as it says (a filter's fingerprint, a retrieval value); the output is the same for
+  /// every thread count and grouping of shards (shards are independent, each eliminated and
+  /// back-substituted alone, shard_eliminator.hpp). (false): a shard of a layer without
+  /// thresholds was inconsistent; the windows are then undefined and the caller retries.
+  /// Throws conflicting_values_error naming the smallest conflicting hash, whatever the order.
   bool solve_range(const layer_geometry& g, std::uint64_t first_shard, std::uint64_t end_shard,
                    Record* hashes, const std::vector<std::uint64_t>& offsets, bool sorted,
                    section_windows windows, std::vector<std::uint64_t>* bumped_counts) {

@@ -34,6 +34,27 @@ namespace ribbon::detail {
 /// A step's latency is a chain of dependent loads, so a CPU thread interleaves the steps of
 /// several shards (independent by construction) to keep its pipeline full; eliminate_shard()
 /// runs one shard alone.
+///
+/// Contract. Between any two steps:
+///  - Echelon form: for every column c of the shard, ws.coeffs[c] is 0 (a free column) or a
+///    pivot row whose bit 0 is set and stands for column c (bit i for column c + i), with
+///    ws.results[c] its right side; pivots are only ever added, except that a failing
+///    bucket removes the ones it added itself (below). The pivot rows span exactly the rows
+///    of the keys kept so far: back-substitution over them (back_substitution.hpp) satisfies
+///    every kept key.
+///  - The current row (row(): column, coeff, result), unless done(): a kept-so-far key's row
+///    reduced by pivots at columns below `column`, shifted so that bit 0 of coeff is set and
+///    stands for `column`, with the right side reduced alike. It is equivalent, given the
+///    pivots, to the key's original equation.
+///  - The undo stack holds the pivot columns the current bucket added, with the offsets of
+///    their keys' starts in the bucket; a bucket that fails removes those whose keys it
+///    bumps (fail_bucket(), shard_rules.hpp), so the echelon form stays that of the kept keys.
+///  - Keys [0, kept) of `hashes` are the bumped keys so far (ascending); keys of buckets not
+///    yet finished are where they were given.
+/// A step either xors the pivot of the current column into the row (reduce_with_pivot), or
+/// stores the row as that column's pivot and loads the next key, or ends the row as redundant
+/// (it reduced to 0 = 0: a repeat) or inconsistent (0 = non-zero: the bucket fails, or a
+/// layer without thresholds has failed, outcome().solved false). done() after the last bucket.
 template <unsigned Width, class Result, class Record = std::uint64_t>
 class shard_eliminator {
  public:
@@ -105,7 +126,9 @@ class shard_eliminator {
 
   /// The common step on a row held by the caller, given pivot_coeffs() and pivot_results():
   /// xor with an occupied pivot that leaves a non-zero row. Returns false, changing nothing,
-  /// for any other step (call slow_step()).
+  /// for any other step (call slow_step()). Pre: `r` is the current row, as row() gave it or
+  /// as fast_step() left it (the eliminator's own copy may be stale meanwhile: slow_step()
+  /// takes the caller's). Post (true): `r` is reduced by one pivot, still the current row.
   RIBBON_HD RIBBON_FORCE_INLINE static bool fast_step(const word* coeffs, const Result* results,
                                                       row_state& r) {
     const word pivot = coeffs[r.column];
@@ -115,6 +138,8 @@ class shard_eliminator {
 
   /// Any step, on a row held by the caller; returns the row to go on with (meaningless once
   /// done()). Kept out of line: it runs about once a key, and the driver's loop stays small.
+  /// Pre: `r` is the current row (as for fast_step()); post: the contract above, with the
+  /// returned row the current one.
   RIBBON_HD RIBBON_NOINLINE row_state slow_step(row_state r) {
     column_ = r.column;
     coeff_ = r.coeff;
