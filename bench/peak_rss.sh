@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peak resident memory of `ribbon build` against --memory-limit (README "Memory"): prints a
+# Peak resident memory of `ribbon build` against --memory-limit (docs/cli.md, "Memory"): prints a
 # markdown table of keys x format x limit x threads -> peak RSS (GNU time's %M, getrusage's
 # ru_maxrss), wall time and whether the build ran out of core, and checks that every file is
 # byte-identical to the in-memory build of the same keys.

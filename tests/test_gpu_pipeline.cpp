@@ -280,7 +280,7 @@ TEST(GpuPipeline, SolvesTheShardRangesOfOutOfCoreBuilds) {
     std::uint64_t shard_size, expected_keys;
   };
   // Shards small enough for several ranges at the memory floor (the limit of 1 byte is
-  // below it: the build works at the floor, README "Memory"), whatever the test scale.
+  // below it: the build works at the floor, docs/cli.md, "Memory"), whatever the test scale.
   for (const variant v : {variant{64, 8, 16384, 0}, variant{64, 8, 4096, 1ull << 40},
                           variant{32, 3, 1024, 0}, variant{128, 16, 16384, 0}}) {
     SCOPED_TRACE("w=" + std::to_string(v.width) + " shard=" + std::to_string(v.shard_size));
