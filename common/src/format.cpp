@@ -187,7 +187,7 @@ std::vector<unsigned char> compact_frame(const filter_image& image, threshold_en
   h.threshold_encoding = static_cast<std::uint8_t>(encoding);
   h.num_layers = static_cast<std::uint8_t>(n);
   std::vector<compact_descriptor> descriptors(n);
-  std::memset(descriptors.data(), 0, n * sizeof(compact_descriptor));
+  if (n) std::memset(descriptors.data(), 0, n * sizeof(compact_descriptor));
   for (std::size_t l = 0; l < n; ++l) {
     if (full[l].num_starts > UINT32_MAX)
       throw error("the compact layout holds layers of fewer than 2^32 start positions");
