@@ -5,11 +5,10 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "file_helpers.hpp"
 #include "ribbon/bulk_builder.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/format.hpp"
@@ -17,12 +16,8 @@
 
 namespace {
 
+using ribbon_test::read_bytes;
 using ribbon_test::temp_dir;
-
-std::vector<unsigned char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<unsigned char>(std::istreambuf_iterator<char>(in), {});
-}
 
 struct bulk_case {
   std::uint64_t n;
@@ -83,7 +78,7 @@ void expect_same_file_as_in_memory(const bulk_case& c, bool expect_out_of_core) 
   const ribbon::bulk_result result = bulk_build(keys, c, dir.file("out.rbn"), dir.path());
   EXPECT_EQ(result.out_of_core, expect_out_of_core);
   EXPECT_EQ(result.key_count, c.n);
-  const auto bytes = read_file(dir.file("out.rbn"));
+  const auto bytes = read_bytes(dir.file("out.rbn"));
   EXPECT_EQ(result.file_bytes, bytes.size());
   EXPECT_TRUE(bytes == reference_bytes(keys, c)) << "files differ";
   // Only the output is left: the private spill directory and its files are gone.
@@ -166,7 +161,7 @@ TEST(BulkBuilder, StandardVariantsBeyondTheLimitAreAClearError) {
     (void)in_memory.finish(dir.file("out.rbn"));
     ribbon::build_options direct;
     direct.variant = v;
-    EXPECT_TRUE(read_file(dir.file("out.rbn")) ==
+    EXPECT_TRUE(read_bytes(dir.file("out.rbn")) ==
                 ribbon::filter::build(keys.data(), keys.size(), direct).serialize());
   }
 }
@@ -181,7 +176,7 @@ TEST(BulkBuilder, OutOfCoreDoesNotDependOnThreads) {
   const auto keys = ribbon_test::keys_range(5, 0, c.n);
   bulk_build(keys, c, dir.file("t1"), dir.path(), 1);
   bulk_build(keys, c, dir.file("t3"), dir.path(), 3);
-  EXPECT_TRUE(read_file(dir.file("t1")) == read_file(dir.file("t3")));
+  EXPECT_TRUE(read_bytes(dir.file("t1")) == read_bytes(dir.file("t3")));
 }
 
 TEST(BulkBuilder, DuplicatesAndSkewedHashesOutOfCore) {
@@ -210,7 +205,7 @@ TEST(BulkBuilder, DuplicatesAndSkewedHashesOutOfCore) {
     const auto expected = ribbon::filter::build_from_hashes(hashes.data(), hashes.size(),
                                                             ribbon::key_kind::u64, build)
                               .serialize();
-    EXPECT_TRUE(read_file(dir.file("out")) == expected);
+    EXPECT_TRUE(read_bytes(dir.file("out")) == expected);
   }
 }
 
@@ -225,7 +220,7 @@ TEST(BulkBuilder, ByteStringKeys) {
     ribbon::bulk_builder builder(ribbon::key_kind::bytes, o);
     builder.add(keys.data(), keys.size());
     EXPECT_EQ(builder.finish(dir.file("s")).out_of_core, limit == 1);
-    EXPECT_TRUE(read_file(dir.file("s")) ==
+    EXPECT_TRUE(read_bytes(dir.file("s")) ==
                 ribbon::filter::build(keys.data(), keys.size(), o.build).serialize());
   }
   ribbon::bulk_builder wrong(ribbon::key_kind::bytes, {});

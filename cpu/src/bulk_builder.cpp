@@ -188,23 +188,26 @@ struct bulk_pipeline_of final : bulk_pipeline {
     auto source = [chunk_table](std::uint64_t i) {
       return chunk_table[i >> chunk_shift][i & (chunk_hashes - 1)];
     };
-    filter f;
-    if constexpr (!std::is_same_v<Record, std::uint64_t>) {
-      build_options build = options.build;
-      build.threads = plan.solver_threads;
-      f = build_in_memory(params, build, count, source, &result.stats, options.progress);
-    } else if (options.in_memory) {
-      auto visit_hashes = [&](const hash_visitor& visit) {
-        for (std::uint64_t done = 0; done < count; done += chunk_hashes) {
-          visit(chunks[done >> chunk_shift].get(), std::min(chunk_hashes, count - done));
-        }
-      };
-      set_stage(build_progress::solving);
-      f = options.in_memory(count, visit_hashes, params.keys, options.build);
-    } else {
+    auto on_the_cpu = [&] {
       build_options build = options.build;
       build.threads = plan.solver_threads;  // the threads whose workspaces fit the limit
-      f = build_in_memory(params, build, count, source, &result.stats, options.progress);
+      return build_in_memory(params, build, count, source, &result.stats, options.progress);
+    };
+    filter f;
+    if constexpr (std::is_same_v<Record, std::uint64_t>) {
+      if (options.in_memory) {  // another builder (the GPU's), which takes hashes only
+        auto visit_hashes = [&](const hash_visitor& visit) {
+          for (std::uint64_t done = 0; done < count; done += chunk_hashes) {
+            visit(chunks[done >> chunk_shift].get(), std::min(chunk_hashes, count - done));
+          }
+        };
+        set_stage(build_progress::solving);
+        f = options.in_memory(count, visit_hashes, params.keys, options.build);
+      } else {
+        f = on_the_cpu();
+      }
+    } else {
+      f = on_the_cpu();  // retrieval: the CPU builder only
     }
     result.key_count = f.key_count();
     chunks.clear();

@@ -145,13 +145,27 @@ filter from_buffer(nb::handle buffer, bool verify) {
   });
 }
 
-nb::bytes to_bytes(const filter& f) {
+/// A layout by name: "auto" (compact for small filters; a loaded file keeps its own),
+/// "standard" (format versions 1-4, for older readers) or "compact" (version 5).
+ribbon::format::layout_choice layout_named(const std::string& name) {
+  if (name == "auto") return ribbon::format::layout_choice::automatic;
+  if (name == "standard") return ribbon::format::layout_choice::standard;
+  if (name == "compact") return ribbon::format::layout_choice::compact;
+  raise(failure::options, "layout must be 'auto', 'standard' or 'compact', not '" + name + "'");
+}
+
+nb::bytes to_bytes(const filter& f, const std::string& layout) {
+  const ribbon::format::layout_choice choice = layout_named(layout);
   std::vector<unsigned char> image;
   {
     nb::gil_scoped_release release;
-    image = f.serialize();
+    image = f.serialize(choice);
   }
   return nb::bytes(reinterpret_cast<const char*>(image.data()), image.size());
+}
+
+nb::bytes to_bytes_as_saved(const filter& f) {
+  return to_bytes(f, "auto");
 }
 
 /// Raises QueryError with the library's message unless `f` is a retrieval structure (true)
@@ -270,20 +284,24 @@ match (every member's match; a non-member's with probability 2^-C).)");
 void bind_serialization(filter_class& c) {
   c.def(
        "save",
-       [](const ribbon::filter& f, const std::filesystem::path& path) {
+       [](const ribbon::filter& f, const std::filesystem::path& path, const std::string& layout) {
+         const ribbon::format::layout_choice choice = layout_named(layout);
          translating(failure::file, [&] {
            nb::gil_scoped_release release;
-           f.save(path.string());
+           f.save(path.string(), choice);
          });
        },
-       nb::arg("path"),
-       "Writes the file atomically (a temporary file in the same directory, renamed).")
+       nb::arg("path"), nb::kw_only(), nb::arg("layout") = "auto",
+       "Writes the file atomically (a temporary file in the same directory, renamed). layout:\n"
+       "'auto' (the compact layout of format version 5 for small filters; a loaded file keeps\n"
+       "its own), 'standard' (versions 1-4, which older readers read) or 'compact'.")
       .def_static("from_bytes", &from_buffer, nb::arg("buffer"), nb::kw_only(),
                   nb::arg("verify") = true,
                   "A filter from a file image (bytes or any buffer), validated like a file.")
-      .def("to_bytes", &to_bytes, "The file bytes.")
-      .def("__bytes__", &to_bytes, "The file bytes.")
-      .def("__getstate__", &to_bytes)
+      .def("to_bytes", &to_bytes, nb::kw_only(), nb::arg("layout") = "auto",
+           "The file bytes, laid out as save() lays them out.")
+      .def("__bytes__", &to_bytes_as_saved, "The file bytes.")
+      .def("__getstate__", &to_bytes_as_saved)
       .def("__setstate__", [](ribbon::filter& self, nb::bytes image) {
         new (&self) ribbon::filter(from_buffer(image, true));
       });

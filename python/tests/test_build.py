@@ -197,6 +197,27 @@ def test_save_load_and_buffers(tmp_path, random_u64):
         assert g.to_bytes() == image and g.contains(keys).all()
 
 
+def test_layouts(cli, tmp_path, random_u64):
+    # A small filter is written compact (format version 5) unless told otherwise; the standard
+    # layout is what older readers read, the same filter in a larger frame, as the CLI's.
+    keys = random_u64(10000)
+    f = ribbon.build(keys)
+    assert (f.info()["format_version"], f.info()["layout"]) == (5, "compact")
+    standard = f.to_bytes(layout="standard")
+    assert len(standard) > len(f.to_bytes()) == len(f.to_bytes(layout="compact"))
+    g = ribbon.Filter.from_bytes(standard)
+    assert (g.info()["format_version"], g.info()["layout"]) == (3, "standard")
+    assert g.to_bytes() == standard and g.contains(keys).all()  # a loaded file keeps its layout
+    f.save(tmp_path / "s.ribbon", layout="standard")
+    assert (tmp_path / "s.ribbon").read_bytes() == standard
+    keys.astype("<u8").tofile(tmp_path / "k.u64")
+    cli("build", "-q", "-i", str(tmp_path / "k.u64"), "--format", "u64", "--layout", "standard",
+        "-o", str(tmp_path / "c.ribbon"))
+    assert (tmp_path / "c.ribbon").read_bytes() == standard
+    with pytest.raises(ribbon.OptionsError, match="layout"):
+        f.to_bytes(layout="small")
+
+
 def test_pickle_round_trip(random_words):
     f = ribbon.build(random_words(2000), bits=12)
     g = pickle.loads(pickle.dumps(f))
