@@ -224,6 +224,18 @@ TEST(BulkValues, MisuseIsAClearError) {
       EXPECT_NE(std::string(e.what()).find("value 16 of key 1"), std::string::npos) << e.what();
     }
   }
+  {
+    // The key's number counts the keys of earlier calls too.
+    ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+    const std::uint32_t fine[3] = {1, 2, 3};
+    builder.add(keys, fine, 3);
+    try {
+      builder.add(keys, values, 3);
+      FAIL() << "a 5-bit value was accepted for 4 bits";
+    } catch (const ribbon::error& e) {
+      EXPECT_NE(std::string(e.what()).find("value 16 of key 4"), std::string::npos) << e.what();
+    }
+  }
   EXPECT_TRUE(dir.entries().empty());
   ribbon::bulk_options filter_options;
   ribbon::bulk_builder filter_builder(ribbon::key_kind::u64, filter_options);

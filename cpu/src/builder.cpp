@@ -85,11 +85,12 @@ layer_sizing sizing_from(const build_options& o, const filter_params& p, std::ui
   return s;
 }
 
-void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits) {
+void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits,
+                  std::uint64_t first_index) {
   if (result_bits >= 32) return;
   const std::uint32_t limit = std::uint32_t{1} << result_bits;
   for (std::uint64_t i = 0; i < count; ++i) {
-    if (values[i] >= limit) throw_value_too_wide(values[i], i, result_bits);
+    if (values[i] >= limit) throw_value_too_wide(values[i], first_index + i, result_bits);
   }
 }
 

@@ -148,13 +148,12 @@ struct bulk_pipeline_of final : bulk_pipeline {
       (void)values;
       add_records(hashes, n);
     } else {
-      const std::uint32_t bits = params.value_bits();
       for (std::uint64_t done = 0; done < n;) {
         const std::uint64_t take = std::min<std::uint64_t>(n - done, staging.size());
+        check_values(values + done, take, params.value_bits(), count);
         for (std::uint64_t i = 0; i < take; ++i) {
-          const std::uint32_t value = values[done + i];
-          if (bits < 32 && (value >> bits) != 0) throw_value_too_wide(value, count + i, bits);
-          staging[i] = Record{hashes[done + i], params.stored_value(hashes[done + i], value)};
+          staging[i] =
+              Record{hashes[done + i], params.stored_value(hashes[done + i], values[done + i])};
         }
         add_records(staging.data(), take);
         done += take;

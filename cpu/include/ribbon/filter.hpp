@@ -99,8 +99,10 @@ struct planned_queries {
 };
 /// The plan of the filter `f` views (with the row check set_row_check() chose).
 planned_queries plan_queries(const filter_ref& f);
-/// Throws ribbon::error naming the first value that does not fit in r bits.
-void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits);
+/// Throws ribbon::error naming the first value that does not fit in r bits, as the value of
+/// key number first_index + i (a batch of a longer input starts at first_index).
+void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits,
+                  std::uint64_t first_index = 0);
 /// The error of check_values(): value `value` of key number `index` needs more than r bits.
 [[noreturn]] void throw_value_too_wide(std::uint32_t value, std::uint64_t index,
                                        std::uint32_t result_bits);
