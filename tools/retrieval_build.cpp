@@ -73,45 +73,6 @@ bool inputs_rereadable(const build_settings& s) {
   });
 }
 
-/// The message for two values of one key: names the key (read again for byte strings, where
-/// the inputs can be read again) and the two places.
-std::string conflict_message(const build_settings& s, input_format format, input_reader& reader,
-                             const keyed_values& kv, const conflicting_values_error& e) {
-  const std::uint64_t n = kv.hashes.size();
-  std::uint64_t first = n, second = n;
-  for (std::uint64_t i = 0; i < n && second == n; ++i) {
-    if (kv.hashes[i] != e.key_hash()) continue;
-    if (first == n) {
-      first = i;
-    } else if (kv.values[i] != kv.values[first]) {
-      second = i;
-    }
-  }
-  if (second == n) return e.what();  // not found: keep the library's message
-  const std::string places = " (" + key_location(reader, kv, format, first) + " and " +
-                             key_location(reader, kv, format, second) + ")";
-  if (format != input_format::lines) return e.what() + places;  // names the integer key
-  if (!inputs_rereadable(s)) {
-    return "duplicate key with different values: one key is given two values" + places;
-  }
-  // Read the inputs again for the text of key number `first`.
-  input_reader again(s.inputs, input_format::lines);
-  std::string key;
-  std::uint64_t seen = 0;
-  again.run(
-      1, parse_output::keys, 0,
-      [&](input_chunk& c) {
-        if (s.values) parse_key_value_lines(c, input_format::lines);
-      },
-      [&](input_chunk& c) {
-        if (first >= seen && first < seen + c.key_count) {
-          key = std::string(c.texts[static_cast<std::size_t>(first - seen)]);
-        }
-        seen += c.key_count;
-      });
-  return "duplicate key with different values: " + quote_for_message(key) + places;
-}
-
 /// Values must be below this: 2^--bits where given, else 2^32.
 std::uint64_t value_limit_of(const build_settings& s) {
   return s.bits_given && s.bits < 32 ? std::uint64_t{1} << s.bits : std::uint64_t{1} << 32;
@@ -304,6 +265,28 @@ std::string conflict_message_from_inputs(const build_settings& s, input_format k
   if (places.empty()) return e.what();  // not found (the inputs changed): the library's message
   if (key_format != input_format::lines) return e.what() + places;  // names the integer key
   return "duplicate key with different values: " + key + places;
+}
+
+/// The message for two values of one key in an in-memory build: as a streamed build's where
+/// the inputs can be read again; else (stdin, pipes) the two places from the hashes in memory.
+std::string conflict_message(const build_settings& s, input_format format, input_reader& reader,
+                             const keyed_values& kv, const conflicting_values_error& e) {
+  if (inputs_rereadable(s)) return conflict_message_from_inputs(s, format, e);
+  const std::uint64_t n = kv.hashes.size();
+  std::uint64_t first = n, second = n;
+  for (std::uint64_t i = 0; i < n && second == n; ++i) {
+    if (kv.hashes[i] != e.key_hash()) continue;
+    if (first == n) {
+      first = i;
+    } else if (kv.values[i] != kv.values[first]) {
+      second = i;
+    }
+  }
+  if (second == n) return e.what();  // not found: keep the library's message
+  const std::string places = " (" + key_location(reader, kv, format, first) + " and " +
+                             key_location(reader, kv, format, second) + ")";
+  if (format != input_format::lines) return e.what() + places;  // names the integer key
+  return "duplicate key with different values: one key is given two values" + places;
 }
 
 /// A retrieval build within --memory-limit: keys and values stream into the bulk builder,

@@ -1,8 +1,8 @@
 // Stage: the bulk build. Keys stream in; hashes stay in memory while they fit the memory
 // plan (memory_plan.hpp), else they are spilled to partition files by their top bits
 // (spill_files.hpp) and the layers that do not fit are built one shard range at a time
-// (out_of_core_layer.hpp), the rest in memory (see bulk_builder.hpp and README "Out-of-core
-// builds").
+// (out_of_core_layer.hpp), the rest in memory (see bulk_builder.hpp and docs/internals.md,
+// "Out of core").
 #include "ribbon/bulk_builder.hpp"
 
 #include <malloc.h>

@@ -1,9 +1,10 @@
 // Stage: memory planning. How a bulk build shares its memory limit among the solver
-// workspaces, the I/O buffers, the partition files and the keys (README "Memory").
+// workspaces, the I/O buffers, the partition files and the keys (docs/cli.md, "Memory").
 #pragma once
 
 #include <cstdint>
 
+#include "ribbon/detail/records.hpp"
 #include "ribbon/params.hpp"
 
 namespace ribbon::detail {
@@ -22,7 +23,7 @@ constexpr std::uint64_t min_partition_buffer_bytes = 4 << 10;
 
 /// Bytes of a key's record: its hash, and in retrieval its value (packed_keyed_value).
 inline std::uint64_t record_bytes(const filter_params& p) {
-  return is_retrieval(p.variant) ? 12 : 8;
+  return is_retrieval(p.variant) ? sizeof(packed_keyed_value) : sizeof(std::uint64_t);
 }
 
 /// Bytes per key of the in-memory build: the key records, the layer's partitioned copy and
@@ -36,7 +37,7 @@ inline std::uint64_t min_pass_keys(const filter_params& p) {
   return 2 * p.shard_size + (p.shard_size >> 2);
 }
 
-/// How a bulk build shares its memory limit among its consumers (README "Memory"). What it
+/// How a bulk build shares its memory limit among its consumers (docs/cli.md, "Memory"). What it
 /// does not count (code, libraries, thread stacks, small allocations) is the documented
 /// constant above the limit.
 struct memory_plan {

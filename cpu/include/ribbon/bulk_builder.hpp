@@ -40,7 +40,7 @@ struct bulk_options {
   /// Bytes the build may use; 0: default_memory_limit(). It bounds the peak resident memory
   /// of the process less bulk_memory_reserve: the buffers, solver workspaces (fewer solving
   /// threads when they would not fit) and sections are sized from it. A limit below
-  /// memory_floor() spills as it says but works at the floor. See README "Memory".
+  /// memory_floor() spills as it says but works at the floor. See docs/cli.md, "Memory".
   std::uint64_t memory_limit = 0;
   std::string tmp_dir;                 ///< where partition files go; empty: $TMPDIR or /tmp
   std::uint64_t expected_keys = 0;     ///< a hint (e.g. from file sizes) to size the partitions

@@ -9,7 +9,7 @@
 /// filter::build() and `ribbon build` over the same distinct keys, whatever the partitioning,
 /// the order of rows, the order in which ranges are solved, or task retries.
 ///
-/// The driver's loop (README "Spark"):
+/// The driver's loop (docs/spark.md):
 ///   hash the keys as `ribbon build` does (hash_u64(key, seed_mix(seed)), hash_bytes(key, seed));
 ///   n = distinct key hashes (layer 0's geometry needs it; see solve_range's counts);
 ///   sequence = layer_sequence_for(p, one_place_keys);
