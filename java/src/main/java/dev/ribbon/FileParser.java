@@ -260,11 +260,7 @@ final class FileParser {
                     + " bytes, its layers take " + fileBytes);
         }
         if (fileBytes != size) throw fail("section sizes do not add up to the file size");
-        if (compact()) {
-            checkCompactChecksum();
-            checkZeroGaps();
-            return;
-        }
+        if (compact()) checkCompactChecksum();  // its frame states no section of its own
         long cursor = metadataBytes();
         for (int l = 0; l < layers.length; l++) {
             Layer layer = layers[l];
@@ -272,8 +268,9 @@ final class FileParser {
             String which = "layer " + l + ": ";
             long thresholdBytes = layer.thresholdBytes();
             long solutionBytes = layer.solutionBytes();
-            if (f.getLong(d + 40) != layer.thresholdOffset || f.getLong(d + 48) != thresholdBytes
-                    || f.getLong(d + 64) != layer.solutionOffset || f.getLong(d + 72) != solutionBytes) {
+            if (!compact() && (f.getLong(d + 40) != layer.thresholdOffset
+                    || f.getLong(d + 48) != thresholdBytes || f.getLong(d + 64) != layer.solutionOffset
+                    || f.getLong(d + 72) != solutionBytes)) {
                 throw fail(which + "section offsets or sizes are inconsistent");
             }
             if (thresholdBytes != 0) {
@@ -282,25 +279,13 @@ final class FileParser {
             }
             checkZeroGap(cursor, layer.solutionOffset);
             cursor = layer.solutionOffset + solutionBytes;
+            if (compact()) continue;
             if (f.checksum(layer.thresholdOffset, thresholdBytes) != f.getLong(d + 56)) {
                 throw fail(which + "threshold section checksum mismatch (corrupt file)");
             }
             if (f.checksum(layer.solutionOffset, solutionBytes) != f.getLong(d + 80)) {
                 throw fail(which + "solution section checksum mismatch (corrupt file)");
             }
-        }
-    }
-
-    /** A compact file's gaps (its checksum covers the rest). */
-    private void checkZeroGaps() {
-        long cursor = metadataBytes();
-        for (Layer layer : layers) {
-            if (layer.thresholdBytes() != 0) {
-                checkZeroGap(cursor, layer.thresholdOffset);
-                cursor = layer.thresholdOffset + layer.thresholdBytes();
-            }
-            checkZeroGap(cursor, layer.solutionOffset);
-            cursor = layer.solutionOffset + layer.solutionBytes();
         }
     }
 
