@@ -184,7 +184,8 @@ TEST(CheckBitsOptions, AreRefusedWhereTheyCannotHold) {
 // for byte (the format's writer and the check bits' fingerprint have not drifted).
 TEST(CheckBitsFiles, Version4GoldenFileReadsAndIsRebuiltByteForByte) {
   // `seq 1 3000 | awk '{printf "%d\t%d\n",$1,$1%1000}' | ribbon build --values
-  //  --check-bits 6 --seed 7` (lines, w=64, 10 value bits).
+  //  --check-bits 6 --seed 7 --layout standard` (lines, w=64, 10 value bits; plain layers of
+  //  about (1 + 1/w) n columns).
   const std::string path = std::string(RIBBON_TEST_DATA_DIR) + "/v4_values_3000_c6.rbn";
   const ribbon::filter f = ribbon::filter::load(path);
   EXPECT_EQ(f.format_version(), 4u);

@@ -482,8 +482,9 @@ TEST(Format, EmptyFilterRoundTrips) {
   }
 }
 
-// A compact file (format version 5) as written on 2026-12-03: still read, still written byte
-// for byte, and as a standard file the same filter.
+// A compact file (format version 5) as written on 2026-12-03 (plain layers of about
+// (1 + 1/w) n columns): still read, still written byte for byte, and as a standard file the
+// same filter.
 TEST(Format, CompactGoldenFileReadsAndIsRebuiltByteForByte) {
   // `seq 1 3000 | ribbon build --seed 7` (lines, w = 64, r = 8).
   const std::string path = std::string(RIBBON_TEST_DATA_DIR) + "/v5_lines_3000.rbn";

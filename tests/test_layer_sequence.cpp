@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <optional>
+#include <string>
 
 #include "ribbon/detail/layer_loop.hpp"
 #include "ribbon/layer.hpp"
@@ -92,6 +94,30 @@ TEST(LayerSequence, AgainPlansTheSameLayerForAnotherCount) {
   EXPECT_EQ(again.keys, 300000u);
   EXPECT_EQ(again.geometry.num_starts, ribbon::bumped_layer_starts(300000, p, sizing));
   EXPECT_EQ(sequence.next(20000)->index, 1u);  // and the sequence goes on from there
+}
+
+// A plain layer's first try has just over (1 + 1/w) n columns (whole blocks: starts plus one
+// block of tail), and every retry has more, so that a build never loops on one size.
+TEST(LayerSequence, PlainLayersStartTightAndGrowAtEveryTry) {
+  for (const std::uint32_t width : {32u, 64u, 128u}) {
+    const ribbon::filter_params p = ribbon::make_params(width, 8);
+    const ribbon::layer_sizing sizing = ribbon::default_sizing(width);
+    for (const std::uint64_t keys : {1ull, 135ull, 629ull, 2048ull, 500000ull}) {
+      SCOPED_TRACE(std::to_string(width) + " " + std::to_string(keys));
+      const double tight = static_cast<double>(keys) * (1.0 + 1.0 / width);
+      std::uint64_t previous = ribbon::plain_layer_starts(keys, p, sizing, 0);
+      EXPECT_GE(static_cast<double>(previous + width), tight);
+      EXPECT_LE(static_cast<double>(previous), std::max(tight, static_cast<double>(width)));
+      EXPECT_EQ(previous % width, 0u);
+      for (std::uint32_t attempt = 1; attempt < ribbon::max_plain_attempts; ++attempt) {
+        const std::uint64_t starts = ribbon::plain_layer_starts(keys, p, sizing, attempt);
+        EXPECT_GE(starts, previous + width);
+        previous = starts;
+      }
+      // By the last try a layer has room for any keys with distinct hashes.
+      EXPECT_GT(static_cast<double>(previous), 1.25 * static_cast<double>(keys));
+    }
+  }
 }
 
 }  // namespace

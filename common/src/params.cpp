@@ -89,7 +89,7 @@ const char* check_params(const filter_params& p) {
 layer_sizing default_sizing(std::uint32_t width) {
   layer_sizing s;
   s.overload = detail::default_overload(width);
-  s.plain_slack = width == 32 ? 0.30 : width == 64 ? 0.15 : 0.08;
+  s.plain_slack = 1.0 / width;
   s.plain_max_keys = 2048;
   s.standard_slack = 0.05;  // builders replace it (standard_slack_for_success, or the user's)
   return s;
@@ -197,7 +197,21 @@ std::uint64_t bumped_layer_starts(std::uint64_t keys, const filter_params& p,
 
 std::uint64_t plain_layer_starts(std::uint64_t keys, const filter_params& p,
                                  const layer_sizing& sizing, std::uint32_t attempt) {
-  return retried_layer_starts(keys, p, sizing.plain_slack, 0.25, attempt);
+  // A plain layer is one standard Ribbon system of a few thousand keys at most (bumped
+  // variants), and its columns are its start positions plus a block of tail. It succeeds or
+  // fails by whole blocks: with about (1 + 1/w) n columns its first try succeeds about half
+  // the time, with a block more almost always (bench/RESULTS.md, "The final plain layer"). A
+  // try is cheap next to the layers before it, so it starts tight and each failed try adds a
+  // block, or 1/w of the layer when that is more (large plain layers: the standard
+  // variants' shard heads).
+  const long double growth = 1.0L + 1.0L / p.width;
+  const long double first = static_cast<long double>(keys) * (1.0L + sizing.plain_slack);
+  auto blocks_for = [&](long double columns) {
+    return std::max<std::uint64_t>(2, static_cast<std::uint64_t>(std::ceil(columns / p.width)));
+  };
+  const std::uint64_t blocks =
+      std::max(blocks_for(first) + attempt, blocks_for(first * std::pow(growth, attempt)));
+  return (blocks - 1) * p.width;
 }
 
 plain_layer_try plain_layer_attempt(std::uint32_t layer, std::uint64_t keys, const filter_params& p,

@@ -146,12 +146,13 @@ struct layer_ref {
 std::uint64_t bumped_layer_starts(std::uint64_t keys, const filter_params& p,
                                   const layer_sizing& sizing);
 
-/// Sizing of the plain layer for `keys` keys at retry `attempt` (grows after a few failures).
+/// Sizing of the plain layer for `keys` keys at retry `attempt`: about (1 + 1/w) columns per
+/// key at the first try, a block (or 1/w of the layer) more at each retry.
 std::uint64_t plain_layer_starts(std::uint64_t keys, const filter_params& p,
                                  const layer_sizing& sizing, std::uint32_t attempt);
 
-/// Tries of the final plain layer before a build gives up (only adversarial keys get near it;
-/// plain_layer_starts() grows the layer from the fifth try on).
+/// Tries of the final plain layer before a build gives up (only adversarial keys get near it:
+/// plain_layer_starts() grows the layer at every try).
 inline constexpr std::uint32_t max_plain_attempts = 32;
 
 /// Salt and geometry of one try of the final plain layer.
@@ -160,8 +161,8 @@ struct plain_layer_try {
   layer_geometry geometry;
 };
 
-/// Try `attempt` of plain layer `layer` for `keys` keys: a fresh salt each time, more slots
-/// from the fifth try on. Throws ribbon::error once max_plain_attempts tries have failed.
+/// Try `attempt` of plain layer `layer` for `keys` keys: a fresh salt and a block more each
+/// time. Throws ribbon::error once max_plain_attempts tries have failed.
 plain_layer_try plain_layer_attempt(std::uint32_t layer, std::uint64_t keys, const filter_params& p,
                                     const layer_sizing& sizing, std::uint32_t attempt);
 

@@ -30,7 +30,7 @@ struct layer_step {
 
 /// The one place that decides a build's layers. Bumped layers follow each other until few
 /// keys are left (or the layer cap is reached); then comes the final plain layer, retried
-/// with a fresh salt (and, later, more slots) until it solves. The standard and homogeneous
+/// with a fresh salt and more slots until it solves. The standard and homogeneous
 /// variants have a standard layer 0, retried whole the same way, then the plain layer.
 ///
 /// A sequence in ranges (the out-of-core and distributed builds) solves layer 0 and every
@@ -78,7 +78,7 @@ class layer_sequence {
   layer_step again(std::uint64_t keys) const { return at(next_index_ - 1, keys); }
 
   /// Try `attempt` (0: the first) of a standard or plain layer: a fresh salt each time, more
-  /// slots from the fifth try on. Throws ribbon::error once the tries are used up.
+  /// slots at every try (plain) or from the fifth on (standard). Throws ribbon::error once the tries are used up.
   layer_step retry(layer_step step, std::uint32_t attempt) const {
     if (step.kind == layer_kind::plain) {
       const plain_layer_try next = plain_layer_attempt(step.index, step.keys, p_, sizing_, attempt);
