@@ -2,8 +2,8 @@
 // sizes, which layers are solved in shard ranges, retries and the end of a build.
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 

@@ -78,7 +78,8 @@ class layer_sequence {
   layer_step again(std::uint64_t keys) const { return at(next_index_ - 1, keys); }
 
   /// Try `attempt` (0: the first) of a standard or plain layer: a fresh salt each time, more
-  /// slots at every try (plain) or from the fifth on (standard). Throws ribbon::error once the tries are used up.
+  /// slots at every try (plain) or from the fifth on (standard). Throws ribbon::error once the
+  /// tries are used up.
   layer_step retry(layer_step step, std::uint32_t attempt) const {
     if (step.kind == layer_kind::plain) {
       const plain_layer_try next = plain_layer_attempt(step.index, step.keys, p_, sizing_, attempt);
