@@ -117,24 +117,30 @@ void note_memory_limit(const bulk_builder& builder, const bulk_options& options,
   }
 }
 
+streamed_build::streamed_build(const build_settings& s, input_format read_as,
+                               filter_variant variant, std::uint64_t memory_limit_option)
+    : memory_limit(memory_limit_option != 0 ? memory_limit_option : default_memory_limit()),
+      reader_bytes(memory_limit / 8),
+      reader(s.inputs, read_as,
+             input_reader::chunk_bytes_within(reader_bytes, s.threads, read_as)) {
+  options.build = build_options_of(s, variant);
+  options.layout = file_layout_of(s.layout);
+  options.memory_limit = memory_limit - reader_bytes;
+  options.tmp_dir = s.tmp_dir;
+  options.expected_keys = reader.estimated_keys();
+  options.progress = &progress;
+}
+
 namespace {
 
 /// A filter build (no values) with the bulk builder, within `memory_limit` (0: the default).
 int run_bulk_build(const build_settings& s, input_format format, filter_variant variant, bool gpu,
                    std::uint64_t memory_limit, clock_type::time_point start, progress_mode mode) {
-  // An eighth of the limit for the reader's chunks in flight, the rest for the library.
-  const std::uint64_t limit = memory_limit != 0 ? memory_limit : default_memory_limit();
-  const std::uint64_t reader_bytes = limit / 8;
-  input_reader reader(s.inputs, format,
-                      input_reader::chunk_bytes_within(reader_bytes, s.threads, format));
-  build_progress progress;
-  bulk_options options;
-  options.build = build_options_of(s, variant);
-  options.layout = file_layout_of(s.layout);
-  options.memory_limit = limit - reader_bytes;
-  options.tmp_dir = s.tmp_dir;
-  options.expected_keys = reader.estimated_keys();
-  options.progress = &progress;
+  streamed_build streamed(s, format, variant, memory_limit);
+  input_reader& reader = streamed.reader;
+  bulk_options& options = streamed.options;
+  build_progress& progress = streamed.progress;
+  const std::uint64_t reader_bytes = streamed.reader_bytes;
   if (gpu) configure_gpu_build(options);
   // If reading fails, finish() is never called and the builder's destructor removes its
   // temporary files: nothing is written.
@@ -156,20 +162,24 @@ int run_bulk_build(const build_settings& s, input_format format, filter_variant 
   return 0;
 }
 
-/// What --groups builds take: --out-dir, no values, the CPU, no memory limit (in memory).
+/// What --groups builds take: -o (a filter set) or --out-dir (a file per group), no values,
+/// the CPU; a memory limit only for a set (the files per group are built in memory).
 void check_groups_options(const build_settings& s, bool with_values, bool gpu,
                           std::uint64_t memory_limit) {
-  if (!s.output.empty()) {
+  if (s.output.empty() == s.out_dir.empty()) {
     throw error(
-        "--groups -o: one file for every group (a filter set) is not built yet; give "
-        "--out-dir DIR for a file per group");
+        "--groups needs -o FILE (one filter set answering (group, key)) or --out-dir DIR (a "
+        "filter file per group), not both");
   }
-  if (s.out_dir.empty()) throw error("--groups needs --out-dir DIR: a filter file per group");
   if (with_values) throw error("--groups builds filters: --values and --value-file are not for it");
   if (gpu) throw error("--groups builds on the CPU: leave out --backend gpu");
-  if (memory_limit != 0) {
+  if (memory_limit != 0 && !s.out_dir.empty()) {
     throw error(
-        "--memory-limit: --groups builds run in memory and cannot honour a limit; leave it out");
+        "--memory-limit: --groups --out-dir builds run in memory and cannot honour a limit; "
+        "leave it out (a filter set, -o, can)");
+  }
+  if (!s.output.empty() && file_layout_of(s.layout) == format::layout_choice::compact) {
+    throw error("--layout compact: a filter set is written in the standard layout");
   }
 }
 
@@ -193,6 +203,10 @@ int run_build(build_settings s) {
   if (s.groups) {
     check_groups_options(s, with_values, gpu, memory_limit);
     remove_temp_files_on_signals();
+    if (s.out_dir.empty()) {
+      check_output(s);
+      return run_set_build(s, format, variant, memory_limit, start, mode);
+    }
     return run_groups_build(s, format, variant, start, mode);
   }
   if (!s.out_dir.empty()) throw error("--out-dir is for --groups builds (a file per group)");
@@ -214,12 +228,13 @@ void add_input_output_options(CLI::App* cmd, build_settings& s) {
       ->check(CLI::IsMember({"lines", "u64", "hex64"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", s.output,
-                  "filter file to write (replaced atomically); required "
-                  "but with --groups");
+                  "filter file to write (replaced atomically); required but with --groups "
+                  "--out-dir");
   cmd->add_flag("--groups", s.groups,
-                "a filter per group: the input holds (group, key) pairs, group<TAB>key lines (key "
-                "as --format lines or hex64; split at the first tab) or, with --format u64, "
-                "pairs of 8-byte integers (group, key); one file per group in --out-dir");
+                "the input holds (group, key) pairs, group<TAB>key lines (key as --format lines "
+                "or hex64; split at the first tab) or, with --format u64, pairs of 8-byte "
+                "integers (group, key): with -o one filter set answering (group, key) (`ribbon "
+                "query --group`), with --out-dir one filter file per group");
   cmd->add_option("--out-dir", s.out_dir,
                   "--groups: directory of the groups' files, GROUP.ribbon (bytes other than "
                   "letters, digits, _ - . written %XX; created if missing; files replaced "
@@ -362,9 +377,16 @@ void print_summary(const build_settings& s, const bulk_result& result, double se
   const double keys = static_cast<double>(result.input_keys);
   const double rate = seconds > 0 ? 1.0 / seconds : 0;
   // Repeated keys are stored once: bits/key and the overhead are per distinct key.
-  std::string line = "ribbon build: " + s.output + ": " + std::to_string(result.input_keys) +
-                     " keys (" + std::to_string(result.key_count) + " distinct), " +
-                     std::to_string(result.file_bytes) + " bytes";
+  std::string line = "ribbon build: " + s.output + ": ";
+  if (p.is_set()) {
+    line += "a filter set of " + std::to_string(result.group_count) + " groups, " +
+            std::to_string(result.input_keys) + " pairs (" + std::to_string(result.key_count) +
+            " distinct), ";
+  } else {
+    line += std::to_string(result.input_keys) + " keys (" + std::to_string(result.key_count) +
+            " distinct), ";
+  }
+  line += std::to_string(result.file_bytes) + " bytes";
   char text[160];
   if (result.key_count > 0) {
     const double bits_per_key = result.bits_per_key();

@@ -1,6 +1,6 @@
-// What `ribbon build` was asked (its command line), shared by its two build paths:
-// build_command.cpp (filters, through the bulk builder) and retrieval_build.cpp (--values,
-// --value-file).
+// What `ribbon build` was asked (its command line), shared by its build paths:
+// build_command.cpp (filters, through the bulk builder), retrieval_build.cpp (--values,
+// --value-file), groups_build.cpp (--groups --out-dir) and set_build.cpp (--groups -o).
 #pragma once
 
 #include <chrono>
@@ -41,8 +41,8 @@ struct build_settings {
   bool values = false;           ///< inputs are key<TAB>value lines
   std::string value_file;        ///< little-endian 8-byte values, one per key
   std::uint32_t check_bits = 0;  ///< retrieval: fingerprint bits stored above each value
-  bool groups = false;           ///< inputs are (group, key) pairs: a filter per group
-  std::string out_dir;           ///< --groups: the directory of the groups' files
+  bool groups = false;           ///< inputs are (group, key) pairs: a set, or a filter per group
+  std::string out_dir;           ///< --groups: the directory of the groups' files (else -o: a set)
   // Which options were given (set after parsing).
   bool bits_given = false;
   bool slack_given = false;
@@ -51,6 +51,22 @@ struct build_settings {
 
 /// The library's options for these settings (every build path).
 build_options build_options_of(const build_settings& s, filter_variant variant);
+
+/// What the streamed builds (filters, filter sets) share: the memory limit split between the
+/// reader's chunks in flight (an eighth) and the library, the reader of `read_as` inputs, and
+/// the bulk builder's options (which point at `progress`: the object does not move).
+struct streamed_build {
+  std::uint64_t memory_limit;  ///< --memory-limit, or the default where it is 0
+  std::uint64_t reader_bytes;
+  input_reader reader;
+  build_progress progress;
+  bulk_options options;
+
+  streamed_build(const build_settings& s, input_format read_as, filter_variant variant,
+                 std::uint64_t memory_limit_option);
+  streamed_build(const streamed_build&) = delete;
+  streamed_build& operator=(const streamed_build&) = delete;
+};
 
 /// Prints the one-line summary of a finished build (unless --quiet).
 void print_summary(const build_settings& s, const bulk_result& result, double seconds,
@@ -65,6 +81,11 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
 /// Notes on stderr where the build may use more memory than --memory-limit says.
 void note_memory_limit(const bulk_builder& builder, const bulk_options& options, bool gpu,
                        std::uint64_t memory_limit, std::uint64_t reader_bytes);
+
+/// A --groups build into s.output, one filter set (format version 6): the exit status. In
+/// memory, or out of core beyond `memory_limit` (not 0), as filter builds are.
+int run_set_build(const build_settings& s, input_format format, filter_variant variant,
+                  std::uint64_t memory_limit, clock_type::time_point start, progress_mode mode);
 
 /// A --groups build into s.out_dir, a file per group: the exit status.
 int run_groups_build(const build_settings& s, input_format format, filter_variant variant,

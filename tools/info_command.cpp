@@ -61,6 +61,8 @@ std::string info_json(const filter_summary& x, const std::string& path) {
   field("shard_size", u(p.shard_size));
   field("seed", u(p.seed));
   field("key_count", u(x.key_count));
+  field("group_kind", json_string(group_kind_name(p.groups)));
+  field("group_count", u(x.group_count));
   field("num_layers", u(x.layers.size()));
   field("bits_per_key", number(x.bits_per_key, "%.6f"));
   field("ideal_bits_per_key", number(x.ideal_bits_per_key, "%.6f"));
@@ -95,6 +97,11 @@ std::string info_text(const filter_summary& x, const std::string& path) {
   line("variant", variant_name(p.variant) +
                       (x.retrieval ? " (a static function: lookup returns the stored value)"
                                    : std::string(" filter")));
+  if (p.is_set()) {
+    line("filter set", u(x.group_count) + " groups named by " +
+                           (p.groups == group_kind::u64 ? "64-bit integers" : "byte strings") +
+                           " (query with --group)");
+  }
   line("key kind", p.keys == key_kind::bytes ? "bytes (byte strings, query with --format lines)"
                                              : "u64 (64-bit integers, --format u64 or hex64)");
   line("width", u(p.width));
@@ -114,7 +121,7 @@ std::string info_text(const filter_summary& x, const std::string& path) {
                          threshold_encoding_name(x.threshold_codes) + " codes");
   line("shard size", u(p.shard_size));
   line("seed", u(p.seed));
-  line("distinct keys", u(x.key_count));
+  line(p.is_set() ? "distinct pairs" : "distinct keys", u(x.key_count));
   line("layers", u(x.layers.size()));
   line("bits/key",
        x.key_count > 0

@@ -29,8 +29,15 @@ const char* kind_description(key_kind kind) {
 /// Loads with every checksum verified, and checks the filter's key kind against `format` and
 /// that --values is given exactly for retrieval files (`command` names the subcommand).
 filter load_for_format(const std::string& path, input_format format, bool values,
-                       const char* command) {
+                       const char* command, bool group_given = false) {
   filter f = filter::load(path);
+  if (f.is_set() && !group_given) {
+    throw error(path + ": a filter set answers (group, key): give --group GROUP" +
+                (std::string(command) == "verify" ? " (the group of every key of -i)" : ""));
+  }
+  if (!f.is_set() && group_given) {
+    throw error(path + ": --group is for filter sets (built with `ribbon build --groups -o`)");
+  }
   if (f.params().keys != key_kind_of(format)) {
     throw error(path + ": the filter was built from " + kind_description(f.params().keys) +
                 " and cannot be queried with --format " + input_format_name(format));
@@ -56,14 +63,37 @@ filter load_for_format(const std::string& path, input_format format, bool values
   return f;
 }
 
+/// The group a query asks a filter set about (--group): its text, and the integer it names
+/// where the set's groups are integers.
+struct query_group {
+  std::string text;
+  std::uint64_t number = 0;
+};
+
+/// --group's value for the set `f` (nothing without --group).
+std::optional<query_group> group_for(const filter& f, const std::optional<std::string>& group) {
+  if (!group) return std::nullopt;
+  query_group g{*group};
+  if (f.params().groups == group_kind::u64) g.number = parse_u64_decimal(*group, "--group");
+  return g;
+}
+
 /// found[i] for every key of the chunk (the pipeline runs chunks in parallel, so one thread
-/// per batch); sets c.positives.
-void query_chunk(const filter& f, input_format format, input_chunk& c) {
+/// per batch), in `group` of a filter set where one is given; sets c.positives.
+void query_chunk(const filter& f, input_format format, input_chunk& c,
+                 const std::optional<query_group>& group = std::nullopt) {
   bool* found = c.found_buffer();
-  if (format == input_format::lines) {
-    f.contains(c.texts.data(), c.key_count, found);
+  const bool text = format == input_format::lines;
+  if (!group) {
+    if (text) f.contains(c.texts.data(), c.key_count, found);
+    if (!text) f.contains(c.values.data(), c.key_count, found);
+  } else if (f.params().groups == group_kind::u64) {
+    if (text) f.contains_in(group->number, c.texts.data(), c.key_count, found);
+    if (!text) f.contains_in(group->number, c.values.data(), c.key_count, found);
   } else {
-    f.contains(c.values.data(), c.key_count, found);
+    const std::string_view name = group->text;
+    if (text) f.contains_in(name, c.texts.data(), c.key_count, found);
+    if (!text) f.contains_in(name, c.values.data(), c.key_count, found);
   }
   c.positives = static_cast<std::uint64_t>(std::count(found, found + c.key_count, true));
 }
@@ -138,6 +168,7 @@ struct query_settings {
   bool count = false;
   bool values = false;
   std::optional<std::string> absent;
+  std::optional<std::string> group;
   bool progress = false;
 };
 
@@ -149,7 +180,8 @@ int run_query(query_settings s) {
     }
     s.inputs.push_back("-");
   }
-  filter f = load_for_format(s.filter_path, format, s.values, "query");
+  filter f = load_for_format(s.filter_path, format, s.values, "query", s.group.has_value());
+  const std::optional<query_group> group = group_for(f, s.group);
   if (s.absent && f.params().check_bits == 0) {
     throw error(s.filter_path +
                 ": --absent needs a retrieval structure with check bits (built with "
@@ -169,7 +201,7 @@ int run_query(query_settings s) {
       append_lookups(
           c, s.absent, [&](std::uint64_t i, std::string& text) { text += s.keys[i]; }, out);
     } else {
-      query_chunk(f, format, c);
+      query_chunk(f, format, c, group);
       positive += c.positives;
       for (std::uint64_t i = 0; i < c.key_count && !s.count; ++i) {
         if (c.found[i]) {
@@ -197,7 +229,7 @@ int run_query(query_settings s) {
                 c.output);
             return;
           }
-          query_chunk(f, format, c);
+          query_chunk(f, format, c, group);
           if (!print_keys) return;
           for (std::uint64_t i = 0; i < c.key_count; ++i) {
             if (!c.found[i]) continue;
@@ -224,6 +256,7 @@ struct verify_settings {
   std::string filter_path;
   std::vector<std::string> inputs;
   std::string format = "lines";
+  std::optional<std::string> group;
   bool values = false;
   bool progress = false;
   bool quiet = false;
@@ -233,9 +266,14 @@ struct verify_settings {
 int verify_file_only(const verify_settings& s) {
   const filter f = filter::load(s.filter_path);
   if (!s.quiet) {
-    std::printf("OK: %s: checksums and structure valid (%llu keys, %u layers, %llu bytes)\n",
-                s.filter_path.c_str(), static_cast<unsigned long long>(f.key_count()),
-                f.num_layers(), static_cast<unsigned long long>(f.size_bytes()));
+    const std::string what = f.is_set() ? "a filter set of " + std::to_string(f.group_count()) +
+                                              " groups, " + std::to_string(f.key_count()) + " pairs"
+                                        : std::to_string(f.key_count()) + " keys";
+    std::printf(
+        "OK: %s: checksums and structure valid (%s, %u layers, %llu bytes, %.3f "
+        "bits/key)\n",
+        s.filter_path.c_str(), what.c_str(), f.num_layers(),
+        static_cast<unsigned long long>(f.size_bytes()), f.bits_per_key());
   }
   finish_stdout();
   return 0;
@@ -243,9 +281,10 @@ int verify_file_only(const verify_settings& s) {
 
 /// Sets c.positives to the keys of the chunk that pass: positive, or (with `values`) looked up
 /// to their own value.
-void verify_chunk(const filter& f, input_format format, bool values, input_chunk& c) {
+void verify_chunk(const filter& f, input_format format, bool values, input_chunk& c,
+                  const std::optional<query_group>& group) {
   if (!values) {
-    query_chunk(f, format, c);
+    query_chunk(f, format, c, group);
     return;
   }
   parse_key_value_lines(c, format);
@@ -304,7 +343,8 @@ int run_verify(const verify_settings& s) {
     throw error("--values checks the key<TAB>value lines of -i FILE: give -i");
   }
   if (s.inputs.empty()) return verify_file_only(s);
-  filter f = load_for_format(s.filter_path, format, s.values, "verify");
+  filter f = load_for_format(s.filter_path, format, s.values, "verify", s.group.has_value());
+  const std::optional<query_group> group = group_for(f, s.group);
   f.set_query_threads(1);
   // key<TAB>value lines are read as lines and split here.
   input_reader reader(s.inputs, s.values ? input_format::lines : format);
@@ -314,7 +354,8 @@ int run_verify(const verify_settings& s) {
   std::uint64_t checked = 0, missing = 0;
   std::vector<std::string> examples;
   reader.run(
-      0, parse_output::keys, 0, [&](input_chunk& c) { verify_chunk(f, format, s.values, c); },
+      0, parse_output::keys, 0,
+      [&](input_chunk& c) { verify_chunk(f, format, s.values, c, group); },
       [&](input_chunk& c) {
         checked += c.key_count;
         missing += c.key_count - c.positives;
@@ -360,6 +401,10 @@ std::function<int()> add_query_command(CLI::App& app) {
   cmd->add_option("--absent", s->absent,
                   "with --values and check bits: print key<TAB>TEXT for the keys not found")
       ->needs(values);
+  cmd->add_option("--group", s->group,
+                  "filter sets (built with --groups -o): the group the keys are asked about "
+                  "(text, or decimal where the set names groups by integers)")
+      ->excludes(values);
   cmd->add_flag("--progress", s->progress, "live progress line on stderr");
   return [s] { return run_query(*s); };
 }
@@ -373,6 +418,10 @@ std::function<int()> add_verify_command(CLI::App& app) {
   cmd->add_option("filter", s->filter_path, "filter file")->required();
   cmd->add_option("-i,--input", s->inputs, "file of keys that must all be positive, '-' for stdin");
   add_format_option(cmd, s->format);
+  cmd->add_option("--group", s->group,
+                  "filter sets: the group every key of -i must be positive in (text, or "
+                  "decimal where the set names groups by integers)")
+      ->needs("--input");
   cmd->add_flag("--values", s->values,
                 "retrieval files: -i gives key<TAB>value lines (keys as --format lines or hex64) "
                 "and every key must have its value");

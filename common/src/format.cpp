@@ -58,6 +58,11 @@ std::uint64_t checksum(const void* data, std::size_t bytes) {
 }
 
 bool is_compact(const filter_image& image) {
+  if (image.params.is_set()) {
+    if (image.layout == layout_choice::compact)
+      throw error("a filter set is written in the standard layout (format version 6)");
+    return false;
+  }
   if (image.layout != layout_choice::automatic) return image.layout == layout_choice::compact;
   std::uint64_t section_bytes = 0;
   for (const section_layout& s : sections_of(image, false))
@@ -69,7 +74,7 @@ std::uint32_t version_of(const filter_image& image) {
   if (is_compact(image)) return compact_version;
   const threshold_encoding codes =
       image.layers.empty() ? threshold_encoding::one_plus_bit : image.layers[0].geometry.codes;
-  return version_for(codes, image.params.check_bits);
+  return version_for(codes, image.params.check_bits, image.params.is_set());
 }
 
 std::uint64_t image_bytes(const filter_image& image) {
@@ -121,8 +126,10 @@ void fill_header(const filter_image& image, threshold_encoding encoding, std::ui
   const std::size_t n = descriptors.size();
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, magic, sizeof(magic));
-  h.format_version = version_for(encoding, p.check_bits);
+  h.format_version = version_for(encoding, p.check_bits, p.is_set());
   h.check_bits = p.check_bits;
+  h.group_count = image.group_count;
+  h.group_kind = static_cast<std::uint32_t>(p.groups);
   h.header_bytes = sizeof(file_header);
   h.file_bytes = file_bytes;
   h.variant = static_cast<std::uint32_t>(p.variant);
@@ -240,6 +247,12 @@ class image_writer {
 void write_image(const filter_image& image, const byte_sink& sink, const section_source& external) {
   const std::size_t n = image.layers.size();
   if (n > max_layers) throw error("a filter has at most 16 layers");
+  const std::uint64_t groups = image.params.is_set() ? image.group_count : 0;
+  if (groups != image.group_count || groups > image.key_count ||
+      (image.params.is_set() && (groups == 0) != (image.key_count == 0))) {
+    throw error("a filter set's group count (" + std::to_string(image.group_count) +
+                ") does not fit its " + std::to_string(image.key_count) + " keys");
+  }
   const std::vector<layer_geometry> geometries = geometries_of(image);
   const bool compact = is_compact(image);
   std::vector<section_layout> sections(n);
@@ -349,8 +362,22 @@ void check_alignment(const unsigned char* data, std::uint64_t alignment,
   }
 }
 
-/// The standard header of an image (versions 1-4): its own checksum and the fields that need
-/// no parameters to check.
+/// A filter set's header fields: a known group kind, a filter (not a retrieval structure),
+/// and at least one group for keys, no more groups than keys.
+void check_set_header(const file_header& h, const std::string& source) {
+  if (h.group_kind != static_cast<std::uint32_t>(group_kind::u64) &&
+      h.group_kind != static_cast<std::uint32_t>(group_kind::bytes)) {
+    fail(source, "format version 6 (a filter set) with an unknown group kind " +
+                     std::to_string(h.group_kind));
+  }
+  if (h.group_count > h.key_count || (h.group_count == 0) != (h.key_count == 0)) {
+    fail(source, "inconsistent group count: " + std::to_string(h.group_count) + " groups for " +
+                     std::to_string(h.key_count) + " keys");
+  }
+}
+
+/// The standard header of an image (versions 1-4, 6): its own checksum and the fields that
+/// need no parameters to check.
 file_header read_header(const unsigned char* data, std::uint64_t size, const std::string& source) {
   file_header h;
   if (size < sizeof(file_header)) {
@@ -375,23 +402,23 @@ file_header read_header(const unsigned char* data, std::uint64_t size, const std
     fail(source, "unknown filter variant " + std::to_string(h.variant));
   }
   const bool version4 = h.format_version == 4;
-  if ((!version4 && h.check_bits != 0) || (version1 && h.extra_bit_fraction != 0)) {
+  const bool set = h.format_version == set_version;
+  if ((!version4 && h.check_bits != 0) || (version1 && h.extra_bit_fraction != 0) ||
+      (!set && (h.group_count != 0 || h.group_kind != 0)) || h.reserved != 0) {
     fail(source, "reserved header fields are not zero");
   }
+  if (set) check_set_header(h, source);
   if (version4 && h.check_bits == 0) {
     fail(source, "format version 4 without check bits (files without them are versions 1-3)");
   }
   const bool known_encoding =
       (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::two_bit) &&
-       (h.format_version <= 2 || version4)) ||
+       (h.format_version <= 2 || version4 || set)) ||
       (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::one_plus_bit) &&
        h.format_version >= 3);
   if (!known_encoding) {
     fail(source, "unknown threshold encoding " + std::to_string(h.threshold_encoding) +
                      " for format version " + std::to_string(h.format_version));
-  }
-  for (std::uint64_t r : h.reserved) {
-    if (r != 0) fail(source, "reserved header fields are not zero");
   }
   return h;
 }
@@ -488,6 +515,7 @@ filter_params params_of(const file_header& h, const std::string& source) {
   p.variant = static_cast<filter_variant>(h.variant);
   p.extra_bit_fraction = h.extra_bit_fraction;
   p.check_bits = h.check_bits;
+  p.groups = static_cast<group_kind>(h.group_kind);
   p.threshold_codes =
       static_cast<threshold_encoding>(h.threshold_encoding);  // read_header checked it
   if (const char* problem = check_params(p))

@@ -68,6 +68,13 @@ const char* check_params(const filter_params& p) {
     return "shard size must be a power of two between 32 buckets and 2^31";
   }
   if (p.keys != key_kind::u64 && p.keys != key_kind::bytes) return "unknown key kind";
+  if (p.groups != group_kind::none && p.groups != group_kind::u64 &&
+      p.groups != group_kind::bytes) {
+    return "unknown group kind";
+  }
+  if (p.is_set() && is_retrieval(p.variant)) {
+    return "a filter set is a filter (retrieval structures have no groups)";
+  }
   if (p.threshold_codes != threshold_encoding::two_bit &&
       p.threshold_codes != threshold_encoding::one_plus_bit) {
     return "unknown threshold encoding";

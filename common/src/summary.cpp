@@ -43,6 +43,7 @@ filter_summary summarize(const format::filter_image& image, std::uint32_t format
   s.threshold_codes =
       image.layers.empty() ? threshold_encoding::one_plus_bit : image.layers[0].geometry.codes;
   s.key_count = image.key_count;
+  s.group_count = image.group_count;
   s.file_bytes = format::image_bytes(image);
   s.retrieval = is_retrieval(p.variant);
   s.bits_per_key = s.key_count > 0

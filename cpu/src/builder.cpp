@@ -1,6 +1,13 @@
 // filter::build*: the in-memory oneTBB build (layered_builder.hpp).
+#include <tbb/blocked_range.h>
+#include <tbb/combinable.h>
+#include <tbb/parallel_for.h>
+
 #include <cmath>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_set>
 
 #include "layered_builder.hpp"
 #include "ribbon/options.hpp"
@@ -211,6 +218,61 @@ filter filter::build_from_hashes(const std::uint64_t* hashes, const std::uint32_
                                  build_stats* stats) {
   return build_retrieval(keys, values, count, options, stats, given_hash(hashes));
 }
+
+namespace {
+
+/// A filter set's hashing of its groups and keys, by their C++ types.
+template <class T>
+constexpr key_kind key_kind_of =
+    std::is_same_v<T, std::string_view> ? key_kind::bytes : key_kind::u64;
+template <class T>
+constexpr group_kind group_kind_of =
+    std::is_same_v<T, std::string_view> ? group_kind::bytes : group_kind::u64;
+/// Distinct groups among `count` given ones (by their hashes), counted in parallel; a group
+/// repeated in a run (the usual order of grouped inputs) costs one comparison, not a hash.
+template <class Group>
+std::uint64_t count_groups(const Group* groups, std::uint64_t count, const set_hasher& hash) {
+  using group_hashes = std::unordered_set<std::uint64_t>;
+  tbb::combinable<group_hashes> found;
+  tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, std::uint64_t{1} << 14),
+                    [&](const tbb::blocked_range<std::uint64_t>& r) {
+                      group_hashes& mine = found.local();
+                      for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
+                        if (i == r.begin() || !(groups[i] == groups[i - 1])) {
+                          mine.insert(hash.group(groups[i]));
+                        }
+                      }
+                    });
+  group_hashes all;
+  found.combine_each([&](const group_hashes& some) { all.insert(some.begin(), some.end()); });
+  return all.size();
+}
+
+}  // namespace
+
+template <class Group, class Key>
+filter filter::build_set(const Group* groups, const Key* keys, std::uint64_t count,
+                         const build_options& options, build_stats* stats) {
+  filter_params p = detail::params_from(options, key_kind_of<Key>);
+  p.groups = group_kind_of<Group>;
+  if (const char* problem = check_params(p)) {
+    throw error(std::string("invalid build options: ") + problem);
+  }
+  const set_hasher hash{p.seed, seed_mix(p.seed)};
+  auto pair = [&](std::uint64_t i) { return hash.pair(groups[i], keys[i]); };
+  filter f = detail::build_in_memory(p, options, count, pair, stats, options.progress);
+  builder_access::set_group_count(f, count_groups(groups, count, hash));
+  return f;
+}
+
+template filter filter::build_set(const std::uint64_t*, const std::uint64_t*, std::uint64_t,
+                                  const build_options&, build_stats*);
+template filter filter::build_set(const std::uint64_t*, const std::string_view*, std::uint64_t,
+                                  const build_options&, build_stats*);
+template filter filter::build_set(const std::string_view*, const std::uint64_t*, std::uint64_t,
+                                  const build_options&, build_stats*);
+template filter filter::build_set(const std::string_view*, const std::string_view*, std::uint64_t,
+                                  const build_options&, build_stats*);
 
 template <class Offset>
 filter filter::build_offsets(const Offset* offsets, const unsigned char* data, std::uint64_t count,

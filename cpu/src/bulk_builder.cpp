@@ -46,6 +46,7 @@ struct bulk_pipeline {
   bulk_options options;
   memory_plan plan;
   std::uint64_t count = 0;
+  std::uint64_t group_count = 0;  ///< filter sets
   bool finished = false;
 
   virtual ~bulk_pipeline() = default;
@@ -209,6 +210,7 @@ struct bulk_pipeline_of final : bulk_pipeline {
       f = on_the_cpu();  // retrieval: the CPU builder only
     }
     result.key_count = f.key_count();
+    builder_access::set_group_count(f, group_count);
     chunks.clear();
     set_stage(build_progress::writing, f.size_bytes());
     f.save(path, options.layout);
@@ -259,6 +261,7 @@ struct bulk_pipeline_of final : bulk_pipeline {
       layer.solution = nullptr;
     }
     result.params = params;
+    result.group_count = group_count;
     result.input_keys = count;
     result.stats.input_keys = count;
     result.stats.distinct_keys = result.key_count;
@@ -315,7 +318,7 @@ bulk_result bulk_pipeline_of<Record>::finish_out_of_core(const std::string& path
   result.stats.total_seconds = seconds_since(build_start);
   const std::uint64_t distinct = layers.front().input_keys;
   builder.size_for(count, distinct);
-  const format::filter_image image{params, distinct, layers, options.layout};
+  const format::filter_image image{params, distinct, layers, options.layout, group_count};
   write_out_of_core(path, image, section_files);
   result.layers = layers;
   result.file_bytes = format::image_bytes(image);
@@ -386,7 +389,11 @@ void bulk_pipeline_of<Record>::write_out_of_core(
 
 bulk_builder::bulk_builder(key_kind keys, const bulk_options& options)
     : impl_(std::make_unique<impl>()) {
-  const filter_params params = build_params(options.build, keys, options.with_values);
+  filter_params params = build_params(options.build, keys, options.with_values);
+  params.groups = options.groups;
+  if (params.is_set() && (options.with_values || options.in_memory)) {
+    throw error("bulk_builder: a filter set (groups) is a filter, built on the CPU");
+  }
   if (options.with_values) {
     if (options.in_memory || options.range_solver) {
       throw error(
@@ -427,6 +434,13 @@ const filter_params& bulk_builder::params() const {
 
 std::uint64_t bulk_builder::key_count() const {
   return impl_->pipeline->count;
+}
+
+void bulk_builder::set_group_count(std::uint64_t groups) {
+  if (!impl_->pipeline->params.is_set()) {
+    throw error("bulk_builder: set_group_count() is for filter sets (bulk_options::groups)");
+  }
+  impl_->pipeline->group_count = groups;
 }
 
 namespace {

@@ -50,7 +50,8 @@ const ribbon::filter& checked(const ribbon_reader* reader, ribbon::key_kind kind
   const ribbon::filter& f = reader->filter;
   // The scalar queries check kind and variant and throw the library's message.
   const bool answers_membership = !f.is_retrieval() || f.params().check_bits != 0;
-  if (f.params().keys != kind || (retrieval ? !f.is_retrieval() : !answers_membership)) {
+  if (f.params().keys != kind || f.is_set() ||
+      (retrieval ? !f.is_retrieval() : !answers_membership)) {
     if (retrieval) {
       (void)(kind == ribbon::key_kind::u64 ? f.lookup(std::uint64_t{0})
                                            : f.lookup(std::string_view()));
@@ -143,6 +144,22 @@ int open_with(ribbon_reader** out, const std::function<ribbon::filter()>& open) 
   });
 }
 
+/// One (group, key) query of a filter set: 1, 0 or RIBBON_ERROR (the library's message).
+template <class Group, class Key>
+int contains_in(const ribbon_reader* reader, const Group& group, const Key& key) {
+  int found = RIBBON_ERROR;
+  guarded([&] {
+    require(reader != nullptr, "reader is NULL");
+    found = reader->filter.contains_in(group, key) ? 1 : 0;
+  });
+  return found;
+}
+
+std::string_view bytes_of(const void* data, uint64_t size, const char* what) {
+  require(data != nullptr || size == 0, what);
+  return {static_cast<const char*>(data), static_cast<std::size_t>(size)};
+}
+
 }  // namespace
 
 extern "C" {
@@ -212,6 +229,43 @@ int ribbon_contains_bytes(const ribbon_reader* reader, const void* key, uint64_t
     require(key != nullptr || size == 0, "key is NULL");
     const std::string_view k(static_cast<const char*>(key), static_cast<std::size_t>(size));
     found = checked(reader, ribbon::key_kind::bytes, false).contains(k) ? 1 : 0;
+  });
+  return found;
+}
+
+int ribbon_get_set_info(const ribbon_reader* reader, uint32_t* group_kind, uint64_t* group_count) {
+  return guarded([&] {
+    require(reader != nullptr && group_kind != nullptr && group_count != nullptr,
+            "reader, group_kind or group_count is NULL");
+    *group_kind = static_cast<uint32_t>(reader->filter.params().groups);
+    *group_count = reader->filter.group_count();
+  });
+}
+
+int ribbon_contains_in_u64(const ribbon_reader* reader, uint64_t group, uint64_t key) {
+  return contains_in(reader, group, key);
+}
+
+int ribbon_contains_in_u64_bytes(const ribbon_reader* reader, uint64_t group, const void* key,
+                                 uint64_t key_size) {
+  int found = RIBBON_ERROR;
+  guarded([&] { found = contains_in(reader, group, bytes_of(key, key_size, "key is NULL")); });
+  return found;
+}
+
+int ribbon_contains_in_bytes_u64(const ribbon_reader* reader, const void* group,
+                                 uint64_t group_size, uint64_t key) {
+  int found = RIBBON_ERROR;
+  guarded([&] { found = contains_in(reader, bytes_of(group, group_size, "group is NULL"), key); });
+  return found;
+}
+
+int ribbon_contains_in_bytes(const ribbon_reader* reader, const void* group, uint64_t group_size,
+                             const void* key, uint64_t key_size) {
+  int found = RIBBON_ERROR;
+  guarded([&] {
+    found = contains_in(reader, bytes_of(group, group_size, "group is NULL"),
+                        bytes_of(key, key_size, "key is NULL"));
   });
   return found;
 }

@@ -56,7 +56,7 @@ format::filter_image filter::image(format::layout_choice layout) const {
     layout = format_version_ == format::compact_version ? format::layout_choice::compact
                                                         : format::layout_choice::standard;
   }
-  return format::filter_image{ref_.params, ref_.key_count, layers_, layout};
+  return format::filter_image{ref_.params, ref_.key_count, layers_, layout, group_count_};
 }
 
 void filter::adopt_image(const unsigned char* data, std::uint64_t size, const load_options& options,
@@ -65,6 +65,7 @@ void filter::adopt_image(const unsigned char* data, std::uint64_t size, const lo
   ref_ = parsed.ref;
   queries_ = detail::plan_queries(ref_);
   format_version_ = parsed.header.format_version;
+  group_count_ = parsed.header.group_count;
   layers_.clear();
   for (std::uint32_t l = 0; l < ref_.num_layers; ++l) {
     format::layer_image layer;
@@ -124,6 +125,18 @@ void filter::throw_kind_mismatch(key_kind expected) const {
               (ref_.params.keys == key_kind::u64 ? "64-bit integer" : "byte-string") +
               " keys and cannot be queried with " +
               (expected == key_kind::u64 ? "64-bit integer" : "byte-string") + " keys");
+}
+
+void filter::throw_group_mismatch(group_kind expected) const {
+  auto named = [](group_kind kind) {
+    return kind == group_kind::u64 ? "64-bit integers" : "byte strings";
+  };
+  if (expected == group_kind::none) {
+    throw error("this is a filter set: query it by group and key (contains_in())");
+  }
+  if (!is_set()) throw error("this is not a filter set: query it with contains() or lookup()");
+  throw error(std::string("this filter set names its groups by ") + named(ref_.params.groups) +
+              " and cannot be queried with groups named by " + named(expected));
 }
 
 void filter::throw_variant_mismatch(bool retrieval) const {

@@ -4,6 +4,8 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <string_view>
+
 #include "query_kernels.hpp"
 
 namespace ribbon {
@@ -61,6 +63,43 @@ void filter::contains(const std::string_view* keys, std::uint64_t count, bool* o
       [keys, &f](std::uint64_t i) { return f.key_hash(keys[i].data(), keys[i].size()); }, out,
       query_threads_);
 }
+
+template <class Group, class Key>
+void filter::contains_in(const Group* groups, const Key* keys, std::uint64_t count,
+                         bool* out) const {
+  if (count == 0) return;
+  // Checks the kinds (and that this is a set) once, on the first pair.
+  (void)pair_hash(set_group_hash(groups[0]), set_key_hash(keys[0]));
+  const set_hasher hash{ref_.params.seed, ref_.seed_mixed};
+  auto pair = [groups, keys, hash](std::uint64_t i) { return hash.pair(groups[i], keys[i]); };
+  membership_batch(ref_.params, queries_.plan, count, pair, out, query_threads_);
+}
+
+template <class Key>
+void filter::contains_in_group(std::uint64_t group_hash, const Key* keys, std::uint64_t count,
+                               bool* out) const {
+  if (count == 0) return;
+  (void)set_key_hash(keys[0]);  // checks the kind once
+  const set_hasher hash{ref_.params.seed, ref_.seed_mixed};
+  auto pair = [group_hash, keys, hash](std::uint64_t i) {
+    return pair_hash(group_hash, hash.key(keys[i]));
+  };
+  membership_batch(ref_.params, queries_.plan, count, pair, out, query_threads_);
+}
+
+template void filter::contains_in_group(std::uint64_t, const std::uint64_t*, std::uint64_t,
+                                        bool*) const;
+template void filter::contains_in_group(std::uint64_t, const std::string_view*, std::uint64_t,
+                                        bool*) const;
+
+template void filter::contains_in(const std::uint64_t*, const std::uint64_t*, std::uint64_t,
+                                  bool*) const;
+template void filter::contains_in(const std::uint64_t*, const std::string_view*, std::uint64_t,
+                                  bool*) const;
+template void filter::contains_in(const std::string_view*, const std::uint64_t*, std::uint64_t,
+                                  bool*) const;
+template void filter::contains_in(const std::string_view*, const std::string_view*, std::uint64_t,
+                                  bool*) const;
 
 void filter::lookup(const std::uint64_t* keys, std::uint64_t count, std::uint32_t* out,
                     bool* found) const {

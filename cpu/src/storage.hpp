@@ -21,6 +21,8 @@ struct filter::storage {
 struct builder_access {
   static filter make(const filter_params& params, std::uint64_t key_count,
                      std::vector<format::layer_image> layers, std::vector<aligned_bytes> buffers);
+  /// A filter set's distinct groups, which its builder counted.
+  static void set_group_count(filter& f, std::uint64_t groups) { f.group_count_ = groups; }
 };
 
 }  // namespace ribbon

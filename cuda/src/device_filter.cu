@@ -12,11 +12,17 @@
 #include "ribbon/cuda/check.hpp"
 #include "ribbon/cuda/device_filter.cuh"
 #include "ribbon/cuda/query.cuh"
+#include "ribbon/error.hpp"
 #include "ribbon/format.hpp"
 
 namespace ribbon::cuda {
 
 device_filter::device_filter(const ribbon::filter& host) {
+  if (host.is_set()) {
+    throw error(
+        "the GPU queries take filters of keys: a filter set (format version 6) is queried on "
+        "the CPU (filter::contains_in)");
+  }
   // The image is laid out for reading in place: parse a 64-byte aligned host copy (the
   // reader insists on the alignment), copy it to the device and move the section pointers.
   const std::vector<unsigned char> bytes = host.serialize();

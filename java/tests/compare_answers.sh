@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Java reader's answers against the C++ reader's: files of every variant, width, threshold
 # encoding (format versions 2 and 3), layout (the compact one of version 5 and the standard
-# one), fractional setting and key kind, built by `ribbon build`,
+# one), fractional setting and key kind, and filter sets (version 6), built by `ribbon build`,
 # and the version-1 golden files of tests/data, each queried with members and random
 # non-members by `ribbon query` and `java -jar ribbon.jar query`: output and exit status must
 # be identical (so the false positives are the same keys too).
@@ -160,6 +160,31 @@ compare_failing "hex64-bad-line" f.rbn --format hex64 -i probes.hex -i bad.hex
 { head -c 80000 probes.u64; printf 'abc'; } >bad.u64
 compare_failing "u64-trailing-bytes" f.rbn --format u64 -i bad.u64
 compare_failing "missing-second-input" f.rbn --format hex64 12345 "$(head -n 1 probes.hex)" -i probes.hex -i missing.hex
+
+# Filter sets (version 6): (group, key) pairs of text lines and of integers, each queried in
+# a group that holds some of the probes and in one that was never given.
+python3 - <<'PY'
+import struct
+lines = open("lines.txt", "rb").read().split(b"\n")[:-1]
+open("pairs.tsv", "wb").write(b"".join(b"part-%d\t%s\n" % (i % 5, k) for i, k in enumerate(lines) if b"\t" not in k))
+ints = struct.unpack("<%dQ" % (len(open("keys.u64", "rb").read()) // 8), open("keys.u64", "rb").read())
+open("pairs.u64", "wb").write(b"".join(struct.pack("<QQ", i % 5, k) for i, k in enumerate(ints)))
+PY
+for w in 32 64 128; do
+  "${ribbon}" build -q --groups -i pairs.tsv -o f.rbn -w "${w}" --seed "${w}"
+  for group in part-2 part-9; do compare "set-lines-w${w}-${group}" f.rbn --group "${group}" -i lines-probes.txt; done
+  "${ribbon}" build -q --groups --format u64 -i pairs.u64 -o f.rbn -w "${w}" -r 6
+  for group in 3 18446744073709551615; do
+    compare "set-u64-w${w}-${group}" f.rbn --group "${group}" --format u64 -i probes.u64
+  done
+done
+for args in "--format u64 -i probes.u64" "--group x --format u64 -i probes.u64"; do  # no group; a text one
+  c_rc=0 j_rc=0
+  "${ribbon}" query f.rbn ${args} >/dev/null 2>&1 || c_rc=$?
+  "${java}" -jar "${jar}" query f.rbn ${args} >/dev/null 2>&1 || j_rc=$?
+  checked=$((checked + 1))
+  [[ ${c_rc} -eq 2 && ${j_rc} -eq 2 ]] || { echo "MISMATCH set refusal (${args}): ${c_rc} vs ${j_rc}"; failures=$((failures + 1)); }
+done
 
 # Refusals: wrong key kind, --values on a filter, a missing file (exit 2 in both).
 for args in "--format u64 -i probes.u64" "--values -i lines-probes.txt"; do

@@ -32,6 +32,7 @@ from ._ribbon import (
     key_kind_of,
     load,
 )
+from .sets import FilterSet, build_set, load_set
 
 __all__ = [
     "BulkBuilder",
@@ -39,6 +40,7 @@ __all__ = [
     "Error",
     "FileError",
     "Filter",
+    "FilterSet",
     "KeysError",
     "KeyTypeError",
     "OptionsError",
@@ -46,10 +48,12 @@ __all__ = [
     "__version__",
     "build",
     "build_many",
+    "build_set",
     "has_cuda",
     "hash_keys",
     "key_kind_of",
     "load",
+    "load_set",
     "reader_library",
     "c_include_dir",
 ]

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "arrays.hpp"
 #include "bindings.hpp"
 #include "errors.hpp"
 #include "info.hpp"
@@ -28,19 +29,6 @@ namespace {
 
 /// Builds (and queries) of fewer keys run on the calling thread: no helper thread for Ctrl-C.
 constexpr std::uint64_t interruptible_keys = std::uint64_t{1} << 18;
-
-/// A new 1-D numpy array of n Ts, filled by fill(pointer) without the GIL.
-template <class T, class Fill>
-nb::ndarray<nb::numpy, T, nb::ndim<1>> new_array(std::uint64_t n, const Fill& fill) {
-  std::unique_ptr<T[]> data(new T[n == 0 ? 1 : n]);
-  {
-    nb::gil_scoped_release release;
-    fill(data.get());
-  }
-  T* raw = data.release();
-  nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<T*>(p); });
-  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(raw, {static_cast<std::size_t>(n)}, owner);
-}
 
 /// The CLI's rule for retrieval: r = the width of the largest value (at least 1).
 std::uint32_t value_bits(const std::vector<std::uint32_t>& values) {
@@ -169,8 +157,14 @@ nb::bytes to_bytes_as_saved(const filter& f) {
 }
 
 /// Raises QueryError with the library's message unless `f` is a retrieval structure (true)
-/// or answers membership (false: a filter, or a retrieval structure with check bits).
+/// or answers membership (false: a filter, or a retrieval structure with check bits), and
+/// not a filter set.
 void require_retrieval(const filter& f, bool retrieval) {
+  if (f.is_set()) {
+    raise(failure::query,
+          "this is a filter set: query it by group and key (contains_in(groups, keys), or "
+          "ribbon.load_set)");
+  }
   if (f.is_retrieval() == retrieval || (!retrieval && f.params().check_bits != 0)) return;
   translating(failure::query, [&] {
     const bool integers = f.params().keys == key_kind::u64;
@@ -413,6 +407,7 @@ Made by ribbon.build(), ribbon.load() or Filter.from_bytes(); immutable. Queries
 keys of the kind the filter was built from (integers or byte strings) and return numpy arrays.
 Pickles as its file bytes, so it can be shipped to Spark or Dask workers.)");
   bind_queries(c);
+  bind_set_queries(c);
   bind_serialization(c);
   bind_properties(c);
   bind_build(m);

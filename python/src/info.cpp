@@ -45,6 +45,8 @@ nb::dict info(const filter& f) {
   d["shard_size"] = p.shard_size;
   d["seed"] = p.seed;
   d["key_count"] = x.key_count;
+  d["group_kind"] = group_kind_name(p.groups);
+  d["group_count"] = x.group_count;
   d["num_layers"] = x.layers.size();
   d["bits_per_key"] = x.bits_per_key;
   d["ideal_bits_per_key"] = x.ideal_bits_per_key;

@@ -15,6 +15,7 @@ NB_MODULE(_ribbon, m) {
   bind_keys(m);
   bind_filter(m);
   bind_many(m);
+  bind_sets(m);
   bind_bulk(m);
   bind_distributed(m);
 }

@@ -51,6 +51,12 @@ def lib():
     c.ribbon_lookup_u64_batch_threads.argtypes = [ctypes.c_void_p, u64p, ctypes.c_uint64, u32p, threads]
     c.ribbon_lookup_bytes_batch_threads.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, u64p, ctypes.c_uint64, u32p, threads]
+    c.ribbon_get_set_info.argtypes = [ctypes.c_void_p, u32p, u64p]
+    c.ribbon_contains_in_u64.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64]
+    c.ribbon_contains_in_u64_bytes.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]
+    c.ribbon_contains_in_bytes_u64.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]
+    c.ribbon_contains_in_bytes.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]
     c.ribbon_find_u64.argtypes = [ctypes.c_void_p, ctypes.c_uint64, u32p]
     c.ribbon_find_bytes.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64, u32p]
     c.ribbon_find_u64_batch_threads.argtypes = [ctypes.c_void_p, u64p, ctypes.c_uint64, u32p, u8p, threads]
@@ -93,6 +99,54 @@ def test_integer_filter_from_ctypes(lib, tmp_path, random_u64):
         assert b"contains()" in lib.ribbon_last_error()
     finally:
         lib.ribbon_close(h)
+
+
+def open_image(lib, image):
+    handle = ctypes.c_void_p()
+    assert lib.ribbon_open_buffer(image, len(image), 1, ctypes.byref(handle)) == 0, lib.ribbon_last_error()
+    return handle
+
+
+def test_filter_sets_of_every_kind_from_ctypes(lib, random_u64, random_words):
+    keys, words = random_u64(3000), list(dict.fromkeys(random_words(6000)))[:3000]  # distinct
+    ids = np.arange(3000, dtype=np.uint64) % 7
+    names = [b"file-%d" % g for g in ids]
+    cases = [  # (groups, keys, the call, how it passes a group and a key)
+        (ids, keys, lib.ribbon_contains_in_u64, lambda g, k: (int(g), int(k))),
+        (ids, words, lib.ribbon_contains_in_u64_bytes, lambda g, k: (int(g), k, len(k))),
+        (names, keys, lib.ribbon_contains_in_bytes_u64, lambda g, k: (g, len(g), int(k))),
+        (names, words, lib.ribbon_contains_in_bytes, lambda g, k: (g, len(g), k, len(k))),
+    ]
+    for groups, members, call, args in cases:
+        fs = ribbon.build_set(groups, members)
+        h = open_image(lib, fs.to_bytes())
+        try:
+            answers = [call(h, *args(g, k)) for g, k in zip(groups, members)]
+            assert answers == [1] * len(members), call.__name__
+            others = [call(h, *args(g, k)) for g, k in zip(groups[1:] + groups[:1] if isinstance(groups, list)
+                                                             else np.roll(groups, 1), members)]
+            assert sum(others) <= 3000 * 2.0**-8 * 3 + 5 and -1 not in others
+            kind, count = ctypes.c_uint32(), ctypes.c_uint64()
+            assert lib.ribbon_get_set_info(h, ctypes.byref(kind), ctypes.byref(count)) == 0
+            assert (kind.value, count.value) == (1 if groups is ids else 2, 7)
+            # A set is not a filter of keys, nor a group of the other kind.
+            assert lib.ribbon_contains_u64(h, 1) == -1 and b"filter set" in lib.ribbon_last_error()
+            out = np.zeros(1, np.uint8)
+            assert lib.ribbon_contains_u64_batch(h, ptr(keys[:1], ctypes.c_uint64), 1, ptr(out, ctypes.c_uint8)) == -1
+            wrong = lib.ribbon_contains_in_bytes_u64 if groups is ids else lib.ribbon_contains_in_u64
+            wrong_args = (b"g", 1, 1) if groups is ids else (1, 1)
+            assert wrong(h, *wrong_args) == -1
+        finally:
+            lib.ribbon_close(h)
+    plain = open_image(lib, ribbon.build(keys).to_bytes())
+    try:
+        kind, count = ctypes.c_uint32(), ctypes.c_uint64()
+        assert lib.ribbon_get_set_info(plain, ctypes.byref(kind), ctypes.byref(count)) == 0
+        assert (kind.value, count.value) == (0, 0)
+        assert lib.ribbon_contains_in_u64(plain, 1, int(keys[0])) == -1
+        assert b"not a filter set" in lib.ribbon_last_error()
+    finally:
+        lib.ribbon_close(plain)
 
 
 def test_byte_strings_and_retrieval_from_ctypes(lib, random_words):

@@ -296,9 +296,9 @@ case_corrupt_filter() {
 }
 
 case_newer_version() {
-  cp "$D/keys.rbn" "$D/v6.rbn"
-  printf '\006' | dd of="$D/v6.rbn" bs=1 seek=8 conv=notrunc status=none
-  damaged_filter_fails "$D/v6.rbn" "unsupported format version 6"
+  cp "$D/keys.rbn" "$D/v7.rbn"
+  printf '\007' | dd of="$D/v7.rbn" bs=1 seek=8 conv=notrunc status=none
+  damaged_filter_fails "$D/v7.rbn" "unsupported format version 7"
 }
 
 case_truncated_and_foreign() {

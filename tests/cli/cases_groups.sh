@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # The cases of the `groups` group of test_cli.sh: `ribbon build --groups --out-dir`, a file
 # per group, each the bytes `ribbon build` writes for that group's keys alone; names escaped;
-# bad input refused with nothing written.
+# bad input refused with nothing written; `ribbon build --groups -o`, one filter set, queried
+# and verified by group.
 
 # $D/groups/pairs.tsv: group<TAB>key lines, groups of 0-3000 keys (one group with a tab in its
 # key, names that need escaping), shuffled; $D/groups/G.keys: each group's keys alone.
@@ -82,9 +83,10 @@ case_groups_bad_input_writes_nothing() {
   rc_is 2 "build --groups of a line without a tab" || return 1
   err_has "bad.tsv:2: no tab" || return 1
   absent "$D/groups/bad" || return 1
-  run build --groups -i "$D/groups/pairs.tsv" -o "$D/groups/set.ribbon"
-  rc_is 2 "build --groups -o" || return 1
-  err_has "--out-dir" || return 1
+  run build --groups -i "$D/groups/pairs.tsv" -o "$D/groups/set.ribbon" --out-dir "$D/groups/x"
+  rc_is 2 "build --groups -o --out-dir" || return 1
+  err_has "not both" || return 1
+  absent "$D/groups/set.ribbon" || return 1
   run build --groups -i "$D/groups/pairs.tsv" --out-dir "$D/groups/pairs.tsv"
   rc_is 2 "build --groups --out-dir FILE" || return 1
   err_has "not a directory" || return 1
@@ -94,10 +96,66 @@ case_groups_bad_input_writes_nothing() {
   absent "$D/groups/x"
 }
 
+# -o: one filter set. Every pair positive under its group (verify), another group's keys
+# and unknown groups at about 2^-r, the same bytes whatever the threads and in or out of core.
+case_groups_set_answers_every_pair() {
+  build_ok --groups -i "$D/groups/pairs.tsv" -o "$D/groups/set.ribbon" || return 1
+  err_has "a filter set of 7 groups" || return 1
+  local g names=("a" "b/c" ".dot" "" "x y" "%25" "long-group")
+  for g in "${!names[@]}"; do
+    run verify "$D/groups/set.ribbon" -i "$D/groups/$g.keys" --group "${names[$g]}"
+    rc_is 0 "verify --group '${names[$g]}'" || return 1
+  done
+  run query "$D/groups/set.ribbon" --group "b/c" -i "$D/groups/0.keys" -c
+  out_has "3000 queried" || return 1
+  local positive
+  positive=$(awk '{print $3}' "$OUT")
+  [[ ${positive} -le 40 ]] || { fail "3000 keys of group a asked under b/c: ${positive} positive"; return 1; }
+  run query "$D/groups/set.ribbon" --group "no such group" -i "$D/groups/0.keys" -c
+  positive=$(awk '{print $3}' "$OUT")
+  [[ ${positive} -le 40 ]] || { fail "3000 keys under an unknown group: ${positive} positive"; return 1; }
+  run info "$D/groups/set.ribbon" --json
+  out_has '"group_count": 7' || return 1
+  out_has '"format_version": 6' || return 1
+  build_ok --groups -i "$D/groups/pairs.tsv" -o "$D/groups/set1.ribbon" -t 1 -q || return 1
+  same_file "$D/groups/set.ribbon" "$D/groups/set1.ribbon" || return 1
+  build_ok --groups -i "$D/groups/pairs.tsv" -o "$D/groups/set-ooc.ribbon" --memory-limit 1M \
+    --tmp-dir "$D/groups" || return 1
+  err_has "out of core" || return 1
+  same_file "$D/groups/set.ribbon" "$D/groups/set-ooc.ribbon" || return 1
+}
+
+case_groups_set_of_u64_pairs() {
+  build_ok --groups --format u64 -i "$D/groups/pairs.u64" -o "$D/groups/ints.ribbon" -q || return 1
+  run verify "$D/groups/ints.ribbon" --format u64 -i "$D/groups/five.u64" \
+    --group 18446744073709551615
+  rc_is 0 "verify the u64 set's group 2^64-1" || return 1
+  run query "$D/groups/ints.ribbon" --format u64 -i "$D/groups/five.u64" --group x
+  rc_is 2 "query --group x of a set of integer groups" || return 1
+  err_has "--group" || return 1
+}
+
+case_groups_set_refusals() {
+  run query "$D/groups/set.ribbon" a
+  rc_is 2 "query a set without --group" || return 1
+  err_has "give --group" || return 1
+  build_ok -i "$D/groups/0.keys" -o "$D/groups/plain.ribbon" -q || return 1
+  run query "$D/groups/plain.ribbon" --group a g0-1
+  rc_is 2 "query a filter with --group" || return 1
+  err_has "filter sets" || return 1
+  run build --groups -i "$D/groups/pairs.tsv" -o "$D/groups/c.ribbon" --layout compact
+  rc_is 2 "build --groups -o --layout compact" || return 1
+  err_has "standard layout" || return 1
+  absent "$D/groups/c.ribbon"
+}
+
 group_groups() {
   make_group_pairs
   t groups.each_file_is_its_group_built_alone case_groups_each_file_is_its_group_built_alone
   t groups.threads_do_not_matter case_groups_threads_do_not_matter
   t groups.u64_pairs case_groups_u64_pairs
   t groups.bad_input_writes_nothing case_groups_bad_input_writes_nothing
+  t groups.set_answers_every_pair case_groups_set_answers_every_pair
+  t groups.set_of_u64_pairs case_groups_set_of_u64_pairs
+  t groups.set_refusals case_groups_set_refusals
 }

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /** Bumped on incompatible changes of this header. */
-#define RIBBON_C_API_VERSION 1
+#define RIBBON_C_API_VERSION 2
 
 #define RIBBON_OK 0
 #define RIBBON_ERROR (-1)
@@ -82,6 +82,23 @@ RIBBON_C_API int ribbon_get_info(const ribbon_reader* reader, ribbon_info* out);
  * RIBBON_ERROR (a key of the other kind, or a retrieval structure without check bits; one with
  * check bits answers 1 where the key's check bits match). */
 RIBBON_C_API int ribbon_contains_u64(const ribbon_reader* reader, uint64_t key);
+
+/** Filter sets (format version 6; ribbon_contains_* refuse them): *group_kind 1 (groups named
+ * by integers), 2 (by byte strings), or 0 for any other file, and *group_count the distinct
+ * groups. Since RIBBON_C_API_VERSION 2. */
+RIBBON_C_API int ribbon_get_set_info(const ribbon_reader* reader, uint32_t* group_kind,
+                                     uint64_t* group_count);
+/** Filter sets: may `group` hold `key`? 1 (always for the set's pairs), 0, or RIBBON_ERROR
+ * (not a set, or a group or key of the other kind). One function per kind of group and key:
+ * _u64 (integer group and key), _u64_bytes (integer group, byte-string key), _bytes_u64,
+ * _bytes. A group never given answers as an empty one. Since RIBBON_C_API_VERSION 2. */
+RIBBON_C_API int ribbon_contains_in_u64(const ribbon_reader* reader, uint64_t group, uint64_t key);
+RIBBON_C_API int ribbon_contains_in_u64_bytes(const ribbon_reader* reader, uint64_t group,
+                                              const void* key, uint64_t key_size);
+RIBBON_C_API int ribbon_contains_in_bytes_u64(const ribbon_reader* reader, const void* group,
+                                              uint64_t group_size, uint64_t key);
+RIBBON_C_API int ribbon_contains_in_bytes(const ribbon_reader* reader, const void* group,
+                                          uint64_t group_size, const void* key, uint64_t key_size);
 RIBBON_C_API int ribbon_contains_bytes(const ribbon_reader* reader, const void* key, uint64_t size);
 
 /** Batched membership: out[i] = 1 or 0 for keys[i]. Byte-string keys in Arrow layout: key i

@@ -32,9 +32,12 @@ inline constexpr char magic[8] = {'R', 'I', 'B', 'B', 'O', 'N', 'F', 'L'};
 /// and no check bits are version 2 (or 1), with 1+-bit codes version 3, so older readers
 /// read every file that needs nothing newer; all are read, and re-saved files keep their
 /// version. Version 5 is the compact layout (any encoding, any check bits), which builders
-/// choose for filters whose sections take at most compact_max_section_bytes.
+/// choose for filters whose sections take at most compact_max_section_bytes. Version 6 is a
+/// filter set (filter_params::groups): the standard layout, with the group kind and the
+/// number of groups in header words that earlier versions keep zero.
 inline constexpr std::uint32_t compact_version = 5;
-inline constexpr std::uint32_t current_version = 5;
+inline constexpr std::uint32_t set_version = 6;
+inline constexpr std::uint32_t current_version = 6;
 inline constexpr std::uint32_t oldest_readable_version = 1;
 inline constexpr std::uint64_t section_alignment = 64;
 inline constexpr std::uint64_t compact_section_alignment = 16;
@@ -45,10 +48,14 @@ inline constexpr std::uint64_t compact_max_section_bytes = std::uint64_t{1} << 2
 /// compact_max_section_bytes (and whose counts fit the compact fields), standard otherwise.
 enum class layout_choice : std::uint32_t { automatic = 0, standard = 1, compact = 2 };
 
-/// The version of the files whose thresholds are encoded as `codes` and whose retrieval
-/// values carry `check_bits` check bits.
-constexpr std::uint32_t version_for(threshold_encoding codes, std::uint32_t check_bits = 0) {
-  return check_bits != 0 ? 4 : codes == threshold_encoding::one_plus_bit ? 3 : 2;
+/// The version of the standard-layout files whose thresholds are encoded as `codes`, whose
+/// retrieval values carry `check_bits` check bits and that are (or not) filter sets.
+constexpr std::uint32_t version_for(threshold_encoding codes, std::uint32_t check_bits = 0,
+                                    bool set = false) {
+  return set                                         ? set_version
+         : check_bits != 0                           ? 4
+         : codes == threshold_encoding::one_plus_bit ? 3
+                                                     : 2;
 }
 
 struct file_header {
@@ -72,7 +79,9 @@ struct file_header {
   std::uint64_t descriptors_checksum;  ///< XXH64 of all layer descriptors
   std::uint32_t extra_bit_fraction;    ///< fractional bits per key (version 2; 0 in version 1)
   std::uint32_t check_bits;            ///< retrieval check bits (version 4; 0 before)
-  std::uint64_t reserved[2];
+  std::uint64_t group_count;           ///< filter sets: distinct groups (version 6; else 0)
+  std::uint32_t group_kind;            ///< filter sets: a ribbon::group_kind (version 6; else 0)
+  std::uint32_t reserved;
   std::uint64_t header_checksum;  ///< XXH64 of the 120 bytes before it
 };
 static_assert(sizeof(file_header) == 128);
@@ -161,6 +170,7 @@ struct filter_image {
   std::uint64_t key_count = 0;
   std::vector<layer_image> layers;
   layout_choice layout = layout_choice::automatic;
+  std::uint64_t group_count = 0;  ///< filter sets (params.groups): distinct groups
 };
 
 /// Whether write_image() writes `image` in the compact layout (its choice resolved).

@@ -36,6 +36,20 @@ inline bool key_kind_from_name(std::string_view name, key_kind* out) {
   return false;
 }
 
+/// How the groups of a filter set are named (recorded in the file; format version 6). A
+/// filter set answers "may group g hold key k?": it is one filter over the pairs' hashes
+/// (pair_hash()).
+enum class group_kind : std::uint32_t {
+  none = 0,   ///< a filter or retrieval structure, not a set
+  u64 = 1,    ///< groups named by 64-bit integers
+  bytes = 2,  ///< groups named by byte strings
+};
+
+/// The kind's name as `ribbon info` and Python spell it: "none", "u64" or "bytes".
+inline const char* group_kind_name(group_kind kind) {
+  return kind == group_kind::u64 ? "u64" : kind == group_kind::bytes ? "bytes" : "none";
+}
+
 /// A bijective 64-bit finalizer (MurmurHash3's fmix64): distinct inputs give distinct outputs.
 RIBBON_HD constexpr std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 33;
@@ -87,6 +101,46 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t hash_bytes(const void* data, std::si
                                                        std::uint64_t seed) {
   return detail::xxh64(data, length, seed);
 }
+
+/// Hash of a group of a filter set named by an integer: the key hash of the integer under a
+/// seed of its own, so that a pair's group and key hashes are never the same function.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t group_hash_u64(std::uint64_t group,
+                                                           std::uint64_t seed_mixed) {
+  return hash_u64(group, mix64(seed_mixed ^ 0x2545F4914F6CDD1DULL) | 1);
+}
+
+/// Hash of a group named by a byte string: XXH64 under a seed of its own.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t group_hash_bytes(const void* data, std::size_t length,
+                                                             std::uint64_t seed) {
+  return hash_bytes(data, length, seed ^ 0x2545F4914F6CDD1DULL);
+}
+
+/// The hash a filter set stores for key hash `key_hash` in the group of hash `group_hash`.
+/// For one group it is a bijection of the key hash (distinct keys stay distinct); the group
+/// enters through a mix of its own, so that (a, b) and (b, a) differ.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t pair_hash(std::uint64_t group_hash,
+                                                      std::uint64_t key_hash) {
+  return mix64(key_hash ^ mix64(group_hash + 0x9E3779B97F4A7C15ULL));
+}
+
+/// What a filter set of seed `seed` stores for a group and a key given by their C++ types
+/// (std::uint64_t or std::string_view): the one place builders and batched queries hash
+/// pairs. seed_mixed is seed_mix(seed).
+struct set_hasher {
+  std::uint64_t seed = 0;
+  std::uint64_t seed_mixed = 0;
+
+  RIBBON_HD std::uint64_t group(std::uint64_t g) const { return group_hash_u64(g, seed_mixed); }
+  std::uint64_t group(std::string_view g) const {
+    return group_hash_bytes(g.data(), g.size(), seed);
+  }
+  RIBBON_HD std::uint64_t key(std::uint64_t k) const { return hash_u64(k, seed_mixed); }
+  std::uint64_t key(std::string_view k) const { return hash_bytes(k.data(), k.size(), seed); }
+  template <class Group, class Key>
+  RIBBON_HD std::uint64_t pair(const Group& g, const Key& k) const {
+    return pair_hash(group(g), key(k));
+  }
+};
 
 /// Key hashes of byte-string keys laid out as Arrow lays out string and binary arrays: key i
 /// is the bytes [offsets[i], offsets[i + 1]) of `data` (Offset: std::int32_t, std::int64_t,

@@ -91,6 +91,12 @@ struct filter_params {
   /// its key hash (check_of()), the low r - check_bits its value, so that a lookup tells a
   /// non-member apart except with probability 2^-check_bits (format version 4). 0: none.
   std::uint32_t check_bits = 0;
+  /// Filter sets only: how groups are named; a set stores pair_hash(group hash, key hash)
+  /// for each (group, key) (format version 6). none for every other file.
+  group_kind groups = group_kind::none;
+
+  /// Is this a filter set (queried by group and key)?
+  RIBBON_HD bool is_set() const { return groups != group_kind::none; }
 
   /// Result bits the solver carries: r, or r + 1 with fractional bits.
   RIBBON_HD std::uint32_t solver_bits() const { return result_bits + (extra_bit_fraction != 0); }

@@ -35,7 +35,8 @@ struct filter_summary {
   std::uint32_t format_version = 0;
   bool compact_layout = false;  ///< the compact layout of small filters (version 5)
   threshold_encoding threshold_codes = threshold_encoding::one_plus_bit;
-  std::uint64_t key_count = 0;  ///< distinct keys
+  std::uint64_t key_count = 0;    ///< distinct keys (filter sets: distinct (group, key) pairs)
+  std::uint64_t group_count = 0;  ///< filter sets (params.groups): distinct groups
   std::uint64_t file_bytes = 0;
   bool retrieval = false;
   double bits_per_key = 0;  ///< file bytes (header included) * 8 / key_count; 0 without keys

@@ -58,13 +58,18 @@ struct bulk_options {
   /// The file's layout: automatic (compact for small filters), or either one on request
   /// (standard: what readers of format versions 1 to 4 read).
   format::layout_choice layout = format::layout_choice::automatic;
+  /// A filter set (filter::build_set) whose groups are of this kind: add_hashes() takes the
+  /// pairs' hashes (set_hasher::pair), and set_group_count() the number of distinct groups
+  /// before finish(). Filters only, on the CPU (in_memory must be empty).
+  group_kind groups = group_kind::none;
 };
 
 /// What finish() built.
 struct bulk_result {
   filter_params params;
-  std::uint64_t input_keys = 0;  ///< keys added, repeats included
-  std::uint64_t key_count = 0;   ///< distinct key hashes: the file's key count
+  std::uint64_t input_keys = 0;   ///< keys added, repeats included
+  std::uint64_t key_count = 0;    ///< distinct key hashes: the file's key count
+  std::uint64_t group_count = 0;  ///< filter sets: distinct groups (set_group_count())
   std::uint64_t file_bytes = 0;
   std::uint32_t num_layers = 0;
   std::vector<format::layer_image> layers;  ///< geometry and key counts (no section pointers)
@@ -120,6 +125,9 @@ class bulk_builder {
   void add(const std::string_view* keys, const std::uint32_t* values, std::uint64_t count);
 
   std::uint64_t key_count() const;
+  /// Filter sets (bulk_options::groups): the distinct groups of the pairs added, which the
+  /// file records.
+  void set_group_count(std::uint64_t groups);
 
   /// The smallest memory limit this build can honour (one solving thread, the smallest
   /// pass and buffers); it depends on the width, r and the shard size.

@@ -163,6 +163,16 @@ class filter {
   static filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
                                   const build_options& options = {}, build_stats* stats = nullptr);
 
+  /// Builds a filter set: one filter answering "may group g hold key k?" for the `count`
+  /// pairs (groups[i], keys[i]), groups named by 64-bit integers or byte strings (Group:
+  /// std::uint64_t or std::string_view), keys of either kind (Key likewise). A repeated pair
+  /// is stored once; group_count() counts the distinct groups. It is a filter over the pairs'
+  /// hashes (pair_hash()), written as format version 6 (docs/format.md). Throws
+  /// ribbon::error on bad options (retrieval variants have no sets).
+  template <class Group, class Key>
+  static filter build_set(const Group* groups, const Key* keys, std::uint64_t count,
+                          const build_options& options = {}, build_stats* stats = nullptr);
+
   /// Builds a retrieval structure mapping keys[i] to values[i] (each below 2^r). A key given
   /// twice with the same value is fine; with two values it is an error
   /// (conflicting_values_error). options.variant bumped or standard picks the retrieval form.
@@ -221,6 +231,37 @@ class filter {
   void contains(const std::uint64_t* keys, std::uint64_t count, bool* out) const;
   void contains(const std::string_view* keys, std::uint64_t count, bool* out) const;
 
+  /// Filter sets (build_set()): may group `group` hold `key`? True for every pair of the
+  /// set, and for about 2^-r of the others, whatever group they name: a group never given
+  /// answers as an empty one would. The group's and the key's kinds must be the set's
+  /// (checked; a mismatch, or a filter that is not a set, throws ribbon::error).
+  bool contains_in(std::uint64_t group, std::uint64_t key) const {
+    return contains_hash(pair_hash(set_group_hash(group), set_key_hash(key)));
+  }
+  bool contains_in(std::uint64_t group, std::string_view key) const {
+    return contains_hash(pair_hash(set_group_hash(group), set_key_hash(key)));
+  }
+  bool contains_in(std::string_view group, std::uint64_t key) const {
+    return contains_hash(pair_hash(set_group_hash(group), set_key_hash(key)));
+  }
+  bool contains_in(std::string_view group, std::string_view key) const {
+    return contains_hash(pair_hash(set_group_hash(group), set_key_hash(key)));
+  }
+  /// Batched: out[i] = contains_in(groups[i], keys[i]) (Group, Key: std::uint64_t or
+  /// std::string_view). Hashes ahead and prefetches; in parallel for large batches.
+  template <class Group, class Key>
+  void contains_in(const Group* groups, const Key* keys, std::uint64_t count, bool* out) const;
+  /// Batched in one group: out[i] = contains_in(group, keys[i]) (Key: std::uint64_t or
+  /// std::string_view).
+  template <class Key>
+  void contains_in(std::uint64_t group, const Key* keys, std::uint64_t count, bool* out) const {
+    contains_in_group(set_group_hash(group), keys, count, out);
+  }
+  template <class Key>
+  void contains_in(std::string_view group, const Key* keys, std::uint64_t count, bool* out) const {
+    contains_in_group(set_group_hash(group), keys, count, out);
+  }
+
   /// Batched membership of byte-string keys laid out as Arrow lays out string and binary
   /// arrays (Offset = std::int32_t) or large_string and large_binary ones (std::int64_t): key
   /// i is the bytes [offsets[i], offsets[i + 1]) of `data`, read in place (no view per key).
@@ -273,6 +314,10 @@ class filter {
     return ref_.num_layers > 0 ? ref_.layers[0].geometry.codes : threshold_encoding::one_plus_bit;
   }
   bool is_retrieval() const { return ribbon::is_retrieval(ref_.params.variant); }
+  /// Is this a filter set (queried with contains_in())?
+  bool is_set() const { return ref_.params.is_set(); }
+  /// A filter set's distinct groups (0 for any other file).
+  std::uint64_t group_count() const { return group_count_; }
 
   /// The plan every query of this filter goes through (built when it was built or opened).
   const detail::planned_queries& queries() const { return queries_; }
@@ -296,10 +341,28 @@ class filter {
   struct storage;
   /// A retrieval structure with check bits answers contains() too.
   void check_query(key_kind expected, bool retrieval) const {
+    if (ref_.params.is_set()) throw_group_mismatch(group_kind::none);
     if (ref_.params.keys != expected) throw_kind_mismatch(expected);
     if (is_retrieval() != retrieval && !(is_retrieval() && ref_.params.check_bits != 0)) {
       throw_variant_mismatch(retrieval);
     }
+  }
+  /// A filter set's hashes of a query's group and key, their kinds checked.
+  std::uint64_t set_group_hash(std::uint64_t group) const {
+    if (ref_.params.groups != group_kind::u64) throw_group_mismatch(group_kind::u64);
+    return group_hash_u64(group, ref_.seed_mixed);
+  }
+  std::uint64_t set_group_hash(std::string_view group) const {
+    if (ref_.params.groups != group_kind::bytes) throw_group_mismatch(group_kind::bytes);
+    return group_hash_bytes(group.data(), group.size(), ref_.params.seed);
+  }
+  std::uint64_t set_key_hash(std::uint64_t key) const {
+    if (ref_.params.keys != key_kind::u64) throw_kind_mismatch(key_kind::u64);
+    return ref_.key_hash(key);
+  }
+  std::uint64_t set_key_hash(std::string_view key) const {
+    if (ref_.params.keys != key_kind::bytes) throw_kind_mismatch(key_kind::bytes);
+    return ref_.key_hash(key.data(), key.size());
   }
   bool contains_hash(std::uint64_t hash) const {
     if (is_retrieval()) return ref_.params.check_passes(hash, queries_.lookup(queries_.plan, hash));
@@ -310,7 +373,13 @@ class filter {
     if (!ref_.params.check_passes(hash, stored)) return std::nullopt;
     return ref_.params.value_of(stored);
   }
+  /// The batched queries of one group, given its hash.
+  template <class Key>
+  void contains_in_group(std::uint64_t group_hash, const Key* keys, std::uint64_t count,
+                         bool* out) const;
   [[noreturn]] void throw_kind_mismatch(key_kind expected) const;
+  /// `expected` none: a set queried as a filter; else a query naming groups of that kind.
+  [[noreturn]] void throw_group_mismatch(group_kind expected) const;
   [[noreturn]] void throw_variant_mismatch(bool retrieval) const;
   void adopt_image(const unsigned char* data, std::uint64_t size, const load_options& options,
                    const std::string& source);
@@ -321,6 +390,7 @@ class filter {
   detail::planned_queries queries_;  // of ref_: set wherever ref_ is
   std::uint32_t query_threads_ = 0;
   std::uint32_t format_version_ = 0;  // 0: built here, the version its codes are written in
+  std::uint64_t group_count_ = 0;     // filter sets: distinct groups
 
   friend struct builder_access;
 };

@@ -16,7 +16,8 @@ final class FileParser {
     static final int MAX_LAYERS = 16;
     static final int OLDEST_VERSION = 1;
     static final int COMPACT_VERSION = 5;
-    static final int CURRENT_VERSION = 5;
+    static final int SET_VERSION = 6;
+    static final int CURRENT_VERSION = 6;
 
     private final MappedFile f;
     private final String source;
@@ -24,6 +25,8 @@ final class FileParser {
     int version;
     FilterParams params;
     long keyCount;
+    /** Filter sets: distinct groups (0 for other files). */
+    long groupCount;
     Layer[] layers;
 
     private FileParser(MappedFile f, String source) {
@@ -68,7 +71,7 @@ final class FileParser {
         version = f.getInt(8);
         if (version < OLDEST_VERSION || version > CURRENT_VERSION) {
             throw fail("unsupported format version " + Integer.toUnsignedString(version)
-                    + " (this library reads versions 1 to 5)");
+                    + " (this library reads versions 1 to 6)");
         }
     }
 
@@ -136,22 +139,39 @@ final class FileParser {
         if (variant == null || (version == 1 && variant != Variant.BUMPED)) {
             throw fail("unknown filter variant " + Integer.toUnsignedString(f.getInt(24)));
         }
-        if ((version != 4 && f.getInt(100) != 0) || (version == 1 && f.getInt(96) != 0)) {
+        boolean set = version == SET_VERSION;
+        if ((version != 4 && f.getInt(100) != 0) || (version == 1 && f.getInt(96) != 0)
+                || (!set && (f.getLong(104) != 0 || f.getInt(112) != 0)) || f.getInt(116) != 0) {
             throw fail("reserved header fields are not zero");
         }
+        if (set) checkSetHeader();
         if (version == 4 && f.getInt(100) == 0) {
             throw fail("format version 4 without check bits (files without them are versions 1-3)");
         }
         int encoding = f.getInt(52);
-        if (!((encoding == 1 && (version <= 2 || version == 4)) || (encoding == 2 && version >= 3))) {
+        if (!((encoding == 1 && (version <= 2 || version == 4 || set)) || (encoding == 2 && version >= 3))) {
             throw fail("unknown threshold encoding " + Integer.toUnsignedString(encoding)
                     + " for format version " + version);
         }
-        if (f.getLong(104) != 0 || f.getLong(112) != 0) throw fail("reserved header fields are not zero");
         params = FilterParams.standard(f, variant);
         String problem = params.problem();
         if (problem != null) throw fail("bad parameters: " + problem);
         keyCount = f.getLong(72);
+        groupCount = f.getLong(104);
+    }
+
+    /** A filter set's fields (section 11): a known group kind, no more groups than keys, and
+     *  groups exactly when there are keys. */
+    private void checkSetHeader() {
+        int kind = f.getInt(112);
+        if (kind != 1 && kind != 2) {
+            throw fail("format version 6 (a filter set) with an unknown group kind " + Integer.toUnsignedString(kind));
+        }
+        long groups = f.getLong(104), keys = f.getLong(72);
+        if (Long.compareUnsigned(groups, keys) > 0 || (groups == 0) != (keys == 0)) {
+            throw fail("inconsistent group count: " + Long.toUnsignedString(groups) + " groups for "
+                    + Long.toUnsignedString(keys) + " keys");
+        }
     }
 
     private void readLayers() {

@@ -17,10 +17,12 @@ final class FilterParams {
     final boolean twoBitCodes;
     /** Retrieval: fingerprint bits of the key hash stored above each value (version 4; else 0). */
     final int checkBits;
+    /** Filter sets: 1 groups named by integers, 2 by byte strings (version 6; else 0). */
+    final int groupKind;
 
     private FilterParams(int width, int resultBits, int bucketSize, int thresholdLight,
             int thresholdHeavy, boolean twoBitCodes, long shardSize, long seed, int keyKind,
-            Variant variant, int extraBitFraction, int checkBits) {
+            Variant variant, int extraBitFraction, int checkBits, int groupKind) {
         this.width = width;
         this.resultBits = resultBits;
         this.bucketSize = bucketSize;
@@ -34,13 +36,14 @@ final class FilterParams {
         this.variant = variant;
         this.extraBitFraction = extraBitFraction;
         this.checkBits = checkBits;
+        this.groupKind = groupKind;
     }
 
     /** A standard header's fields as stored (unchecked: see {@link #problem()}). */
     static FilterParams standard(MappedFile f, Variant variant) {
         return new FilterParams(f.getInt(32), f.getInt(36), f.getInt(40), f.getInt(44), f.getInt(48),
                 f.getInt(52) == 1, f.getLong(56), f.getLong(64), f.getInt(28), variant, f.getInt(96),
-                f.getInt(100));
+                f.getInt(100), f.getInt(112));
     }
 
     /** A compact header's fields (docs/format.md, section 10), unchecked; bucket and shard bits
@@ -49,7 +52,7 @@ final class FilterParams {
         return new FilterParams(f.getByte(14) & 0xFF, f.getByte(15) & 0xFF, 1 << (f.getByte(51) & 0xFF),
                 f.getInt(40), f.getInt(44), f.getByte(53) == 1, 1L << (f.getByte(52) & 0xFF),
                 f.getLong(16), f.getByte(13) & 0xFF, variant,
-                (f.getByte(48) & 0xFF) | (f.getByte(49) & 0xFF) << 8, f.getByte(50) & 0xFF);
+                (f.getByte(48) & 0xFF) | (f.getByte(49) & 0xFF) << 8, f.getByte(50) & 0xFF, 0);
     }
 
     /** Bits of a stored value: r less the check bits. */
@@ -85,6 +88,10 @@ final class FilterParams {
             return "shard size must be a power of two between 32 buckets and 2^31";
         }
         if (keyKind != 0 && keyKind != 1) return "unknown key kind";
+        if (groupKind != 0 && groupKind != 1 && groupKind != 2) return "unknown group kind";
+        if (groupKind != 0 && variant.retrieval) {
+            return "a filter set is a filter (retrieval structures have no groups)";
+        }
         if (fraction >= 65536) return "extra-bit fraction must be below 1";
         if (fraction != 0 && (variant.retrieval || r >= 32)) {
             return "fractional bits per key need a filter with fewer than 32 result bits";

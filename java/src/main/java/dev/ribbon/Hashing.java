@@ -13,6 +13,7 @@ public final class Hashing {
 
     private static final long SEED_MIX_CONSTANT = 0x5851F42D4C957F2DL;
     private static final long KEY_MULTIPLIER = 0x9E3779B97F4A7C15L;
+    private static final long GROUP_SEED = 0x2545F4914F6CDD1DL;
 
     private Hashing() {}
 
@@ -44,6 +45,21 @@ public final class Hashing {
     /** Key hash of the byte-string key {@code bytes[offset, offset + length)}. */
     public static long hashBytes(byte[] bytes, int offset, int length, long seed) {
         return XXH64.hash(bytes, offset, length, seed);
+    }
+
+    /** Filter sets (docs/format.md, section 11): hash of a group named by an integer. */
+    public static long groupHashLong(long group, long seedMixed) {
+        return hashLong(group, mix64(seedMixed ^ GROUP_SEED) | 1);
+    }
+
+    /** Filter sets: hash of a group named by a byte string. */
+    public static long groupHashBytes(byte[] group, long seed) {
+        return XXH64.hash(group, 0, group.length, seed ^ GROUP_SEED);
+    }
+
+    /** Filter sets: the hash stored for key hash {@code keyHash} in the group of {@code groupHash}. */
+    public static long pairHash(long groupHash, long keyHash) {
+        return mix64(keyHash ^ mix64(groupHash + KEY_MULTIPLIER));
     }
 
     /** A key's hash in the next layer. */

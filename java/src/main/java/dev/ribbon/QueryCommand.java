@@ -15,7 +15,7 @@ import java.util.OptionalInt;
 
 /**
  * {@code java -jar ribbon.jar query FILTER [-i FILE ...|-] [--format F] [--count] [--values
- * [--absent TEXT]] [KEY ...]}: the options of {@code ribbon query} with its output and exit
+ * [--absent TEXT]] [--group G] [KEY ...]}: the options of {@code ribbon query} with its output and exit
  * status (0 a key positive, or found; 1 none; 2 an error, reported as {@code ribbon: ...}).
  */
 public final class QueryCommand {
@@ -31,6 +31,10 @@ public final class QueryCommand {
     private boolean values;
     /** --absent: printed as the value of keys whose check bits do not match; null: not given. */
     private String absent;
+    /** --group: the group of a filter set the keys are asked about; null: not given. */
+    private String group;
+    private byte[] groupBytes;
+    private long groupNumber;
     private RibbonFilter filter;
     private OutputStream out;
     private long queried;
@@ -61,10 +65,12 @@ public final class QueryCommand {
                 if (filterPath == null) filterPath = a; else keys.add(a);
             } else if (a.equals("--")) {
                 optionsDone = true;
-            } else if (a.equals("-i") || a.equals("--input") || a.equals("--format") || a.equals("--absent")) {
+            } else if (a.equals("-i") || a.equals("--input") || a.equals("--format") || a.equals("--absent")
+                    || a.equals("--group")) {
                 if (i + 1 == args.length) throw new RibbonException(a + " needs an argument");
                 optionValue(a, args[++i]);
-            } else if (a.startsWith("--input=") || a.startsWith("--format=") || a.startsWith("--absent=")) {
+            } else if (a.startsWith("--input=") || a.startsWith("--format=") || a.startsWith("--absent=")
+                    || a.startsWith("--group=")) {
                 optionValue(a.substring(0, a.indexOf('=')), a.substring(a.indexOf('=') + 1));
             } else if (a.equals("-c") || a.equals("--count")) {
                 count = true;
@@ -77,11 +83,14 @@ public final class QueryCommand {
         if (filterPath == null) throw new RibbonException("query: a filter file is required");
         if (count && values) throw new RibbonException("--count excludes --values");
         if (absent != null && !values) throw new RibbonException("--absent needs --values");
+        if (group != null && values) throw new RibbonException("--group excludes --values");
     }
 
     private void optionValue(String option, String value) {
         if (option.equals("--absent")) {
             absent = value;
+        } else if (option.equals("--group")) {
+            group = value;
         } else if (option.equals("--format")) {
             switch (value) {
                 case "lines": format = KeyInput.Format.LINES; break;
@@ -168,7 +177,8 @@ public final class QueryCommand {
                 out.write('\n');
             }
         } else {
-            boolean[] found = format == KeyInput.Format.LINES
+            boolean[] found = group != null ? containsInGroup(c, texts)
+                    : format == KeyInput.Format.LINES
                     ? filter.contains(texts) : filter.contains(Arrays.copyOf(c.values, c.count));
             for (int i = 0; i < c.count; i++) {
                 if (!found[i]) continue;
@@ -179,6 +189,20 @@ public final class QueryCommand {
             }
         }
         queried += c.count;
+    }
+
+    /** The chunk's keys asked in the --group of a filter set. */
+    private boolean[] containsInGroup(KeyInput.Chunk c, byte[][] texts) {
+        boolean[] found = new boolean[c.count];
+        boolean lines = format == KeyInput.Format.LINES;
+        for (int i = 0; i < c.count; i++) {
+            if (filter.hasByteGroups()) {
+                found[i] = lines ? filter.containsIn(groupBytes, texts[i]) : filter.containsIn(groupBytes, c.values[i]);
+            } else {
+                found[i] = lines ? filter.containsIn(groupNumber, texts[i]) : filter.containsIn(groupNumber, c.values[i]);
+            }
+        }
+        return found;
     }
 
     /** Key i as printed: its text, or the decimal u64 value. */
@@ -207,6 +231,23 @@ public final class QueryCommand {
         if (!f.isRetrieval() && values) {
             throw new RibbonException(path + ": --values is for retrieval structures (built with --values or "
                     + "--value-file); this file is a filter");
+        }
+        if (f.isSet() && group == null) {
+            throw new RibbonException(path + ": a filter set answers (group, key): give --group GROUP");
+        }
+        if (!f.isSet() && group != null) {
+            throw new RibbonException(path + ": --group is for filter sets (built with `ribbon build --groups -o`)");
+        }
+        if (group != null) {
+            groupBytes = group.getBytes(ARGUMENT_CHARSET);
+            if (!f.hasByteGroups()) {
+                Long number = KeyInput.parseDecimal(group);
+                if (number == null) {
+                    throw new RibbonException("--group: invalid u64 group " + KeyInput.quote(group)
+                            + ": expected a decimal integer below 2^64");
+                }
+                groupNumber = number;
+            }
         }
         return f;
     }

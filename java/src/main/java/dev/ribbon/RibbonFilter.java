@@ -18,6 +18,7 @@ public final class RibbonFilter {
     private final FilterParams p;
     private final Layer[] layers;
     private final long keyCount;
+    private final long groupCount;
     private final int version;
     private final long sizeBytes;
     private final long seedMixed;
@@ -32,16 +33,19 @@ public final class RibbonFilter {
 
     private static final int BYTE_KEYS = 1;
     private static final int RETRIEVAL = 2;
+    private static final int SET = 4;
 
     private RibbonFilter(String source, FileParser parsed, MappedFile file, long heapBytes) {
         this.source = source;
         this.p = parsed.params;
         this.layers = parsed.layers;
         this.keyCount = parsed.keyCount;
+        this.groupCount = parsed.groupCount;
         this.version = parsed.version;
         this.sizeBytes = file.size();
         this.seedMixed = Hashing.seedMix(p.seed);
-        this.kind = (p.byteKeys ? BYTE_KEYS : 0) | (p.variant.retrieval ? RETRIEVAL : 0);
+        this.kind = (p.byteKeys ? BYTE_KEYS : 0) | (p.variant.retrieval ? RETRIEVAL : 0)
+                | (p.groupKind != 0 ? SET : 0);
         this.membershipKind = p.checkBits != 0 ? kind & ~RETRIEVAL : kind;
         this.valueMask = p.valueBits() >= 32 ? -1 : (1 << p.valueBits()) - 1;
         this.plan = Query64.of(p, layers, file, heapBytes);
@@ -70,7 +74,7 @@ public final class RibbonFilter {
         return new RibbonFilter(path.toString(), FileParser.parse(file, path.toString()), file, heapBytes);
     }
 
-    /** The file's format version (1 to 5; 5 is the compact layout of small filters). */
+    /** The file's format version (1 to 6; 5 is the compact layout of small filters, 6 a filter set). */
     public int formatVersion() { return version; }
 
     /** What the file stores. */
@@ -94,8 +98,17 @@ public final class RibbonFilter {
     /** Result bits r: values of r bits (r less checkBits()), or a false-positive rate of about 2^-r. */
     public int resultBits() { return p.resultBits; }
 
-    /** Distinct keys of the set. */
+    /** Distinct keys of the set (of a filter set: distinct (group, key) pairs). */
     public long keyCount() { return keyCount; }
+
+    /** True for a filter set (format version 6), queried with {@code containsIn}. */
+    public boolean isSet() { return p.groupKind != 0; }
+
+    /** A filter set's groups are byte strings (true) or 64-bit integers (false). */
+    public boolean hasByteGroups() { return p.groupKind == 2; }
+
+    /** A filter set's distinct groups (0 for other files). */
+    public long groupCount() { return groupCount; }
 
     /** Layers of the file. */
     public int numLayers() { return layers.length; }
@@ -152,6 +165,34 @@ public final class RibbonFilter {
         return foundValue(Hashing.hashBytes(key, p.seed));
     }
 
+    /**
+     * Filter sets: may the group hold the key? True for every pair of the set; other pairs
+     * (another group's key, a group never given) with probability about 2^-r. The group's and
+     * the key's kinds must be the set's.
+     */
+    public boolean containsIn(long group, long key) {
+        requireSet(false, 0);
+        return containsHash(Hashing.pairHash(Hashing.groupHashLong(group, seedMixed), Hashing.hashLong(key, seedMixed)));
+    }
+
+    /** As {@link #containsIn(long, long)}, an integer group and a byte-string key. */
+    public boolean containsIn(long group, byte[] key) {
+        requireSet(false, BYTE_KEYS);
+        return containsHash(Hashing.pairHash(Hashing.groupHashLong(group, seedMixed), Hashing.hashBytes(key, p.seed)));
+    }
+
+    /** As {@link #containsIn(long, long)}, a byte-string group and an integer key. */
+    public boolean containsIn(byte[] group, long key) {
+        requireSet(true, 0);
+        return containsHash(Hashing.pairHash(Hashing.groupHashBytes(group, p.seed), Hashing.hashLong(key, seedMixed)));
+    }
+
+    /** As {@link #containsIn(long, long)}, a byte-string group and a byte-string key. */
+    public boolean containsIn(byte[] group, byte[] key) {
+        requireSet(true, BYTE_KEYS);
+        return containsHash(Hashing.pairHash(Hashing.groupHashBytes(group, p.seed), Hashing.hashBytes(key, p.seed)));
+    }
+
     /** Membership of every key: {@code result[i] = contains(keys[i])}. */
     public boolean[] contains(long[] keys) {
         requireMembership(0);
@@ -205,7 +246,25 @@ public final class RibbonFilter {
         if (membershipKind != wanted) throw kindError((wanted & BYTE_KEYS) != 0, false);
     }
 
+    /** A filter set with groups and keys of these kinds. */
+    private void requireSet(boolean byteGroups, int keyKind) {
+        if (kind != (SET | keyKind)) {
+            if ((kind & SET) == 0) {
+                throw new RibbonException(source + ": this is not a filter set: query it with contains or lookup");
+            }
+            throw kindError((keyKind & BYTE_KEYS) != 0, false);
+        }
+        if (hasByteGroups() != byteGroups) {
+            throw new RibbonException(source + ": this filter set names its groups by "
+                    + (hasByteGroups() ? "byte strings" : "64-bit integers") + " and cannot be queried with groups named by "
+                    + (byteGroups ? "byte strings" : "64-bit integers"));
+        }
+    }
+
     private RibbonException kindError(boolean byteKeys, boolean retrieval) {
+        if ((kind & SET) != 0 && p.byteKeys == byteKeys) {
+            return new RibbonException(source + ": this is a filter set: query it by group and key (containsIn)");
+        }
         if (p.byteKeys != byteKeys) {
             return new RibbonException(source + ": the filter was built from "
                     + (p.byteKeys ? "byte-string keys" : "64-bit integer keys")
