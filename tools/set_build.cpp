@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "build_settings.hpp"
@@ -15,24 +14,6 @@
 
 namespace ribbon::cli {
 namespace {
-
-/// Counts distinct groups by their hashes; a group repeated in a run (grouped inputs) costs
-/// one comparison.
-class group_counter {
- public:
-  void add(std::uint64_t group_hash) {
-    if (any_ && group_hash == last_) return;
-    seen_.insert(group_hash);
-    last_ = group_hash;
-    any_ = true;
-  }
-  std::uint64_t count() const { return seen_.size(); }
-
- private:
-  std::unordered_set<std::uint64_t> seen_;
-  std::uint64_t last_ = 0;
-  bool any_ = false;
-};
 
 /// group<TAB>key lines: the pairs' hashes are made in the reader's parallel stage (in
 /// c.values), the groups' in c.group_hashes for the count.

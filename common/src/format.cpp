@@ -51,6 +51,12 @@ std::vector<section_layout> sections_of(const filter_image& image, bool compact)
   throw error(source + ": " + what);
 }
 
+/// A filter set has at least one group when it has keys, none without, and no more groups
+/// than keys.
+bool group_count_fits(std::uint64_t groups, std::uint64_t keys) {
+  return groups <= keys && (groups == 0) == (keys == 0);
+}
+
 }  // namespace
 
 std::uint64_t checksum(const void* data, std::size_t bytes) {
@@ -247,9 +253,8 @@ class image_writer {
 void write_image(const filter_image& image, const byte_sink& sink, const section_source& external) {
   const std::size_t n = image.layers.size();
   if (n > max_layers) throw error("a filter has at most 16 layers");
-  const std::uint64_t groups = image.params.is_set() ? image.group_count : 0;
-  if (groups != image.group_count || groups > image.key_count ||
-      (image.params.is_set() && (groups == 0) != (image.key_count == 0))) {
+  if (image.params.is_set() ? !group_count_fits(image.group_count, image.key_count)
+                            : image.group_count != 0) {
     throw error("a filter set's group count (" + std::to_string(image.group_count) +
                 ") does not fit its " + std::to_string(image.key_count) + " keys");
   }
@@ -370,7 +375,7 @@ void check_set_header(const file_header& h, const std::string& source) {
     fail(source, "format version 6 (a filter set) with an unknown group kind " +
                      std::to_string(h.group_kind));
   }
-  if (h.group_count > h.key_count || (h.group_count == 0) != (h.key_count == 0)) {
+  if (!group_count_fits(h.group_count, h.key_count)) {
     fail(source, "inconsistent group count: " + std::to_string(h.group_count) + " groups for " +
                      std::to_string(h.key_count) + " keys");
   }

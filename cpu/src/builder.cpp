@@ -6,10 +6,9 @@
 #include <cmath>
 #include <string>
 #include <string_view>
-#include <type_traits>
-#include <unordered_set>
 
 #include "layered_builder.hpp"
+#include "ribbon/bulk_builder.hpp"
 #include "ribbon/options.hpp"
 
 namespace ribbon {
@@ -221,31 +220,23 @@ filter filter::build_from_hashes(const std::uint64_t* hashes, const std::uint32_
 
 namespace {
 
-/// A filter set's hashing of its groups and keys, by their C++ types.
-template <class T>
-constexpr key_kind key_kind_of =
-    std::is_same_v<T, std::string_view> ? key_kind::bytes : key_kind::u64;
-template <class T>
-constexpr group_kind group_kind_of =
-    std::is_same_v<T, std::string_view> ? group_kind::bytes : group_kind::u64;
-/// Distinct groups among `count` given ones (by their hashes), counted in parallel; a group
-/// repeated in a run (the usual order of grouped inputs) costs one comparison, not a hash.
+/// Distinct groups among `count` given ones, counted in parallel; a group repeated in a run
+/// is compared, not hashed again.
 template <class Group>
 std::uint64_t count_groups(const Group* groups, std::uint64_t count, const set_hasher& hash) {
-  using group_hashes = std::unordered_set<std::uint64_t>;
-  tbb::combinable<group_hashes> found;
+  tbb::combinable<group_counter> found;
   tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, std::uint64_t{1} << 14),
                     [&](const tbb::blocked_range<std::uint64_t>& r) {
-                      group_hashes& mine = found.local();
+                      group_counter& mine = found.local();
                       for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
                         if (i == r.begin() || !(groups[i] == groups[i - 1])) {
-                          mine.insert(hash.group(groups[i]));
+                          mine.add(hash.group(groups[i]));
                         }
                       }
                     });
-  group_hashes all;
-  found.combine_each([&](const group_hashes& some) { all.insert(some.begin(), some.end()); });
-  return all.size();
+  group_counter all;
+  found.combine_each([&](const group_counter& some) { all.merge(some); });
+  return all.count();
 }
 
 }  // namespace
@@ -253,8 +244,8 @@ std::uint64_t count_groups(const Group* groups, std::uint64_t count, const set_h
 template <class Group, class Key>
 filter filter::build_set(const Group* groups, const Key* keys, std::uint64_t count,
                          const build_options& options, build_stats* stats) {
-  filter_params p = detail::params_from(options, key_kind_of<Key>);
-  p.groups = group_kind_of<Group>;
+  filter_params p = detail::params_from(options, key_kind_for<Key>);
+  p.groups = group_kind_for<Group>;
   if (const char* problem = check_params(p)) {
     throw error(std::string("invalid build options: ") + problem);
   }

@@ -144,13 +144,14 @@ int open_with(ribbon_reader** out, const std::function<ribbon::filter()>& open) 
   });
 }
 
-/// One (group, key) query of a filter set: 1, 0 or RIBBON_ERROR (the library's message).
-template <class Group, class Key>
-int contains_in(const ribbon_reader* reader, const Group& group, const Key& key) {
+/// One (group, key) query of a filter set, ask(filter): 1, 0 or RIBBON_ERROR (the library's
+/// message).
+template <class Ask>
+int contains_in(const ribbon_reader* reader, const Ask& ask) {
   int found = RIBBON_ERROR;
   guarded([&] {
     require(reader != nullptr, "reader is NULL");
-    found = reader->filter.contains_in(group, key) ? 1 : 0;
+    found = ask(reader->filter) ? 1 : 0;
   });
   return found;
 }
@@ -243,31 +244,29 @@ int ribbon_get_set_info(const ribbon_reader* reader, uint32_t* group_kind, uint6
 }
 
 int ribbon_contains_in_u64(const ribbon_reader* reader, uint64_t group, uint64_t key) {
-  return contains_in(reader, group, key);
+  return contains_in(reader, [&](const ribbon::filter& f) { return f.contains_in(group, key); });
 }
 
 int ribbon_contains_in_u64_bytes(const ribbon_reader* reader, uint64_t group, const void* key,
                                  uint64_t key_size) {
-  int found = RIBBON_ERROR;
-  guarded([&] { found = contains_in(reader, group, bytes_of(key, key_size, "key is NULL")); });
-  return found;
+  return contains_in(reader, [&](const ribbon::filter& f) {
+    return f.contains_in(group, bytes_of(key, key_size, "key is NULL"));
+  });
 }
 
 int ribbon_contains_in_bytes_u64(const ribbon_reader* reader, const void* group,
                                  uint64_t group_size, uint64_t key) {
-  int found = RIBBON_ERROR;
-  guarded([&] { found = contains_in(reader, bytes_of(group, group_size, "group is NULL"), key); });
-  return found;
+  return contains_in(reader, [&](const ribbon::filter& f) {
+    return f.contains_in(bytes_of(group, group_size, "group is NULL"), key);
+  });
 }
 
 int ribbon_contains_in_bytes(const ribbon_reader* reader, const void* group, uint64_t group_size,
                              const void* key, uint64_t key_size) {
-  int found = RIBBON_ERROR;
-  guarded([&] {
-    found = contains_in(reader, bytes_of(group, group_size, "group is NULL"),
-                        bytes_of(key, key_size, "key is NULL"));
+  return contains_in(reader, [&](const ribbon::filter& f) {
+    return f.contains_in(bytes_of(group, group_size, "group is NULL"),
+                         bytes_of(key, key_size, "key is NULL"));
   });
-  return found;
 }
 
 int ribbon_contains_u64_batch(const ribbon_reader* reader, const uint64_t* keys, uint64_t count,

@@ -67,31 +67,25 @@ void filter::contains(const std::string_view* keys, std::uint64_t count, bool* o
 template <class Group, class Key>
 void filter::contains_in(const Group* groups, const Key* keys, std::uint64_t count,
                          bool* out) const {
-  if (count == 0) return;
-  // Checks the kinds (and that this is a set) once, on the first pair.
-  (void)pair_hash(set_group_hash(groups[0]), set_key_hash(keys[0]));
-  const set_hasher hash{ref_.params.seed, ref_.seed_mixed};
+  check_set_query(group_kind_for<Group>, key_kind_for<Key>);
+  const set_hasher hash = set_hashes();
   auto pair = [groups, keys, hash](std::uint64_t i) { return hash.pair(groups[i], keys[i]); };
   membership_batch(ref_.params, queries_.plan, count, pair, out, query_threads_);
 }
 
-template <class Key>
-void filter::contains_in_group(std::uint64_t group_hash, const Key* keys, std::uint64_t count,
+template <class Group, class Key>
+void filter::contains_in_group(const Group& group, const Key* keys, std::uint64_t count,
                                bool* out) const {
-  if (count == 0) return;
-  (void)set_key_hash(keys[0]);  // checks the kind once
-  const set_hasher hash{ref_.params.seed, ref_.seed_mixed};
+  check_set_query(group_kind_for<Group>, key_kind_for<Key>);
+  const set_hasher hash = set_hashes();
+  const std::uint64_t group_hash = hash.group(group);
   auto pair = [group_hash, keys, hash](std::uint64_t i) {
     return pair_hash(group_hash, hash.key(keys[i]));
   };
   membership_batch(ref_.params, queries_.plan, count, pair, out, query_threads_);
 }
 
-template void filter::contains_in_group(std::uint64_t, const std::uint64_t*, std::uint64_t,
-                                        bool*) const;
-template void filter::contains_in_group(std::uint64_t, const std::string_view*, std::uint64_t,
-                                        bool*) const;
-
+// The batched set queries of every kind of group and key.
 template void filter::contains_in(const std::uint64_t*, const std::uint64_t*, std::uint64_t,
                                   bool*) const;
 template void filter::contains_in(const std::uint64_t*, const std::string_view*, std::uint64_t,
@@ -100,6 +94,14 @@ template void filter::contains_in(const std::string_view*, const std::uint64_t*,
                                   bool*) const;
 template void filter::contains_in(const std::string_view*, const std::string_view*, std::uint64_t,
                                   bool*) const;
+template void filter::contains_in_group(const std::uint64_t&, const std::uint64_t*, std::uint64_t,
+                                        bool*) const;
+template void filter::contains_in_group(const std::uint64_t&, const std::string_view*,
+                                        std::uint64_t, bool*) const;
+template void filter::contains_in_group(const std::string_view&, const std::uint64_t*,
+                                        std::uint64_t, bool*) const;
+template void filter::contains_in_group(const std::string_view&, const std::string_view*,
+                                        std::uint64_t, bool*) const;
 
 void filter::lookup(const std::uint64_t* keys, std::uint64_t count, std::uint32_t* out,
                     bool* found) const {

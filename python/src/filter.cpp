@@ -160,12 +160,8 @@ nb::bytes to_bytes_as_saved(const filter& f) {
 /// or answers membership (false: a filter, or a retrieval structure with check bits), and
 /// not a filter set.
 void require_retrieval(const filter& f, bool retrieval) {
-  if (f.is_set()) {
-    raise(failure::query,
-          "this is a filter set: query it by group and key (contains_in(groups, keys), or "
-          "ribbon.load_set)");
-  }
-  if (f.is_retrieval() == retrieval || (!retrieval && f.params().check_bits != 0)) return;
+  const bool answers = f.is_retrieval() == retrieval || (!retrieval && f.params().check_bits != 0);
+  if (answers && !f.is_set()) return;
   translating(failure::query, [&] {
     const bool integers = f.params().keys == key_kind::u64;
     if (retrieval) {

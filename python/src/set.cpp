@@ -32,9 +32,12 @@ key_kind reading_groups(group_kind kind) {
   return kind == group_kind::u64 ? key_kind::u64 : key_kind::bytes;
 }
 
-/// A single group (int, str or bytes) rather than a collection of them.
+/// A single group (int, str, bytes or a numpy scalar) rather than a collection of them.
 bool is_one_group(nb::handle groups) {
-  return PyLong_Check(groups.ptr()) || PyUnicode_Check(groups.ptr()) || PyBytes_Check(groups.ptr());
+  if (PyLong_Check(groups.ptr()) || PyUnicode_Check(groups.ptr()) || PyBytes_Check(groups.ptr())) {
+    return true;
+  }
+  return nb::hasattr(groups, "ndim") && nb::cast<int>(groups.attr("ndim")) == 0;
 }
 
 filter build_set(nb::handle groups, nb::handle keys, const build_arguments& args,

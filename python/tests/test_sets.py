@@ -33,6 +33,7 @@ def test_every_pair_is_found_and_other_pairs_are_not(random_u64):
     for g in np.unique(groups):
         mine = keys[groups == g]
         assert fs[int(g)].contains(mine).all()
+        assert fs.contains(g, mine).all()  # a numpy scalar group stands for every key
         assert int(mine[0]) in fs[int(g)]
     # Every key asked under the next group, and under a group never given.
     others = fs.contains(np.roll(groups, 1), keys)

@@ -146,7 +146,18 @@ case_groups_set_refusals() {
   run build --groups -i "$D/groups/pairs.tsv" -o "$D/groups/c.ribbon" --layout compact
   rc_is 2 "build --groups -o --layout compact" || return 1
   err_has "standard layout" || return 1
-  absent "$D/groups/c.ribbon"
+  absent "$D/groups/c.ribbon" || return 1
+  # Bad input: an error naming it, and no set written (nor temporary files).
+  run build --groups -i "$D/groups/bad.tsv" -o "$D/groups/bad.ribbon" --tmp-dir "$D/groups"
+  rc_is 2 "build --groups -o of a line without a tab" || return 1
+  err_has "bad.tsv:2: no tab" || return 1
+  absent "$D/groups/bad.ribbon" || return 1
+  run build --groups --format u64 -i "$D/groups/odd.u64" -o "$D/groups/odd.ribbon"
+  rc_is 2 "build --groups -o of an odd count of integers" || return 1
+  err_has "odd number" || return 1
+  absent "$D/groups/odd.ribbon" || return 1
+  [[ -z $(find "$D/groups" -maxdepth 1 -name '.ribbon-tmp-*' -print -quit) ]] ||
+    { fail "temporary files left: $(ls -a "$D/groups")"; return 1; }
 }
 
 group_groups() {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "ribbon/config.hpp"
 #include "ribbon/detail/bits.hpp"
@@ -122,6 +123,15 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t pair_hash(std::uint64_t group_hash,
                                                       std::uint64_t key_hash) {
   return mix64(key_hash ^ mix64(group_hash + 0x9E3779B97F4A7C15ULL));
 }
+
+/// The kind of keys, or of a filter set's groups, given as C++ type T: std::uint64_t (u64) or
+/// std::string_view (bytes).
+template <class T>
+inline constexpr key_kind key_kind_for =
+    std::is_same_v<T, std::string_view> ? key_kind::bytes : key_kind::u64;
+template <class T>
+inline constexpr group_kind group_kind_for =
+    std::is_same_v<T, std::string_view> ? group_kind::bytes : group_kind::u64;
 
 /// What a filter set of seed `seed` stores for a group and a key given by their C++ types
 /// (std::uint64_t or std::string_view): the one place builders and batched queries hash

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "ribbon/build_progress.hpp"
@@ -83,6 +84,26 @@ struct bulk_result {
   double bits_per_key() const {
     return key_count ? 8.0 * static_cast<double>(file_bytes) / static_cast<double>(key_count) : 0.0;
   }
+};
+
+/// Counts a filter set's distinct groups by their hashes (set_hasher::group), for
+/// bulk_builder::set_group_count() and filter::build_set(). A group repeated in a run (the
+/// usual order of grouped inputs) costs one comparison; counters of parts of an input merge.
+class group_counter {
+ public:
+  void add(std::uint64_t group_hash) {
+    if (any_ && group_hash == last_) return;
+    seen_.insert(group_hash);
+    last_ = group_hash;
+    any_ = true;
+  }
+  void merge(const group_counter& other) { seen_.insert(other.seen_.begin(), other.seen_.end()); }
+  std::uint64_t count() const { return seen_.size(); }
+
+ private:
+  std::unordered_set<std::uint64_t> seen_;
+  std::uint64_t last_ = 0;
+  bool any_ = false;
 };
 
 /// What the memory limit does not count: code, libraries, thread stacks, small allocations.

@@ -236,16 +236,16 @@ class filter {
   /// answers as an empty one would. The group's and the key's kinds must be the set's
   /// (checked; a mismatch, or a filter that is not a set, throws ribbon::error).
   bool contains_in(std::uint64_t group, std::uint64_t key) const {
-    return contains_hash(pair_hash(set_group_hash(group), set_key_hash(key)));
+    return contains_pair(group, key);
   }
   bool contains_in(std::uint64_t group, std::string_view key) const {
-    return contains_hash(pair_hash(set_group_hash(group), set_key_hash(key)));
+    return contains_pair(group, key);
   }
   bool contains_in(std::string_view group, std::uint64_t key) const {
-    return contains_hash(pair_hash(set_group_hash(group), set_key_hash(key)));
+    return contains_pair(group, key);
   }
   bool contains_in(std::string_view group, std::string_view key) const {
-    return contains_hash(pair_hash(set_group_hash(group), set_key_hash(key)));
+    return contains_pair(group, key);
   }
   /// Batched: out[i] = contains_in(groups[i], keys[i]) (Group, Key: std::uint64_t or
   /// std::string_view). Hashes ahead and prefetches; in parallel for large batches.
@@ -255,11 +255,11 @@ class filter {
   /// std::string_view).
   template <class Key>
   void contains_in(std::uint64_t group, const Key* keys, std::uint64_t count, bool* out) const {
-    contains_in_group(set_group_hash(group), keys, count, out);
+    contains_in_group(group, keys, count, out);
   }
   template <class Key>
   void contains_in(std::string_view group, const Key* keys, std::uint64_t count, bool* out) const {
-    contains_in_group(set_group_hash(group), keys, count, out);
+    contains_in_group(group, keys, count, out);
   }
 
   /// Batched membership of byte-string keys laid out as Arrow lays out string and binary
@@ -347,22 +347,17 @@ class filter {
       throw_variant_mismatch(retrieval);
     }
   }
-  /// A filter set's hashes of a query's group and key, their kinds checked.
-  std::uint64_t set_group_hash(std::uint64_t group) const {
-    if (ref_.params.groups != group_kind::u64) throw_group_mismatch(group_kind::u64);
-    return group_hash_u64(group, ref_.seed_mixed);
+  /// Throws unless this is a filter set of groups and keys of these kinds.
+  void check_set_query(group_kind groups, key_kind keys) const {
+    if (ref_.params.groups != groups) throw_group_mismatch(groups);
+    if (ref_.params.keys != keys) throw_kind_mismatch(keys);
   }
-  std::uint64_t set_group_hash(std::string_view group) const {
-    if (ref_.params.groups != group_kind::bytes) throw_group_mismatch(group_kind::bytes);
-    return group_hash_bytes(group.data(), group.size(), ref_.params.seed);
-  }
-  std::uint64_t set_key_hash(std::uint64_t key) const {
-    if (ref_.params.keys != key_kind::u64) throw_kind_mismatch(key_kind::u64);
-    return ref_.key_hash(key);
-  }
-  std::uint64_t set_key_hash(std::string_view key) const {
-    if (ref_.params.keys != key_kind::bytes) throw_kind_mismatch(key_kind::bytes);
-    return ref_.key_hash(key.data(), key.size());
+  /// How this set hashes its groups and keys.
+  set_hasher set_hashes() const { return {ref_.params.seed, ref_.seed_mixed}; }
+  template <class Group, class Key>
+  bool contains_pair(const Group& group, const Key& key) const {
+    check_set_query(group_kind_for<Group>, key_kind_for<Key>);
+    return contains_hash(set_hashes().pair(group, key));
   }
   bool contains_hash(std::uint64_t hash) const {
     if (is_retrieval()) return ref_.params.check_passes(hash, queries_.lookup(queries_.plan, hash));
@@ -373,10 +368,9 @@ class filter {
     if (!ref_.params.check_passes(hash, stored)) return std::nullopt;
     return ref_.params.value_of(stored);
   }
-  /// The batched queries of one group, given its hash.
-  template <class Key>
-  void contains_in_group(std::uint64_t group_hash, const Key* keys, std::uint64_t count,
-                         bool* out) const;
+  /// The batched queries of one group.
+  template <class Group, class Key>
+  void contains_in_group(const Group& group, const Key* keys, std::uint64_t count, bool* out) const;
   [[noreturn]] void throw_kind_mismatch(key_kind expected) const;
   /// `expected` none: a set queried as a filter; else a query naming groups of that kind.
   [[noreturn]] void throw_group_mismatch(group_kind expected) const;
