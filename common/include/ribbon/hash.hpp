@@ -146,8 +146,9 @@ struct set_hasher {
   }
   RIBBON_HD std::uint64_t key(std::uint64_t k) const { return hash_u64(k, seed_mixed); }
   std::uint64_t key(std::string_view k) const { return hash_bytes(k.data(), k.size(), seed); }
+  /// Host code only: byte strings are hashed on the host (a set is queried on the CPU).
   template <class Group, class Key>
-  RIBBON_HD std::uint64_t pair(const Group& g, const Key& k) const {
+  std::uint64_t pair(const Group& g, const Key& k) const {
     return pair_hash(group(g), key(k));
   }
 };
