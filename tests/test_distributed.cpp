@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct engine_options {
   std::uint64_t one_place_keys = 300;  // layers this small are finished in one place
   std::uint64_t shuffle_seed = 1;      // order in which ranges are solved
   bool retry_every_range = false;      // solve each range twice (a retried task)
+  std::uint64_t group_count = 0;       // a filter set's distinct groups
 };
 
 /// What the engine did.
@@ -114,7 +116,7 @@ engine_report build_distributed(const ribbon::filter_params& p,
   report.distributed_layers = static_cast<std::uint32_t>(layers.size());
   const auto rest = dist::finish_layers(p, static_cast<std::uint32_t>(layers.size()), hashes.data(),
                                         layers.empty() ? 0 : hashes.size());
-  dist::assemble(path, p, key_count, layers, &rest);
+  dist::assemble(path, p, key_count, layers, &rest, o.group_count);
   return report;
 }
 
@@ -144,6 +146,30 @@ TEST(Distributed, IntegerKeysEqualFilterBuild) {
   EXPECT_GE(report.max_ranges, 5u);          // several ranges per layer
   ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
   EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn")));
+}
+
+TEST(Distributed, FilterSetEqualsBuildSet) {
+  // The pairs' hashes through the distributed steps, the group count in the header: the bytes
+  // of filter::build_set (and so of `ribbon build --groups -o`).
+  const auto keys = ribbon_test::keys_range(7, 0, 60000);
+  std::vector<std::uint64_t> groups(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) groups[i] = (i * i) % 997;
+  const ribbon::build_options options = small_shards();
+  const auto p = dist::build_params(options, ribbon::key_kind::u64, ribbon::group_kind::u64);
+  std::vector<std::uint64_t> hashes(keys.size());
+  const ribbon::set_hasher hasher{p.seed, ribbon::seed_mix(p.seed)};
+  for (std::size_t i = 0; i < keys.size(); ++i) hashes[i] = hasher.pair(groups[i], keys[i]);
+  engine_options o;
+  o.group_count = std::set<std::uint64_t>(groups.begin(), groups.end()).size();
+  temp_dir dir;
+  EXPECT_GE(build_distributed(p, hashes, dir.file("d.rbn"), o).distributed_layers, 2u);
+  ribbon::filter::build_set(groups.data(), keys.data(), keys.size(), options)
+      .save(dir.file("f.rbn"));
+  EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn")));
+  EXPECT_EQ(ribbon::filter::load(dir.file("d.rbn")).group_count(), o.group_count);
+  // A set whose group count does not fit its keys is refused, as the format's writer refuses.
+  o.group_count = 0;
+  EXPECT_THROW(build_distributed(p, hashes, dir.file("bad.rbn"), o), ribbon::error);
 }
 
 TEST(Distributed, AnyRangeOrderAndRetriesGiveTheSameBytes) {

@@ -118,11 +118,14 @@ void check_chain(std::uint64_t key_count, const std::vector<solved_layer>& layer
 
 }  // namespace
 
-filter_params build_params(const build_options& options, key_kind keys) {
+filter_params build_params(const build_options& options, key_kind keys, group_kind groups) {
   if (options.variant != filter_variant::bumped) {
     throw error("the distributed build makes the default (bumped) filter only");
   }
-  return detail::params_from(options, keys);
+  filter_params p = detail::params_from(options, keys);
+  p.groups = groups;
+  if (const char* problem = check_params(p)) throw error(problem);
+  return p;
 }
 
 std::uint64_t layer_plan::threshold_bytes(const filter_params& p, std::uint64_t range) const {
@@ -282,9 +285,10 @@ namespace {
 format::filter_image image_of(const filter_params& p, std::uint64_t key_count,
                               const std::vector<solved_layer>& layers,
                               const std::vector<section_checksums>& checksums,
-                              const finished_layers* rest) {
+                              const finished_layers* rest, std::uint64_t group_count) {
   if (checksums.size() != layers.size()) throw error("assemble: a checksum pair per layer");
   format::filter_image image{p, key_count, {}};
+  image.group_count = group_count;
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const solved_layer& layer = layers[l];
     format::layer_image li;
@@ -305,7 +309,8 @@ format::filter_image image_of(const filter_params& p, std::uint64_t key_count,
 }  // namespace
 
 void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
-              const std::vector<solved_layer>& layers, const finished_layers* rest) {
+              const std::vector<solved_layer>& layers, const finished_layers* rest,
+              std::uint64_t group_count) {
   check_chain(key_count, layers, rest, true);
   std::vector<section_checksums> checksums(layers.size());
   std::vector<unsigned char> buffer(4 << 20);
@@ -320,7 +325,7 @@ void assemble(const std::string& path, const filter_params& p, std::uint64_t key
           sum.digest();
     }
   }
-  const format::filter_image image = image_of(p, key_count, layers, checksums, rest);
+  const format::filter_image image = image_of(p, key_count, layers, checksums, rest, group_count);
   detail::write_file_atomically(
       path, image, [&](std::size_t l, format::section which, const format::byte_sink& sink) {
         stream_section(p, layers.at(l), which, buffer, sink);
@@ -329,10 +334,10 @@ void assemble(const std::string& path, const filter_params& p, std::uint64_t key
 
 file_frame frame_file(const filter_params& p, std::uint64_t key_count,
                       const std::vector<solved_layer>& layers,
-                      const std::vector<section_checksums>& checksums,
-                      const finished_layers* rest) {
+                      const std::vector<section_checksums>& checksums, const finished_layers* rest,
+                      std::uint64_t group_count) {
   check_chain(key_count, layers, rest, false);
-  const format::filter_image image = image_of(p, key_count, layers, checksums, rest);
+  const format::filter_image image = image_of(p, key_count, layers, checksums, rest, group_count);
   file_frame frame;
   // An external section passes a null pointer of its size to the sink: a hole, which breaks
   // the bytes around it into pieces (write_image hands the sink's pointers through as given).

@@ -2,12 +2,14 @@
 
     python python/examples/spark_benchmark.py --keys 100000000 --cli build/tools/ribbon \\
         --workdir /tmp/ribbon-bench [--master local[2]] [--partitions 16] [--batch 1048576] \\
-        [--engine auto|jvm|python] [--repeat 1]
+        [--engine auto|jvm|python] [--repeat 1] [--groups G]
 
 Keys are 0 .. n-1 (spark.range; hashing makes them random), written once as a u64 file for
-the CLI. Prints the wall time of both builds, whether the files are identical, the build's
-per-layer seconds, and per Spark stage (from the UI's REST API): duration, executor run time,
-shuffle bytes written and read, and shuffle bytes per key.
+the CLI. With --groups G, a filter set instead: the pairs (k mod G, k), built by
+ribbon.spark.build_set against `ribbon build --groups --format u64`. Prints the wall time of
+both builds, whether the files are identical, the build's per-layer seconds, and per Spark
+stage (from the UI's REST API): duration, executor run time, shuffle bytes written and read,
+and shuffle bytes per key.
 """
 
 from __future__ import annotations
@@ -29,6 +31,16 @@ def write_u64_keys(path: str, n: int) -> None:
     with open(path, "wb") as out:
         for start in range(0, n, chunk):
             np.arange(start, min(n, start + chunk), dtype="<u8").tofile(out)
+
+
+def write_u64_pairs(path: str, n: int, groups: int) -> None:
+    chunk = 1 << 24
+    with open(path, "wb") as out:
+        for start in range(0, n, chunk):
+            keys = np.arange(start, min(n, start + chunk), dtype="<u8")
+            pairs = np.empty(2 * len(keys), dtype="<u8")
+            pairs[0::2], pairs[1::2] = keys % np.uint64(groups), keys
+            pairs.tofile(out)
 
 
 def write_string_keys(path: str, n: int) -> None:
@@ -56,6 +68,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--range-keys", type=int, default=None)
     ap.add_argument("--skip-cli", action="store_true")
     ap.add_argument("--strings", action="store_true", help="keys as decimal strings")
+    ap.add_argument("--groups", type=int, default=0,
+                    help="a filter set of the pairs (k mod GROUPS, k) (integer keys only)")
     ap.add_argument("--batch", type=int, default=1 << 20, help="arrow.maxRecordsPerBatch")
     ap.add_argument("--engine", default="auto", choices=["auto", "jvm", "python"],
                     help="where layer 0 routes (auto/jvm: the session gets ribbon.jar)")
@@ -68,12 +82,17 @@ def build_with_cli(args, out: str) -> float:
     """Writes the keys file once, builds it with `ribbon build`; returns the seconds."""
     n = args.keys
     fmt = "lines" if args.strings else "u64"
-    keys_file = os.path.join(args.workdir, f"keys-{n}.{fmt}")
-    if not os.path.exists(keys_file):
-        (write_string_keys if args.strings else write_u64_keys)(keys_file, n)
+    if args.groups:
+        keys_file = os.path.join(args.workdir, f"pairs-{n}-{args.groups}.{fmt}")
+        if not os.path.exists(keys_file):
+            write_u64_pairs(keys_file, n, args.groups)
+    else:
+        keys_file = os.path.join(args.workdir, f"keys-{n}.{fmt}")
+        if not os.path.exists(keys_file):
+            (write_string_keys if args.strings else write_u64_keys)(keys_file, n)
     start = time.monotonic()
     subprocess.run([args.cli, "build", "-i", keys_file, "--format", fmt, "-o", out,
-                    "--threads", "2"], check=True)
+                    "--threads", "2"] + (["--groups"] if args.groups else []), check=True)
     seconds = time.monotonic() - start
     print(f"ribbon build: {seconds:.2f} s")
     return seconds
@@ -141,17 +160,24 @@ def main() -> None:
     import ribbon.spark
 
     df = spark.range(0, n, 1, args.partitions).withColumnRenamed("id", "k")
+    if args.strings and args.groups:
+        raise SystemExit("--groups builds integer pairs only")
     if args.strings:
         df = df.selectExpr("cast(k as string) as k")
+    if args.groups:
+        df = df.selectExpr(f"k % {args.groups} as g", "k")
     out = os.path.join(args.workdir, "spark.ribbon")
     options = {"range_keys": args.range_keys} if args.range_keys else {}
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     seconds = []
     for run in range(args.repeat):  # later runs: a warm session (JIT, Python workers)
         start = time.monotonic()
-        stats = ribbon.spark.build(df, "k", out, engine=args.engine, **options)
+        if args.groups:
+            stats = ribbon.spark.build_set(df, "g", "k", out, engine=args.engine, **options)
+        else:
+            stats = ribbon.spark.build(df, "k", out, engine=args.engine, **options)
         seconds.append(time.monotonic() - start)
-        print(f"ribbon.spark.build (engine {args.engine}, layer 0 routed in "
+        print(f"ribbon.spark.build{'_set' if args.groups else ''} (engine {args.engine}, layer 0 routed in "
               f"{stats.layer0_route}, run {run + 1} of the session): "
               f"{seconds[-1]:.2f} s, {stats.keys} keys, {stats.bits_per_key:.3f} bits/key")
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before the comparison reads

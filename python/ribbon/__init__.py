@@ -29,6 +29,7 @@ from ._ribbon import (
     build,
     has_cuda,
     hash_keys,
+    hash_pairs,
     key_kind_of,
     load,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "build_set",
     "has_cuda",
     "hash_keys",
+    "hash_pairs",
     "key_kind_of",
     "load",
     "load_set",

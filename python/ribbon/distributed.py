@@ -8,7 +8,8 @@ the partitioning, the order of rows, the order in which ranges are solved or tas
 An engine provides three things (see :class:`Engine`; :class:`LocalEngine` is the reference,
 ``ribbon.spark`` the Spark one, ``python/examples/dask_build.py`` a page of Dask):
 
-* ``count()``: the number of keys (rows), before any heavy work;
+* ``count()``: the number of keys (rows), before any heavy work; for a filter set also
+  ``count_groups()``, its distinct groups (the file states them);
 * ``solve_layer(plan, source, task)``: route every hash of ``source`` to its range
   (:func:`route_batch`), run ``task(range, hash_arrays)`` once per range (anywhere, in any
   order, retried at will), and return the tasks' :class:`RangeResult` (without their bumped
@@ -66,9 +67,11 @@ COPY_CHUNK_BYTES = 4 << 20
 
 
 def build_params(
-    key_kind: str, *, fpr=None, bits=None, width=64, seed=0, shard_size=None, threshold_codes=None
+    key_kind: str, *, fpr=None, bits=None, width=64, seed=0, shard_size=None, threshold_codes=None,
+    group_kind: Optional[str] = None,
 ):
-    """The parameters ``ribbon build`` uses for these options (bumped filters only)."""
+    """The parameters ``ribbon build`` uses for these options (bumped filters only);
+    ``group_kind`` ("u64" or "bytes"): those of a filter set (``ribbon build --groups -o``)."""
     return DistributedParams(
         key_kind,
         fpr=fpr,
@@ -77,12 +80,22 @@ def build_params(
         seed=seed,
         shard_size=shard_size,
         threshold_codes=threshold_codes,
+        group_kind=group_kind,
     )
 
 
-def hash_batch(params: DistributedParams, keys) -> np.ndarray:
-    """Key hashes of a batch (numpy or pyarrow array) as ``ribbon build`` computes them."""
-    return _ribbon.hash_keys(keys, seed=params.seed, key_kind=params.key_kind)
+def hash_batch(params: DistributedParams, keys, groups=None) -> np.ndarray:
+    """The hashes of a batch (numpy or pyarrow arrays) as ``ribbon build`` computes them: key
+    hashes, or for a filter set (``params.group_kind``) the hashes of the pairs (groups[i],
+    keys[i])."""
+    if params.group_kind is None:
+        if groups is not None:
+            raise ValueError("groups given to a build that is no filter set")
+        return _ribbon.hash_keys(keys, seed=params.seed, key_kind=params.key_kind)
+    if groups is None:
+        raise ValueError("a filter set's batch needs the groups of its keys")
+    return _ribbon.hash_pairs(groups, keys, seed=params.seed, group_kind=params.group_kind,
+                              key_kind=params.key_kind)
 
 
 def route_batch(
@@ -282,6 +295,10 @@ class Engine:
     def count(self) -> int:
         raise NotImplementedError
 
+    def count_groups(self) -> int:
+        """A filter set's distinct groups (asked after count(); only of set builds)."""
+        raise NotImplementedError
+
     def solve_layer(self, plan: LayerPlan, source: Any, task) -> Tuple[List[RangeResult], Any]:
         raise NotImplementedError
 
@@ -407,7 +424,10 @@ def assemble_file(engine: Engine, params, destination: Destination, key_count: i
         return [(plan, bumped, int(sums[2 * i]), int(sums[2 * i + 1]))
                 for i, (plan, bumped) in enumerate(layers)]
 
-    file_bytes, _, holes = frame_file(params, key_count, described([0] * len(sections)), rest)
+    def frame(sums):
+        return frame_file(params, key_count, described(sums), rest, group_count=stats.groups)
+
+    file_bytes, _, holes = frame([0] * len(sections))
     temp = destination.temp_path()
     checksums = functools.partial(checksum_task, destination, sections)
     if destination.local:
@@ -420,7 +440,7 @@ def assemble_file(engine: Engine, params, destination: Destination, key_count: i
         sums = engine.run_tasks([checksums] + places)[0]
     else:
         sums = engine.run_tasks([checksums])[0]
-    _, pieces, holes = frame_file(params, key_count, described(sums), rest)
+    _, pieces, holes = frame(sums)
     stats.driver_bytes_written = sum(len(data) for _, data in pieces)
     if destination.local:
         with open(temp, "r+b") as f:
@@ -457,6 +477,7 @@ class BuildStats:
 
     rows: int = 0
     keys: int = 0  # distinct key hashes: the file's key count
+    groups: int = 0  # a filter set's distinct groups (0 for a filter)
     file_bytes: int = 0
     driver_bytes_written: int = 0
     layers: List[dict] = field(default_factory=list)  # per distributed layer
@@ -532,6 +553,8 @@ def run_build(
     stats = BuildStats()
     clock = time.monotonic()
     stats.rows = engine.count()
+    if params.group_kind is not None:
+        stats.groups = engine.count_groups()
     stats.seconds["count"] = time.monotonic() - clock
     destination.check_size(stats.rows * params.result_bits // 8)
     destination.make_parts_directory()
@@ -560,20 +583,31 @@ def run_build(
 class LocalEngine(Engine):
     """The reference engine: every step in this process, ranges solved one after another
     (in a shuffled order, to show that the order does not matter). ``batches``: an iterable
-    (re-iterable) of key arrays (numpy or pyarrow)."""
+    (re-iterable) of key arrays (numpy or pyarrow); for a filter set (``params.group_kind``),
+    of (groups, keys) pairs of arrays."""
 
     def __init__(self, params: DistributedParams, batches: Iterable, *, order_seed: int = 0):
         self.params = params
-        self.batches = list(batches)
+        self.batches = [tuple(b) if params.group_kind else (None, b) for b in batches]
         self.order = np.random.default_rng(order_seed)
 
     def count(self) -> int:
-        return sum(len(b) for b in self.batches)
+        return sum(len(keys) for _, keys in self.batches)
+
+    def count_groups(self) -> int:
+        def named(group):  # a group as the file names it: its integer or its bytes
+            return group.encode() if isinstance(group, str) else group
+
+        seen = set()
+        for groups, _ in self.batches:
+            items = groups.to_pylist() if hasattr(groups, "to_pylist") else np.asarray(groups).tolist()
+            seen.update(named(g) for g in items)
+        return len(seen)
 
     def _previous_hashes(self, source) -> Iterator[np.ndarray]:
-        if source is None:  # layer 0: hash the keys
-            for batch in self.batches:
-                yield hash_batch(self.params, batch)
+        if source is None:  # layer 0: hash the keys (or pairs)
+            for groups, keys in self.batches:
+                yield hash_batch(self.params, keys, groups)
         else:
             yield from source
 
@@ -598,6 +632,7 @@ def build(
     path: str,
     *,
     key_kind: str,
+    group_kind: Optional[str] = None,
     fpr: Optional[float] = None,
     bits: Optional[int] = None,
     width: int = 64,
@@ -610,7 +645,8 @@ def build(
     filesystem: Optional[pafs.FileSystem] = None,
 ) -> BuildStats:
     """A distributed build run in this process (:class:`LocalEngine`): the same file as
-    ``ribbon build`` over the distinct keys of ``batches``."""
+    ``ribbon build`` over the distinct keys of ``batches``; with ``group_kind``, the filter
+    set of the (groups, keys) batches, as ``ribbon build --groups -o`` builds it."""
     params = build_params(
         key_kind,
         fpr=fpr,
@@ -619,6 +655,7 @@ def build(
         seed=seed,
         shard_size=shard_size,
         threshold_codes=threshold_codes,
+        group_kind=group_kind,
     )
     engine = LocalEngine(params, batches, order_seed=order_seed)
     return run_build(

@@ -157,13 +157,21 @@ def _routed_batch(plan, keys_of_ranges: np.ndarray, previous_hashes: np.ndarray)
                                       names=["part", "hashes"])
 
 
+def _hash_columns(params, batch: pa.RecordBatch) -> np.ndarray:
+    """The hashes of a batch of the build's columns: (key) or, for a filter set, (group, key)."""
+    if params.group_kind is None:
+        return dist.hash_batch(params, batch.column(0))
+    return dist.hash_batch(params, batch.column(1), groups=batch.column(0))
+
+
 def _hash_and_route(params, plan, keys_of_ranges, batch_keys: int):
-    """The map side of layer 0: Arrow batches of keys -> (partition key, hash blob) rows."""
+    """The map side of layer 0: Arrow batches of keys (or of groups and keys) -> (partition
+    key, hash blob) rows."""
 
     def run(batches):
         pending, pending_keys = [], 0
         for batch in batches:
-            pending.append(dist.hash_batch(params, batch.column(0)))
+            pending.append(_hash_columns(params, batch))
             pending_keys += batch.num_rows
             if pending_keys >= batch_keys:
                 yield _routed_batch(plan, keys_of_ranges, np.concatenate(pending))
@@ -191,9 +199,7 @@ def _routed_in_jvm(df, params, plan, keys_of_ranges, batch_keys: int):
     from pyspark.sql import DataFrame
 
     session = df.sparkSession
-    routed = session._jvm.dev.ribbon.spark.Routing.hashAndRoute(
-        df._jdf,
-        params.key_kind == "u64",
+    geometry = (
         _signed64(params.seed),
         plan.num_starts,
         plan.shard_bits,
@@ -201,6 +207,13 @@ def _routed_in_jvm(df, params, plan, keys_of_ranges, batch_keys: int):
         bytearray(keys_of_ranges.astype("<i8").tobytes()),
         batch_keys,
     )
+    routing = session._jvm.dev.ribbon.spark.Routing
+    if params.group_kind is None:
+        routed = routing.hashAndRoute(df._jdf, params.key_kind == "u64", *geometry)
+    else:
+        routed = routing.hashAndRoutePairs(
+            df._jdf, params.group_kind == "u64", params.key_kind == "u64", *geometry
+        )
     return DataFrame(routed, session)
 
 
@@ -296,30 +309,42 @@ class SparkEngine(dist.Engine):
     """Spark as the engine of :func:`ribbon.distributed.run_build`: DataFrames only (Arrow
     batches in Python, Spark's exchange for the shuffle), no RDD, no per-row Python."""
 
-    def __init__(self, df, column: str, params, *, batch_keys: int, route_in_jvm: bool = False,
-                 fail_first_attempt=None):
-        self.df = df.select(column)
+    def __init__(self, df, columns: Sequence[str], params, *, batch_keys: int,
+                 route_in_jvm: bool = False, fail_first_attempt=None):
+        self.df = df.select(*columns)
         self.spark = df.sparkSession
-        self.column = column
+        self.columns = list(columns)
         self.params = params
         self.batch_keys = batch_keys
         self.route_in_jvm = route_in_jvm
         self.fail_first_attempt = fail_first_attempt
         self.persisted = []
+        self.groups: Optional[int] = None
 
     def count(self) -> int:
+        """Rows, and for a filter set its distinct groups, in one aggregation; a null in any
+        of the build's columns is refused."""
         from pyspark.sql import functions as F
 
-        row = self.df.agg(
-            F.count(F.lit(1)).alias("rows"), F.count(F.col(self.column)).alias("keys")
-        ).first()
-        if row["keys"] != row["rows"]:
-            raise _error("KeysError", ValueError)(
-                f"column {self.column!r} has {row['rows'] - row['keys']} null values in "
-                f"{row['rows']} rows: keys cannot be null (drop them first, e.g. "
-                f"df.na.drop(subset=[{self.column!r}]))"
-            )
+        counts = [F.count(F.lit(1)).alias("rows")]
+        counts += [F.count(F.col(c)).alias(f"filled_{i}") for i, c in enumerate(self.columns)]
+        if self.params.group_kind is not None:
+            counts.append(F.count_distinct(F.col(self.columns[0])).alias("groups"))
+        row = self.df.agg(*counts).first()
+        for i, column in enumerate(self.columns):
+            nulls = row["rows"] - row[f"filled_{i}"]
+            if nulls:
+                what = "groups" if self.params.group_kind is not None and i == 0 else "keys"
+                raise _error("KeysError", ValueError)(
+                    f"column {column!r} has {nulls} null values in {row['rows']} rows: {what} "
+                    f"cannot be null (drop them first, e.g. df.na.drop(subset=[{column!r}]))"
+                )
+        if self.params.group_kind is not None:
+            self.groups = int(row["groups"])
         return int(row["rows"])
+
+    def count_groups(self) -> int:
+        return self.groups
 
     def solve_layer(self, plan, source, task):
         from pyspark import StorageLevel
@@ -406,12 +431,59 @@ def build(
     its executor time in bench/RESULTS.md ("Layer 0 routed inside the JVM").
     ``batch_keys``: keys a map task routes at once (at most 2^28 - 1).
     """
+    return _build(df, [column], path, group_kind=None, **_options(locals()))
+
+
+def build_set(
+    df,
+    group_column: str,
+    key_column: str,
+    path: Union[str, os.PathLike],
+    *,
+    fpr: Optional[float] = None,
+    bits: Optional[int] = None,
+    width: int = 64,
+    seed: int = 0,
+    shard_size: Optional[int] = None,
+    threshold_codes: Optional[str] = None,
+    range_keys: int = dist.DEFAULT_RANGE_KEYS,
+    one_place_keys: int = dist.DEFAULT_ONE_PLACE_KEYS,
+    batch_keys: int = ROUTE_BATCH_KEYS,
+    filesystem=None,
+    engine: str = "auto",
+    _fail_first_attempt: Sequence[Tuple[int, int, str]] = (),
+) -> dist.BuildStats:
+    """Builds the filter set of the pairs (``df[group_column]``, ``df[key_column]``) into
+    ``path``: one file answering "may group g hold key k?" (``ribbon.load_set``,
+    :func:`contains_in`, ``ribbon query --group``), byte-identical to ``ribbon build --groups
+    -o`` over the same distinct pairs (integer groups and keys as ``--format u64``, string
+    columns as ``group<TAB>key`` lines) and to ``ribbon.build_set``, whatever the
+    partitioning. Groups and keys are each integers (long, int, short, byte) or byte strings
+    (string, binary); neither may be null. The returned stats count the groups. Options,
+    engines, retries and the output as for :func:`build`; the JVM route hashes the pairs in
+    the executors' JVMs."""
+    return _build(df, [group_column, key_column], path,
+                  group_kind=key_kind_of_column(df, group_column), **_options(locals()))
+
+
+_BUILD_OPTIONS = ("fpr", "bits", "width", "seed", "shard_size", "threshold_codes", "range_keys",
+                  "one_place_keys", "batch_keys", "filesystem", "engine", "_fail_first_attempt")
+
+
+def _options(arguments: dict) -> dict:
+    return {name: arguments[name] for name in _BUILD_OPTIONS}
+
+
+def _build(df, columns, path, *, group_kind, fpr, bits, width, seed, shard_size,
+           threshold_codes, range_keys, one_place_keys, batch_keys, filesystem, engine,
+           _fail_first_attempt) -> dist.BuildStats:
+    """build() and build_set(): ``columns`` the key column, or the group and key columns."""
     _check_engine(engine)
     if not 1 <= batch_keys < 1 << 28:
         raise ValueError(f"batch_keys must be in [1, 2^28), not {batch_keys}")
     destination = dist.Destination(path, filesystem)
     destination.check()
-    key_kind = key_kind_of_column(df, column)
+    key_kind = key_kind_of_column(df, columns[-1])
     params = dist.build_params(
         key_kind,
         fpr=fpr,
@@ -420,11 +492,12 @@ def build(
         seed=seed,
         shard_size=shard_size,
         threshold_codes=threshold_codes,
+        group_kind=group_kind,
     )
     threads = int(df.sparkSession.conf.get("spark.task.cpus", "1"))
     spark_engine = SparkEngine(
         df,
-        column,
+        columns,
         params,
         batch_keys=batch_keys,
         route_in_jvm=_route_in_jvm(df.sparkSession, engine),
@@ -498,22 +571,33 @@ def _filter_source(filter_or_path, spark):
 _NOT_FOUND = 2**32 - 1
 
 
-def _answer(source, method: str, keys: pa.Array) -> pa.Array:
-    """The method's answers for a batch of keys: null for null keys and, for lookups in a file
-    with check bits, for keys found absent."""
+def _without_nulls(array: pa.Array) -> Tuple[pa.Array, Optional[np.ndarray]]:
+    """The array with nulls filled (0 or b"") and where they were (None if nowhere)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if not array.null_count:
+        return array, None
+    where = array.is_null().to_numpy(zero_copy_only=False)
+    return array.fill_null(0 if pa.types.is_integer(array.type) else b""), where
+
+
+def _answer(source, method: str, *columns: pa.Array) -> pa.Array:
+    """The method's answers for a batch of keys (contains_in: of groups and keys): null where
+    any of them is null and, for lookups in a file with check bits, for keys found absent."""
     f = _filter_on_executor(source)
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
     absent = None
-    if keys.null_count:  # a null key is no member: its answer is null
-        absent = keys.is_null().to_numpy(zero_copy_only=False)
-        keys = keys.fill_null(0 if pa.types.is_integer(keys.type) else b"")
+    filled = []
+    for column in columns:  # a null group or key is no member: its answer is null
+        column, nulls = _without_nulls(column)
+        filled.append(column)
+        if nulls is not None:
+            absent = nulls if absent is None else absent | nulls
     if method == "lookup" and f.check_bits:
-        answers = f.lookup(keys, absent=_NOT_FOUND)
+        answers = f.lookup(*filled, absent=_NOT_FOUND)
         not_found = answers == _NOT_FOUND
         absent = not_found if absent is None else absent | not_found
     else:
-        answers = getattr(f, method)(keys)
+        answers = getattr(f, method)(*filled)
     return pa.array(answers, mask=absent)
 
 
@@ -521,8 +605,8 @@ def _column_function(source, method: str, return_type: str):
     try:
         from pyspark.sql.functions import arrow_udf  # Spark >= 4.1: Arrow in and out
 
-        def run(keys: pa.Array) -> pa.Array:
-            out = _answer(source, method, keys)
+        def run(*columns: pa.Array) -> pa.Array:
+            out = _answer(source, method, *columns)
             return out.cast(pa.int64()) if method == "lookup" else out
 
         return arrow_udf(run, return_type)
@@ -530,14 +614,14 @@ def _column_function(source, method: str, return_type: str):
         import pandas as pd
         from pyspark.sql.functions import pandas_udf
 
-        def run_pandas(keys: pd.Series) -> pd.Series:
-            out = _answer(source, method, pa.Array.from_pandas(keys))
+        def run_pandas(*columns: pd.Series) -> pd.Series:
+            out = _answer(source, method, *(pa.Array.from_pandas(c) for c in columns))
             return (out.cast(pa.int64()) if method == "lookup" else out).to_pandas()
 
         return pandas_udf(run_pandas, return_type)
 
 
-def _query_column(method: str, return_type: str, column, filter, spark, engine: str):
+def _query_column(method: str, return_type: str, columns, filter, spark, engine: str):
     """The column of one query method: the JVM's ribbon_<method> (ribbon.spark_jvm) where it
     can run, else the Arrow UDF over the batched query path."""
     _check_engine(engine)
@@ -553,11 +637,11 @@ def _query_column(method: str, return_type: str, column, filter, spark, engine: 
         if problem is None:
             os.stat(filter)  # a missing file is refused here, as the Arrow path refuses it
             spark_jvm.register(session)
-            return getattr(spark_jvm, method + "_column")(filter, column)
+            return getattr(spark_jvm, method + "_column")(filter, *columns)
         spark_jvm.warn_python_route(session, f"ribbon.spark.{method}", problem)
     if engine == "jvm":
         raise TypeError("engine='jvm' needs a filter path (the JVM maps the file itself)")
-    return _column_function(_filter_source(filter, spark), method, return_type)(column)
+    return _column_function(_filter_source(filter, spark), method, return_type)(*columns)
 
 
 def contains(column, filter, *, spark=None, engine: str = "auto"):
@@ -572,7 +656,22 @@ def contains(column, filter, *, spark=None, engine: str = "auto"):
     the jar (``spark.jars`` set to ``ribbon.spark_jvm.jar_path()``), else in Python workers
     through an Arrow UDF over the batched query path; ``"jvm"`` and ``"python"`` force one.
     """
-    return _query_column("contains", "boolean", column, filter, spark, engine)
+    return _query_column("contains", "boolean", [column], filter, spark, engine)
+
+
+def contains_in(group_column, key_column, filter_set, *, spark=None, engine: str = "auto"):
+    """A boolean column: may the group in ``group_column`` hold the key in ``key_column``, in
+    a filter set (:func:`build_set`, ``ribbon build --groups -o``)? Null where the group or
+    the key is null. ``filter_set``: a path that every executor can read, or a
+    ``ribbon.FilterSet`` (its bytes are broadcast once). E.g. the files that may hold each
+    key: ``keys.crossJoin(files).where(ribbon.spark.contains_in("file", "key", path))``.
+    ``engine`` as for :func:`contains` (the JVM's ``ribbon_contains_in``)."""
+    from .sets import FilterSet
+
+    if isinstance(filter_set, FilterSet):
+        filter_set = filter_set._filter  # the Filter it wraps: broadcast as file bytes
+    return _query_column("contains_in", "boolean", [group_column, key_column], filter_set, spark,
+                         engine)
 
 
 def lookup(column, filter, *, spark=None, engine: str = "auto"):
@@ -580,4 +679,4 @@ def lookup(column, filter, *, spark=None, engine: str = "auto"):
     (an arbitrary value below 2^bits for keys outside its set, except in files with check
     bits: null where the key's check bits fail; null for null keys).
     ``engine`` as for :func:`contains`."""
-    return _query_column("lookup", "long", column, filter, spark, engine)
+    return _query_column("lookup", "long", [column], filter, spark, engine)

@@ -1,4 +1,5 @@
-"""Spark SQL functions in the JVM: ``ribbon_contains(path, key)`` and ``ribbon_lookup(path, key)``.
+"""Spark SQL functions in the JVM: ``ribbon_contains(path, key)``, ``ribbon_lookup(path, key)``
+and, for filter sets, ``ribbon_contains_in(path, group, key)``.
 
 The jar built from ``java/`` (a pure-Java reader of ribbon files, docs/format.md) holds Java
 UDFs that map a filter file once per executor JVM and query it row by row, with no Python
@@ -32,10 +33,12 @@ __all__ = [
     "register",
     "contains_column",
     "lookup_column",
+    "contains_in_column",
 ]
 
 _CONTAINS_CLASS = "dev.ribbon.spark.ContainsFunction"
 _LOOKUP_CLASS = "dev.ribbon.spark.LookupFunction"
+_CONTAINS_IN_CLASS = "dev.ribbon.spark.ContainsInFunction"
 _ROUTING_CLASS = "dev.ribbon.spark.Routing"
 _READER_CLASS = "dev.ribbon.RibbonFilter"
 _SESSION_FIX = ".config('spark.jars', ribbon.spark_jvm.jar_path()) on the SparkSession builder"
@@ -155,19 +158,21 @@ def warn_python_route(spark, what: str, problem: str) -> None:
 
 
 def register(spark) -> None:
-    """Registers ``ribbon_contains`` (boolean) and ``ribbon_lookup`` (long) in ``spark``
-    (adding the jar first where needed: :func:`add_jar`)."""
+    """Registers ``ribbon_contains`` (boolean), ``ribbon_lookup`` (long) and
+    ``ribbon_contains_in`` (boolean) in ``spark`` (adding the jar first where needed:
+    :func:`add_jar`)."""
     from pyspark.sql.types import BooleanType, LongType
 
     add_jar(spark)
     spark.udf.registerJavaFunction("ribbon_contains", _CONTAINS_CLASS, BooleanType())
     spark.udf.registerJavaFunction("ribbon_lookup", _LOOKUP_CLASS, LongType())
+    spark.udf.registerJavaFunction("ribbon_contains_in", _CONTAINS_IN_CLASS, BooleanType())
 
 
-def _bound(function: str, path, key_col):
-    """``function(path, key_col)`` with the path bound in the JVM (dev.ribbon.spark.BoundQuery,
-    registered once per path and function under a name of its own), so that Spark converts
-    only the key per row."""
+def _bound(function: str, path, *columns):
+    """``function(path, *columns)`` with the path bound in the JVM (dev.ribbon.spark.BoundQuery
+    or BoundContainsIn, registered once per path and function under a name of its own), so
+    that Spark converts only the columns per row."""
     import hashlib
 
     from pyspark.sql import SparkSession
@@ -176,16 +181,19 @@ def _bound(function: str, path, key_col):
     spark = SparkSession.getActiveSession()
     if spark is None:
         raise RuntimeError("no active Spark session")
-    column = F.col(key_col) if isinstance(key_col, str) else key_col
+    columns = [F.col(c) if isinstance(c, str) else c for c in columns]
     path = os.path.abspath(os.fspath(path))
     name = "%s_%s" % (function, hashlib.sha256(path.encode()).hexdigest()[:16])
     jvm = spark._jvm
     types = jvm.org.apache.spark.sql.types.DataTypes
-    query = jvm.dev.ribbon.spark.BoundQuery(path, function == "ribbon_lookup")
+    if function == "ribbon_contains_in":
+        query = jvm.dev.ribbon.spark.BoundContainsIn(path)
+    else:
+        query = jvm.dev.ribbon.spark.BoundQuery(path, function == "ribbon_lookup")
     return_type = types.LongType if function == "ribbon_lookup" else types.BooleanType
     spark._jsparkSession.udf().register(name, query, return_type)
     call = getattr(F, "call_function", None) or F.call_udf
-    return call(name, column)
+    return call(name, *columns)
 
 
 def contains_column(path, key_col):
@@ -196,6 +204,12 @@ def contains_column(path, key_col):
 def lookup_column(path, key_col):
     """``ribbon_lookup(path, key_col)`` as a Column (call :func:`register` first)."""
     return _bound("ribbon_lookup", path, key_col)
+
+
+def contains_in_column(path, group_col, key_col):
+    """``ribbon_contains_in(path, group_col, key_col)`` as a Column (call :func:`register`
+    first)."""
+    return _bound("ribbon_contains_in", path, group_col, key_col)
 
 
 def _warn_if_built_without_spark_classes() -> None:

@@ -61,7 +61,7 @@ numpy_bytes to_numpy_bytes(std::vector<unsigned char>&& v) {
 
 using params_state = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
                                 std::uint32_t, std::uint32_t, std::uint64_t, std::uint64_t,
-                                std::uint32_t, std::uint32_t, std::uint32_t>;
+                                std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>;
 
 params_state params_to_state(const filter_params& p) {
   return {p.width,
@@ -74,16 +74,18 @@ params_state params_to_state(const filter_params& p) {
           p.seed,
           static_cast<std::uint32_t>(p.keys),
           p.extra_bit_fraction,
-          static_cast<std::uint32_t>(p.threshold_codes)};
+          static_cast<std::uint32_t>(p.threshold_codes),
+          static_cast<std::uint32_t>(p.groups)};
 }
 
 filter_params params_from_state(const params_state& s) {
   filter_params p;
   std::tie(p.width, p.result_bits, p.bucket_size, p.threshold_light, p.threshold_heavy, std::ignore,
-           p.shard_size, p.seed, std::ignore, p.extra_bit_fraction, std::ignore) = s;
+           p.shard_size, p.seed, std::ignore, p.extra_bit_fraction, std::ignore, std::ignore) = s;
   p.variant = static_cast<filter_variant>(std::get<5>(s));
   p.keys = static_cast<key_kind>(std::get<8>(s));
   p.threshold_codes = static_cast<threshold_encoding>(std::get<10>(s));  // check_params checks it
+  p.groups = static_cast<group_kind>(std::get<11>(s));                   // and this
   if (const char* problem = check_params(p)) raise(failure::options, problem);
   return p;
 }
@@ -116,6 +118,12 @@ dist::layer_plan plan_from_state(const plan_state& s) {
   return p;
 }
 
+/// A filter set's group kind, named as key kinds are ("u64", "bytes"); none without a name.
+group_kind group_kind_named(const std::optional<std::string>& name) {
+  if (!name) return group_kind::none;
+  return key_kind_from_name(*name) == key_kind::u64 ? group_kind::u64 : group_kind::bytes;
+}
+
 void bind_params(nb::module_& m) {
   nb::class_<filter_params>(m, "DistributedParams",
                             "The parameters of a distributed build (what `ribbon build` uses).")
@@ -123,7 +131,8 @@ void bind_params(nb::module_& m) {
           "__init__",
           [](filter_params* self, const std::string& kind_name, std::optional<double> fpr,
              std::optional<std::int64_t> bits, std::int64_t width, std::uint64_t seed,
-             std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes) {
+             std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes,
+             std::optional<std::string> group_kind_name) {
             build_arguments args;
             args.fpr = fpr;
             args.bits = bits;
@@ -133,13 +142,23 @@ void bind_params(nb::module_& m) {
             args.threshold_codes = std::move(threshold_codes);
             const build_options options = to_build_options(args);
             const key_kind kind = key_kind_from_name(kind_name);
-            new (self) filter_params(
-                translating(failure::options, [&] { return dist::build_params(options, kind); }));
+            const group_kind groups = group_kind_named(group_kind_name);
+            new (self) filter_params(translating(
+                failure::options, [&] { return dist::build_params(options, kind, groups); }));
           },
           nb::arg("key_kind"), nb::kw_only(), nb::arg("fpr") = nb::none(),
           nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("seed") = 0,
-          nb::arg("shard_size") = nb::none(), nb::arg("threshold_codes") = nb::none())
+          nb::arg("shard_size") = nb::none(), nb::arg("threshold_codes") = nb::none(),
+          nb::arg("group_kind") = nb::none(),
+          "The parameters of `ribbon build` for these options; group_kind (\"u64\" or "
+          "\"bytes\"): those of a filter set (`ribbon build --groups -o`) whose groups are of "
+          "that kind.")
       .def_prop_ro("key_kind", [](const filter_params& p) { return key_kind_name(p.keys); })
+      .def_prop_ro("group_kind",
+                   [](const filter_params& p) -> std::optional<std::string> {
+                     if (!p.is_set()) return std::nullopt;
+                     return std::string(group_kind_name(p.groups));
+                   })
       .def_ro("width", &filter_params::width)
       .def_ro("result_bits", &filter_params::result_bits)
       .def_ro("seed", &filter_params::seed)
@@ -280,16 +299,16 @@ void bind_finish_steps(nb::module_& m) {
       [](const std::string& path, const filter_params& p, std::uint64_t key_count,
          const std::vector<std::tuple<dist::layer_plan, std::uint64_t, std::vector<std::string>>>&
              layers,
-         const dist::finished_layers* rest) {
+         const dist::finished_layers* rest, std::uint64_t group_count) {
         std::vector<dist::solved_layer> solved;
         for (const auto& [plan, bumped, parts] : layers) solved.push_back({plan, bumped, parts});
         translating(failure::file, [&] {
           nb::gil_scoped_release release;
-          dist::assemble(path, p, key_count, solved, rest);
+          dist::assemble(path, p, key_count, solved, rest, group_count);
         });
       },
       nb::arg("path"), nb::arg("params"), nb::arg("key_count"), nb::arg("layers"),
-      nb::arg("rest").none(),
+      nb::arg("rest").none(), nb::arg("group_count") = 0,
       "Writes the file from (plan, bumped_keys, part paths) per distributed layer and the "
       "finished layers.");
 }
@@ -301,7 +320,7 @@ void bind_frame_steps(nb::module_& m) {
       [](const filter_params& p, std::uint64_t key_count,
          const std::vector<
              std::tuple<dist::layer_plan, std::uint64_t, std::uint64_t, std::uint64_t>>& layers,
-         const dist::finished_layers* rest) {
+         const dist::finished_layers* rest, std::uint64_t group_count) {
         std::vector<dist::solved_layer> solved;
         std::vector<dist::section_checksums> checksums;
         for (const auto& [plan, bumped, threshold_sum, solution_sum] : layers) {
@@ -309,7 +328,7 @@ void bind_frame_steps(nb::module_& m) {
           checksums.push_back({threshold_sum, solution_sum});
         }
         dist::file_frame frame = translating(failure::generic, [&] {
-          return dist::frame_file(p, key_count, solved, checksums, rest);
+          return dist::frame_file(p, key_count, solved, checksums, rest, group_count);
         });
         std::vector<std::tuple<std::uint64_t, nb::bytes>> pieces;
         for (const auto& piece : frame.pieces) {
@@ -323,6 +342,7 @@ void bind_frame_steps(nb::module_& m) {
         return std::make_tuple(frame.file_bytes, pieces, holes);
       },
       nb::arg("params"), nb::arg("key_count"), nb::arg("layers"), nb::arg("rest").none(),
+      nb::arg("group_count") = 0,
       "The file around its distributed sections, from (plan, bumped_keys, threshold checksum, "
       "solution checksum) per distributed layer: (file_bytes, [(offset, bytes)], [(offset, "
       "size, layer, section: 0 thresholds, 1 solution)]).");

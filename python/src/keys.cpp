@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "arrays.hpp"
 #include "errors.hpp"
 
 namespace nb = nanobind;
@@ -349,24 +350,50 @@ key_views to_arrow_key_views(nb::handle keys, std::optional<key_kind> expected) 
   return collector.finish();
 }
 
-void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out) {
-  const std::uint64_t n = keys.size();
-  if (keys.kind() == key_kind::u64) {
-    const std::uint64_t mixed = seed_mix(seed);
-    const std::uint64_t* k = keys.integers();
-    for (std::uint64_t i = 0; i < n; ++i) out[i] = hash_u64(k[i], mixed);
-  } else if (keys.arrow_chunks().empty()) {
-    const std::string_view* k = keys.strings();
-    for (std::uint64_t i = 0; i < n; ++i) out[i] = hash_bytes(k[i].data(), k[i].size(), seed);
+namespace {
+
+/// out[i] = integer(item i) or bytes(data, size) of item i, whatever holds the items.
+template <class IntegerHash, class BytesHash>
+void hash_items(const key_views& items, const IntegerHash& integer, const BytesHash& bytes,
+                std::uint64_t* out) {
+  const std::uint64_t n = items.size();
+  if (items.kind() == key_kind::u64) {
+    const std::uint64_t* k = items.integers();
+    for (std::uint64_t i = 0; i < n; ++i) out[i] = integer(k[i]);
+  } else if (items.arrow_chunks().empty()) {
+    const std::string_view* k = items.strings();
+    for (std::uint64_t i = 0; i < n; ++i) out[i] = bytes(k[i].data(), k[i].size());
   } else {
-    for (const arrow_strings& chunk : keys.arrow_chunks()) {
+    for (const arrow_strings& chunk : items.arrow_chunks()) {
       with_offsets(chunk, [&](const auto* offsets) {
-        using Offset = std::decay_t<decltype(*offsets)>;
-        const offsets_key_hash<Offset> key_hash{offsets, chunk.data, seed};
-        for (std::uint64_t i = 0; i < chunk.count; ++i) *out++ = key_hash(i);
+        for (std::uint64_t i = 0; i < chunk.count; ++i) {
+          *out++ =
+              bytes(chunk.data + offsets[i], static_cast<std::size_t>(offsets[i + 1] - offsets[i]));
+        }
       });
     }
   }
+}
+
+}  // namespace
+
+void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out) {
+  const std::uint64_t mixed = seed_mix(seed);
+  hash_items(
+      keys, [mixed](std::uint64_t k) { return hash_u64(k, mixed); },
+      [seed](const void* data, std::size_t size) { return hash_bytes(data, size, seed); }, out);
+}
+
+void hash_pairs(const key_views& groups, const key_views& keys, std::uint64_t seed,
+                std::uint64_t* out) {
+  hash_keys(keys, seed, out);
+  const std::uint64_t mixed = seed_mix(seed);
+  std::vector<std::uint64_t> group_hashes(groups.size());
+  hash_items(
+      groups, [mixed](std::uint64_t g) { return group_hash_u64(g, mixed); },
+      [seed](const void* data, std::size_t size) { return group_hash_bytes(data, size, seed); },
+      group_hashes.data());
+  for (std::uint64_t i = 0; i < keys.size(); ++i) out[i] = pair_hash(group_hashes[i], out[i]);
 }
 
 key_kind key_kind_from_name(const std::string& name) {
@@ -394,6 +421,12 @@ std::vector<std::uint32_t> to_values(nanobind::handle values, std::uint64_t key_
   return out;
 }
 
+/// The key kind named, if any.
+std::optional<key_kind> kind_named(const std::optional<std::string>& name) {
+  if (!name) return std::nullopt;
+  return key_kind_from_name(*name);
+}
+
 }  // namespace ribbon::python
 
 void bind_keys(nb::module_& m) {
@@ -401,18 +434,9 @@ void bind_keys(nb::module_& m) {
   m.def(
       "hash_keys",
       [](nb::handle keys, std::uint64_t seed, std::optional<std::string> kind) {
-        std::optional<ribbon::key_kind> expected;
-        if (kind) expected = key_kind_from_name(*kind);
-        const key_views views = to_arrow_key_views(keys, expected);
-        std::unique_ptr<std::uint64_t[]> out(new std::uint64_t[views.size() ? views.size() : 1]);
-        {
-          nb::gil_scoped_release release;
-          hash_keys(views, static_cast<std::uint64_t>(seed), out.get());
-        }
-        std::uint64_t* raw = out.release();
-        nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<std::uint64_t*>(p); });
-        return nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>>(
-            raw, {static_cast<std::size_t>(views.size())}, owner);
+        const key_views views = to_arrow_key_views(keys, kind_named(kind));
+        return new_array<std::uint64_t>(views.size(),
+                                        [&](std::uint64_t* out) { hash_keys(views, seed, out); });
       },
       nb::arg("keys"), nb::kw_only(), nb::arg("seed") = 0, nb::arg("key_kind") = nb::none(),
       R"(The 64-bit key hashes `ribbon build` computes for these keys (numpy uint64 array).
@@ -420,6 +444,26 @@ void bind_keys(nb::module_& m) {
 Integer keys: hash_u64(key, seed_mix(seed)); byte strings: XXH64(bytes, seed). The key kind is
 inferred as ribbon.build infers it (key_kind= forces it, e.g. for an empty list). Takes the
 keys ribbon.build takes; BulkBuilder.add_hashes() accepts the result.)");
+  m.def(
+      "hash_pairs",
+      [](nb::handle groups, nb::handle keys, std::uint64_t seed,
+         std::optional<std::string> group_kind, std::optional<std::string> key_kind) {
+        const key_views group_views = to_arrow_key_views(groups, kind_named(group_kind));
+        const key_views key_views_ = to_arrow_key_views(keys, kind_named(key_kind));
+        if (group_views.size() != key_views_.size()) {
+          raise(failure::keys, "groups has " + std::to_string(group_views.size()) +
+                                   " entries for " + std::to_string(key_views_.size()) + " keys");
+        }
+        return new_array<std::uint64_t>(key_views_.size(), [&](std::uint64_t* out) {
+          hash_pairs(group_views, key_views_, seed, out);
+        });
+      },
+      nb::arg("groups"), nb::arg("keys"), nb::kw_only(), nb::arg("seed") = 0,
+      nb::arg("group_kind") = nb::none(), nb::arg("key_kind") = nb::none(),
+      R"(The 64-bit hashes a filter set of this seed stores for the pairs (groups[i], keys[i])
+(numpy uint64 array): `ribbon build --groups -o` and ribbon.build_set hash them so. Groups and
+keys are each integers or byte strings, inferred as ribbon.build infers keys (group_kind= and
+key_kind= force them).)");
   m.def(
       "key_kind_of", [](nb::handle keys) { return key_kind_name(to_key_views(keys).kind()); },
       nb::arg("keys"), "\"u64\" or \"bytes\": the key kind ribbon.build infers for these keys.");

@@ -93,6 +93,11 @@ decltype(auto) with_offsets(const arrow_strings& chunk, const F& f) {
 /// seed_mix(seed)) for integers, hash_bytes(data, size, seed) for byte strings. No GIL needed.
 void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out);
 
+/// out[i] = the hash a filter set of this seed stores for (groups[i], keys[i]) (what
+/// set_hasher::pair gives; groups.size() == keys.size()). No GIL needed.
+void hash_pairs(const key_views& groups, const key_views& keys, std::uint64_t seed,
+                std::uint64_t* out);
+
 /// The key_kind named "u64" or "bytes"; raises ribbon.OptionsError for other names.
 key_kind key_kind_from_name(const std::string& name);
 

@@ -50,6 +50,25 @@ def test_string_keys_from_arrow_equal_the_cli(tmp_path):
     assert open(out, "rb").read() == expected
 
 
+def test_filter_sets_equal_build_set_in_any_batches(tmp_path):
+    # (groups, keys) batches, string groups from Arrow and numpy, pairs given twice: the bytes
+    # of ribbon.build_set over the distinct pairs, the group count in the file.
+    keys = random_u64(30000, seed=3)
+    numbers = np.random.default_rng(4).zipf(1.5, len(keys)) % 500
+    groups = ["part-%d" % g for g in numbers]
+    expected = ribbon.build_set(groups, keys, seed=5, shard_size=4096).to_bytes()
+    batches = [(pa.array(groups[i : i + 7000]), keys[i : i + 7000]) for i in range(0, 30000, 7000)]
+    batches.append((np.array(groups[:100], dtype=object), keys[:100]))
+    out = str(tmp_path / "set.ribbon")
+    stats = dist.build(batches, out, key_kind="u64", group_kind="bytes", seed=5, **SMALL)
+    assert (stats.rows, stats.keys, stats.groups) == (30100, 30000, len(set(groups)))
+    assert stats.layers[0]["ranges"] >= 5
+    assert open(out, "rb").read() == expected
+    assert ribbon.load_set(out).group_count == len(set(groups))
+    with pytest.raises(ValueError, match="needs the groups"):
+        dist.hash_batch(dist.build_params("u64", group_kind="u64"), keys)
+
+
 def test_seeds_take_the_whole_64_bit_range_as_the_cli_and_ribbon_build(tmp_path):
     keys = random_u64(5000, seed=6)
     seed = 2**64 - 5

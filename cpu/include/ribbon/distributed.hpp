@@ -38,8 +38,11 @@ namespace ribbon::distributed {
 
 /// The parameters `ribbon build` uses for these options and key kind. Throws ribbon::error
 /// for invalid options and for variants other than the bumped filter (the distributed build
-/// builds bumped filters only).
-filter_params build_params(const build_options& options, key_kind keys);
+/// builds bumped filters only). `groups` other than none: a filter set (`ribbon build --groups
+/// -o`), whose hashes are the pairs' (set_hasher::pair) and whose file names the group count
+/// (assemble's and frame_file's `group_count`).
+filter_params build_params(const build_options& options, key_kind keys,
+                           group_kind groups = group_kind::none);
 
 /// One distributed layer: its geometry and its cut into ranges of whole shards.
 struct layer_plan {
@@ -165,9 +168,11 @@ struct section_checksums {
 
 /// Writes the file: header, the distributed layers (their sections concatenated from the part
 /// files, whose sizes are checked), then the finished layers; to a temporary file renamed
-/// over `path`. `key_count` is layer 0's input_keys (or 0 for an empty build).
+/// over `path`. `key_count` is layer 0's input_keys (or 0 for an empty build); `group_count`
+/// a filter set's distinct groups (0 for a filter).
 void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
-              const std::vector<solved_layer>& layers, const finished_layers* rest);
+              const std::vector<solved_layer>& layers, const finished_layers* rest,
+              std::uint64_t group_count = 0);
 
 /// The file around its distributed layers' sections, for engines that place those sections
 /// themselves (range tasks writing their windows at their offsets, or one writer streaming
@@ -193,6 +198,7 @@ struct file_frame {
 /// (`layers[l].parts` are not read).
 file_frame frame_file(const filter_params& p, std::uint64_t key_count,
                       const std::vector<solved_layer>& layers,
-                      const std::vector<section_checksums>& checksums, const finished_layers* rest);
+                      const std::vector<section_checksums>& checksums, const finished_layers* rest,
+                      std::uint64_t group_count = 0);
 
 }  // namespace ribbon::distributed

@@ -47,14 +47,27 @@ public final class Hashing {
         return XXH64.hash(bytes, offset, length, seed);
     }
 
-    /** Filter sets (docs/format.md, section 11): hash of a group named by an integer. */
+    /**
+     * Filter sets (docs/format.md, section 11): the constant that groups named by integers are
+     * hashed with ({@link #hashLong} under it), from the filter's {@link #seedMix}.
+     */
+    public static long groupSeedMix(long seedMixed) {
+        return mix64(seedMixed ^ GROUP_SEED) | 1;
+    }
+
+    /** Filter sets: the seed that groups named by byte strings are hashed with ({@link #hashBytes}). */
+    public static long groupSeed(long seed) {
+        return seed ^ GROUP_SEED;
+    }
+
+    /** Filter sets: hash of a group named by an integer. */
     public static long groupHashLong(long group, long seedMixed) {
-        return hashLong(group, mix64(seedMixed ^ GROUP_SEED) | 1);
+        return hashLong(group, groupSeedMix(seedMixed));
     }
 
     /** Filter sets: hash of a group named by a byte string. */
     public static long groupHashBytes(byte[] group, long seed) {
-        return XXH64.hash(group, 0, group.length, seed ^ GROUP_SEED);
+        return hashBytes(group, groupSeed(seed));
     }
 
     /** Filter sets: the hash stored for key hash {@code keyHash} in the group of {@code groupHash}. */

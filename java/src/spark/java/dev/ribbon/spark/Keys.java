@@ -20,12 +20,23 @@ final class Keys {
     static byte[] bytes(Object key) {
         if (key instanceof byte[]) return (byte[]) key;
         if (key instanceof String) return ((String) key).getBytes(StandardCharsets.UTF_8);
-        throw new RibbonException("ribbon keys are integers (long, int) or byte strings (string, binary), not "
+        throw new RibbonException("ribbon keys and groups are integers (long, int) or byte strings (string, binary), not "
                 + key.getClass().getSimpleName());
     }
 
     static boolean contains(RibbonFilter f, Object key) {
         return isInteger(key) ? f.contains(((Number) key).longValue()) : f.contains(bytes(key));
+    }
+
+    /** May the group hold the key? Groups are read as keys are. */
+    static boolean containsIn(RibbonFilter f, Object group, Object key) {
+        boolean integerKey = isInteger(key);
+        if (isInteger(group)) {
+            long g = ((Number) group).longValue();
+            return integerKey ? f.containsIn(g, ((Number) key).longValue()) : f.containsIn(g, bytes(key));
+        }
+        byte[] g = bytes(group);
+        return integerKey ? f.containsIn(g, ((Number) key).longValue()) : f.containsIn(g, bytes(key));
     }
 
     /** The key's value; null where the file's check bits tell the key is not in the set. */

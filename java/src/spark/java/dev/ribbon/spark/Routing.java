@@ -9,6 +9,7 @@ import java.util.Iterator;
 import java.util.NoSuchElementException;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -52,64 +53,121 @@ public final class Routing {
      */
     public static Dataset<Row> hashAndRoute(Dataset<Row> keys, boolean integerKeys, long seed,
             long numStarts, int shardBits, long shardsPerRange, byte[] partKeys, int batchKeys) {
+        long seedMixed = Hashing.seedMix(seed);
+        KeyHash hash = integerKeys ? new LongColumn(0, seedMixed) : ByteColumn.of(keys, 0, seed);
+        return route(keys, new boolean[] {integerKeys}, hash, numStarts, shardBits, shardsPerRange,
+                partKeys, batchKeys);
+    }
+
+    /**
+     * Rows {@code (part long, hashes binary)} routing the (group, key) pairs of a filter set's
+     * build ({@code ribbon.spark.build_set}): {@code pairs}' two columns, hashed as {@code ribbon
+     * build --groups -o} hashes them; the other parameters as {@link #hashAndRoute}'s.
+     *
+     * @param integerGroups true for an integer group column, false for string and binary
+     * @param integerKeys the same for the key column
+     */
+    public static Dataset<Row> hashAndRoutePairs(Dataset<Row> pairs, boolean integerGroups,
+            boolean integerKeys, long seed, long numStarts, int shardBits, long shardsPerRange,
+            byte[] partKeys, int batchKeys) {
+        long seedMixed = Hashing.seedMix(seed);
+        KeyHash group = integerGroups
+                ? new LongColumn(0, Hashing.groupSeedMix(seedMixed))
+                : ByteColumn.of(pairs, 0, Hashing.groupSeed(seed));
+        KeyHash key = integerKeys ? new LongColumn(1, seedMixed) : ByteColumn.of(pairs, 1, seed);
+        return route(pairs, new boolean[] {integerGroups, integerKeys}, new PairHash(group, key),
+                numStarts, shardBits, shardsPerRange, partKeys, batchKeys);
+    }
+
+    /** The routed rows of {@code input}'s columns (integer ones read as longs), hashed by {@code hash}. */
+    private static Dataset<Row> route(Dataset<Row> input, boolean[] integerColumns, KeyHash hash,
+            long numStarts, int shardBits, long shardsPerRange, byte[] partKeys, int batchKeys) {
         if (batchKeys < 1 || batchKeys >= 1 << 28) {
             throw new IllegalArgumentException("batchKeys must be in [1, 2^28), not " + batchKeys);
         }
         long[] parts = new long[partKeys.length / Long.BYTES];
         ByteBuffer.wrap(partKeys).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(parts);
         var ranges = new RangeOf(numStarts, shardBits, shardsPerRange);
-        var column = keys.col(keys.columns()[0]);
-        var selected = keys.select(integerKeys ? column.cast("long") : column);
-        KeyHash hash = integerKeys
-                ? new LongKeys(seed)
-                : new ByteKeys(seed, keys.schema().fields()[0].dataType().sameType(DataTypes.BinaryType));
+        Column[] columns = new Column[integerColumns.length];
+        for (int i = 0; i < columns.length; ++i) {
+            Column column = input.col(input.columns()[i]);
+            columns[i] = integerColumns[i] ? column.cast("long") : column;
+        }
+        var selected = input.select(columns);
         JavaRDD<InternalRow> rows = ((org.apache.spark.sql.classic.Dataset<Row>) selected)
                 .queryExecution().toRdd().toJavaRDD();
         JavaRDD<Row> routed = rows.mapPartitions(new Router(hash, ranges, parts, batchKeys));
-        return keys.sparkSession().createDataFrame(routed, ROUTED);
+        return input.sparkSession().createDataFrame(routed, ROUTED);
     }
 
-    /** A key's hash, read from column 0 of an internal row. */
+    /** A row's hash, read from the columns of an internal row. */
     interface KeyHash extends java.io.Serializable {
         long of(InternalRow row);
     }
 
-    /** Integer keys: column 0 is a long. */
-    static final class LongKeys implements KeyHash {
+    /** An integer column (a long): {@link Hashing#hashLong} under a seed's mix. */
+    static final class LongColumn implements KeyHash {
         private static final long serialVersionUID = 1L;
+        private final int ordinal;
         private final long seedMixed;
 
-        LongKeys(long seed) {
-            seedMixed = Hashing.seedMix(seed);
+        LongColumn(int ordinal, long seedMixed) {
+            this.ordinal = ordinal;
+            this.seedMixed = seedMixed;
         }
 
         @Override
         public long of(InternalRow row) {
-            return Hashing.hashLong(row.getLong(0), seedMixed);
+            return Hashing.hashLong(row.getLong(ordinal), seedMixed);
         }
     }
 
-    /** Byte-string keys: column 0 is a string (hashed in place) or binary. */
-    static final class ByteKeys implements KeyHash {
+    /** A string (hashed in place) or binary column: {@link Hashing#hashBytes} under a seed. */
+    static final class ByteColumn implements KeyHash {
         private static final long serialVersionUID = 1L;
+        private final int ordinal;
         private final long seed;
         private final boolean binary;
 
-        ByteKeys(long seed, boolean binary) {
+        ByteColumn(int ordinal, long seed, boolean binary) {
+            this.ordinal = ordinal;
             this.seed = seed;
             this.binary = binary;
+        }
+
+        /** Column {@code ordinal} of {@code input}, a string or binary column. */
+        static ByteColumn of(Dataset<Row> input, int ordinal, long seed) {
+            return new ByteColumn(ordinal, seed,
+                    input.schema().fields()[ordinal].dataType().sameType(DataTypes.BinaryType));
         }
 
         @Override
         public long of(InternalRow row) {
             // Binary values come out as arrays of their own; strings point into the row.
-            if (binary) return Hashing.hashBytes(row.getBinary(0), seed);
-            UTF8String text = row.getUTF8String(0);
+            if (binary) return Hashing.hashBytes(row.getBinary(ordinal), seed);
+            UTF8String text = row.getUTF8String(ordinal);
             if (text.getBaseObject() instanceof byte[]) {
                 int offset = Math.toIntExact(text.getBaseOffset() - Platform.BYTE_ARRAY_OFFSET);
                 return Hashing.hashBytes((byte[]) text.getBaseObject(), offset, text.numBytes(), seed);
             }
             return Hashing.hashBytes(text.getBytes(), seed);
+        }
+    }
+
+    /** A filter set's pair: {@link Hashing#pairHash} of its group's and its key's hashes. */
+    static final class PairHash implements KeyHash {
+        private static final long serialVersionUID = 1L;
+        private final KeyHash group;
+        private final KeyHash key;
+
+        PairHash(KeyHash group, KeyHash key) {
+            this.group = group;
+            this.key = key;
+        }
+
+        @Override
+        public long of(InternalRow row) {
+            return Hashing.pairHash(group.of(row), key.of(row));
         }
     }
 

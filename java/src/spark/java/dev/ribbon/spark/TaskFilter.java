@@ -45,4 +45,13 @@ final class TaskFilter {
         RibbonFilter f = get(filterPath);
         return lookup ? (Object) Keys.lookup(f, key) : (Object) Keys.contains(f, key);
     }
+
+    /**
+     * May the group hold {@code key} in the filter set file at {@code filterPath}? Null for a
+     * null group, key or path.
+     */
+    Boolean answerIn(String filterPath, Object group, Object key) {
+        if (group == null || key == null || filterPath == null) return null;
+        return Keys.containsIn(get(filterPath), group, key);
+    }
 }
