@@ -265,30 +265,41 @@ def _solve_ranges(task, layer: int, keys_of_ranges, fail_first_attempt):
 def _collect(df) -> pa.Table:
     """``df`` on the driver through one more exchange (to one partition), so that the stage
     computing ``df`` is a shuffle map stage: one that Spark can rerun whole (see
-    :func:`_rerunnable_stages`)."""
+    :func:`_build_settings`)."""
     return df.repartition(1).toArrow()
 
 
 @contextlib.contextmanager
-def _rerunnable_stages(session):
-    """Adaptive query execution off while the build runs (the session's setting is restored).
+def _build_settings(session):
+    """The session's settings while a build runs, restored after it (failed or not).
 
-    Spark 4 compares a rerun map task's output with its first attempt's (order-independent
-    checksums). Routed blobs group hashes as their rows arrived, and rows read from a shuffle
-    arrive in any order: after a lost executor, rerun route tasks may differ, and Spark then
-    reruns every task of the stage that read them. It can rerun a shuffle map stage; a result
-    stage some of whose tasks have finished it cannot, and it fails the job ("A shuffle map
-    stage with indeterminate output was failed and retried"). With AQE, caching a layer's
-    ranges is a job of its own whose last stage is such a result stage; without it, the ranges
-    are solved and cached inside a map stage of the job that collects them (:func:`_collect`).
-    The build's exchanges have fixed partition counts, so AQE has nothing to adapt here."""
-    key = "spark.sql.adaptive.enabled"
-    before = session.conf.get(key)
-    session.conf.set(key, "false")
+    Adaptive query execution off. Spark 4 compares a rerun map task's output with its first
+    attempt's (order-independent checksums). Routed blobs group hashes as their rows arrived,
+    and rows read from a shuffle arrive in any order: after a lost executor, rerun route tasks
+    may differ, and Spark then reruns every task of the stage that read them. It can rerun a
+    shuffle map stage; a result stage some of whose tasks have finished it cannot, and it fails
+    the job ("A shuffle map stage with indeterminate output was failed and retried"). With
+    AQE, caching a layer's ranges is a job of its own whose last stage is such a result stage;
+    without it, the ranges are solved and cached inside a map stage of the job that collects
+    them (:func:`_collect`). The build's exchanges have fixed partition counts, so AQE has
+    nothing to adapt there.
+
+    ``spark.sql.shuffle.partitions`` at the session's parallelism: without AQE nothing
+    coalesces its default of 200 partitions, and a filter set's ``count_distinct`` of the
+    groups (the one aggregation that shuffles by it) then ran 200 tiny tasks, 1.3 s of a
+    10^8-pair build on two cores (bench/RESULTS.md, "Filter sets on Spark")."""
+    settings = {
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.shuffle.partitions": str(max(1, session.sparkContext.defaultParallelism)),
+    }
+    before = {key: session.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        session.conf.set(key, value)
     try:
         yield
     finally:
-        session.conf.set(key, before)
+        for key, value in before.items():
+            session.conf.set(key, value)
 
 
 def _run_pickled(tasks):
@@ -416,7 +427,7 @@ def build(
     (integer columns as ``--format u64``, string/binary columns as byte strings), whatever
     the partitioning, the number of executors, the order of rows, task retries and lost
     executors (adaptive query execution is off while the build runs: see
-    :func:`_rerunnable_stages`). Repeated keys count once. ``range_keys``: keys per range task (its memory: about 40 bytes per key);
+    :func:`_build_settings`). Repeated keys count once. ``range_keys``: keys per range task (its memory: about 40 bytes per key);
     ``one_place_keys``: layers this small are finished on the driver. ``path``: a path on a
     file system that the executors and the driver share, or a URI that ``pyarrow.fs``
     resolves (``s3://bucket/key``, ``hdfs://...``; credentials from the usual environment
@@ -504,7 +515,7 @@ def _build(df, columns, path, *, group_kind, fpr, bits, width, seed, shard_size,
         fail_first_attempt=_fail_first_attempt,
     )
     try:
-        with _rerunnable_stages(df.sparkSession):
+        with _build_settings(df.sparkSession):
             stats = dist.run_build(
                 spark_engine,
                 params,

@@ -187,19 +187,21 @@ def test_bad_input_is_refused_before_any_work(spark, tmp_path):
 
 
 def test_builds_leave_the_sessions_settings_as_they_were(spark, tmp_path):
-    # The build turns adaptive query execution off while it runs (ribbon.spark's
-    # _rerunnable_stages), after a failure too.
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key)
+    # The build turns adaptive query execution off and sets the shuffle partitions while it
+    # runs (ribbon.spark's _build_settings), and restores both, after a failure too.
+    keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+    before = {key: spark.conf.get(key) for key in keys}
     try:
-        for setting in ("true", "false"):
-            spark.conf.set(key, setting)
+        for settings in (("true", "13"), ("false", "200")):
+            for key, setting in zip(keys, settings):
+                spark.conf.set(key, setting)
             ribbon.spark.build(spark.range(1000).withColumnRenamed("id", "k"), "k",
                                str(tmp_path / "k.ribbon"))
-            assert spark.conf.get(key) == setting
+            assert tuple(spark.conf.get(key) for key in keys) == settings
             with pytest.raises(ribbon.KeysError):
-                ribbon.spark.build(spark.createDataFrame([(None,)], "k long"), "k",
-                                   str(tmp_path / "k.ribbon"))
-            assert spark.conf.get(key) == setting
+                ribbon.spark.build_set(spark.createDataFrame([(None, 1)], "g long, k long"),
+                                       "g", "k", str(tmp_path / "k.ribbon"))
+            assert tuple(spark.conf.get(key) for key in keys) == settings
     finally:
-        spark.conf.set(key, before)
+        for key, value in before.items():
+            spark.conf.set(key, value)
