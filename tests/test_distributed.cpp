@@ -44,62 +44,97 @@ struct engine_report {
   std::uint32_t layer0_plans = 0;
 };
 
-/// Plans and solves one layer over its layer hashes; returns the bumped hashes.
-std::vector<std::uint64_t> solve_layer(const ribbon::filter_params& p, const dist::layer_plan& plan,
-                                       std::vector<std::uint64_t> hashes, const temp_dir& dir,
-                                       const engine_options& o, dist::solved_layer& out,
-                                       bool skip_if_repeats, std::uint64_t& distinct) {
+/// A layer's input: hashes and, for retrieval, their stored values.
+struct records {
+  std::vector<std::uint64_t> hashes;
+  std::vector<std::uint32_t> values;  // retrieval only
+  bool with_values = false;
+
+  records slice(std::uint64_t begin, std::uint64_t end) const {
+    records out{{hashes.begin() + begin, hashes.begin() + end}, {}, with_values};
+    if (with_values) out.values.assign(values.begin() + begin, values.begin() + end);
+    return out;
+  }
+  void append(const records& more) {
+    hashes.insert(hashes.end(), more.hashes.begin(), more.hashes.end());
+    values.insert(values.end(), more.values.begin(), more.values.end());
+  }
+};
+
+dist::range_outcome solve(const ribbon::filter_params& p, const dist::layer_plan& plan,
+                          std::uint64_t r, const records& range, const std::string& part,
+                          bool skip_if_repeats) {
+  if (range.with_values) {
+    return dist::solve_range(p, plan, r, range.hashes, range.values, part, skip_if_repeats);
+  }
+  return dist::solve_range(p, plan, r, range.hashes, part, skip_if_repeats);
+}
+
+/// Plans and solves one layer over its layer hashes; returns the bumped records.
+records solve_layer(const ribbon::filter_params& p, const dist::layer_plan& plan, records layer,
+                    const temp_dir& dir, const engine_options& o, dist::solved_layer& out,
+                    bool skip_if_repeats, std::uint64_t& distinct) {
   std::vector<std::uint64_t> offsets;
-  dist::group_by_range(plan, hashes.data(), hashes.size(), offsets);
+  if (layer.with_values) {
+    dist::group_by_range(plan, layer.hashes.data(), layer.values.data(), layer.hashes.size(),
+                         offsets);
+  } else {
+    dist::group_by_range(plan, layer.hashes.data(), layer.hashes.size(), offsets);
+  }
   std::vector<std::uint64_t> order(plan.num_ranges());
   for (std::uint64_t r = 0; r < order.size(); ++r) order[r] = r;
   rng shuffle(o.shuffle_seed + plan.layer);
   for (std::uint64_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle.below(i)]);
-  std::map<std::uint64_t, std::vector<std::uint64_t>> bumped_by_range;
+  std::map<std::uint64_t, records> bumped_by_range;
   out = {plan, 0, {}};
   distinct = 0;
+  auto part_of = [&](std::uint64_t r) {
+    return dir.file("L" + std::to_string(plan.layer) + "-R" + std::to_string(r) + ".part");
+  };
   for (const std::uint64_t r : order) {
-    const std::string part =
-        dir.file("L" + std::to_string(plan.layer) + "-R" + std::to_string(r) + ".part");
-    std::vector<std::uint64_t> range(hashes.begin() + offsets[r], hashes.begin() + offsets[r + 1]);
-    std::reverse(range.begin(), range.end());  // the order of rows is irrelevant
-    dist::range_outcome outcome = dist::solve_range(p, plan, r, range, part, skip_if_repeats);
+    records range = layer.slice(offsets[r], offsets[r + 1]);
+    std::reverse(range.hashes.begin(), range.hashes.end());  // the order of rows is irrelevant
+    std::reverse(range.values.begin(), range.values.end());
+    dist::range_outcome outcome = solve(p, plan, r, range, part_of(r), skip_if_repeats);
     if (o.retry_every_range && outcome.solved) {
-      outcome = dist::solve_range(p, plan, r, range, part, skip_if_repeats);
+      outcome = solve(p, plan, r, range, part_of(r), skip_if_repeats);
     }
     distinct += outcome.distinct_keys;
-    bumped_by_range[r] = std::move(outcome.bumped);
+    bumped_by_range[r] = {std::move(outcome.bumped), std::move(outcome.bumped_values),
+                          layer.with_values};
   }
-  std::vector<std::uint64_t> bumped;
+  records bumped{{}, {}, layer.with_values};
   for (std::uint64_t r = 0; r < plan.num_ranges(); ++r) {
-    out.parts.push_back(
-        dir.file("L" + std::to_string(plan.layer) + "-R" + std::to_string(r) + ".part"));
-    bumped.insert(bumped.end(), bumped_by_range[r].begin(), bumped_by_range[r].end());
+    out.parts.push_back(part_of(r));
+    bumped.append(bumped_by_range[r]);
   }
-  out.bumped_keys = bumped.size();
+  out.bumped_keys = bumped.hashes.size();
   return bumped;
 }
 
-/// The driver's loop of distributed.hpp over key hashes (repeats allowed): layer 0 is planned
-/// for every hash, and planned again for the distinct count if a range finds repeats.
-engine_report build_distributed(const ribbon::filter_params& p,
-                                const std::vector<std::uint64_t>& key_hashes,
+/// The driver's loop of distributed.hpp over key hashes (repeats allowed) and, for retrieval,
+/// their values: layer 0 is planned for every hash, and planned again for the distinct count
+/// if a range finds repeats.
+engine_report build_distributed(const ribbon::filter_params& p, const records& keys,
                                 const std::string& path, const engine_options& o) {
   temp_dir parts;
   engine_report report;
   std::vector<dist::solved_layer> layers;
-  std::uint64_t n = key_hashes.size(), key_count = n;
-  std::vector<std::uint64_t> hashes = key_hashes;
+  std::uint64_t n = keys.hashes.size(), key_count = n;
+  records layer = keys;
+  if (layer.with_values) {
+    dist::to_stored_values(p, layer.hashes.data(), layer.values.data(), n);
+  }
   bool distinct_known = false;  // layer 0 is first planned for every hash, repeats included
   for (std::uint32_t l = 0; n > 0 && !dist::finish_in_one_place(p, l, n, o.one_place_keys);) {
     const dist::layer_plan plan = dist::plan_layer(p, l, n, o.range_keys);
     report.max_ranges = std::max(report.max_ranges, plan.num_ranges());
-    std::vector<std::uint64_t> layer_hashes = hashes;
-    dist::to_layer_hashes(plan, layer_hashes.data(), layer_hashes.size());
+    records layer_records = layer;
+    dist::to_layer_hashes(plan, layer_records.hashes.data(), layer_records.hashes.size());
     dist::solved_layer solved;
     std::uint64_t distinct = 0;
-    std::vector<std::uint64_t> bumped =
-        solve_layer(p, plan, layer_hashes, parts, o, solved, !distinct_known, distinct);
+    records bumped =
+        solve_layer(p, plan, std::move(layer_records), parts, o, solved, !distinct_known, distinct);
     if (l == 0) ++report.layer0_plans;
     distinct_known = true;
     if (distinct != n) {  // repeats: plan layer 0 again for the distinct count
@@ -108,16 +143,26 @@ engine_report build_distributed(const ribbon::filter_params& p,
       continue;
     }
     layers.push_back(std::move(solved));
-    hashes = std::move(bumped);
-    n = hashes.size();
+    layer = std::move(bumped);
+    n = layer.hashes.size();
     ++l;
   }
-  if (key_hashes.empty()) key_count = 0;
+  if (keys.hashes.empty()) key_count = 0;
   report.distributed_layers = static_cast<std::uint32_t>(layers.size());
-  const auto rest = dist::finish_layers(p, static_cast<std::uint32_t>(layers.size()), hashes.data(),
-                                        layers.empty() ? 0 : hashes.size());
+  const std::uint64_t rest_keys = layers.empty() ? 0 : layer.hashes.size();
+  const auto first = static_cast<std::uint32_t>(layers.size());
+  const auto rest =
+      layer.with_values
+          ? dist::finish_layers(p, first, layer.hashes.data(), layer.values.data(), rest_keys)
+          : dist::finish_layers(p, first, layer.hashes.data(), rest_keys);
   dist::assemble(path, p, key_count, layers, &rest, o.group_count);
   return report;
+}
+
+engine_report build_distributed(const ribbon::filter_params& p,
+                                const std::vector<std::uint64_t>& key_hashes,
+                                const std::string& path, const engine_options& o) {
+  return build_distributed(p, records{key_hashes, {}, false}, path, o);
 }
 
 std::vector<std::uint64_t> integer_hashes(const ribbon::filter_params& p,
@@ -246,6 +291,72 @@ TEST(Distributed, TinyAndEmptyInputsEqualFilterBuild) {
     ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
     EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn"))) << n << " keys";
   }
+}
+
+/// Key hashes of integer keys with values (value i = key mod 2^value_bits, some repeated).
+records keyed_values(const ribbon::filter_params& p, const std::vector<std::uint64_t>& keys) {
+  records out{integer_hashes(p, keys), std::vector<std::uint32_t>(keys.size()), true};
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    out.values[i] =
+        static_cast<std::uint32_t>(keys[i] & ((std::uint64_t{1} << p.value_bits()) - 1));
+  }
+  return out;
+}
+
+TEST(Distributed, RetrievalEqualsFilterBuildWithValues) {
+  // Values (and check bits) carried beside the hashes through every layer, repeats of a key
+  // with its value, any range order and retries: the bytes of filter::build(keys, values).
+  const auto keys = ribbon_test::keys_range(8, 0, 50000);
+  for (const std::uint32_t check_bits : {0u, 8u}) {
+    ribbon::build_options options = small_shards();
+    options.result_bits = 11;
+    options.check_bits = check_bits;
+    const auto p = dist::retrieval_params(options, ribbon::key_kind::u64);
+    records input = keyed_values(p, keys);
+    const std::vector<std::uint32_t> values = input.values;
+    input.append(input.slice(100, 2100));  // 2000 pairs given twice, each with its value
+    temp_dir dir;
+    engine_options o;
+    o.retry_every_range = check_bits != 0;
+    const engine_report report = build_distributed(p, input, dir.file("d.rbn"), o);
+    EXPECT_GE(report.distributed_layers, 2u);
+    EXPECT_EQ(report.layer0_plans, 2u);  // planned again for the distinct count
+    ribbon::filter::build(keys.data(), values.data(), keys.size(), options).save(dir.file("f.rbn"));
+    EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn"))) << check_bits;
+    const auto loaded = ribbon::filter::load(dir.file("d.rbn"));
+    for (std::size_t i = 0; i < keys.size(); i += 97) ASSERT_EQ(loaded.lookup(keys[i]), values[i]);
+  }
+}
+
+TEST(Distributed, RetrievalRefusesConflictingAndTooWideValues) {
+  ribbon::build_options options = small_shards();
+  options.result_bits = 6;
+  const auto p = dist::retrieval_params(options, ribbon::key_kind::u64);
+  const auto keys = ribbon_test::keys_range(9, 0, 20000);
+  records input = keyed_values(p, keys);
+  input.hashes.push_back(input.hashes[12345]);
+  input.values.push_back(input.values[12345] ^ 1);  // key 12345 again, another value
+  temp_dir dir;
+  try {
+    build_distributed(p, input, dir.file("d.rbn"), engine_options{});
+    ADD_FAILURE() << "conflicting values were accepted";
+  } catch (const ribbon::conflicting_values_error& e) {
+    EXPECT_EQ(e.key_hash(), input.hashes[12345]);
+    EXPECT_NE(std::string(e.what()).find("key " + std::to_string(keys[12345])), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("d.rbn")));
+  std::vector<std::uint32_t> wide = {1, 64};
+  EXPECT_THROW(dist::to_stored_values(p, input.hashes.data(), wide.data(), 2), ribbon::error);
+  // A filter's steps refuse values and a retrieval's steps want them.
+  const auto filter_p = dist::build_params(options, ribbon::key_kind::u64);
+  const dist::layer_plan plan = dist::plan_layer(p, 0, 100, 3000);
+  const std::vector<std::uint64_t> no_hashes, two_hashes = {1, 2};
+  const std::vector<std::uint32_t> no_values, one_value = {1};
+  const std::string no_part;
+  EXPECT_THROW(dist::solve_range(filter_p, plan, 0, no_hashes, no_values, no_part), ribbon::error);
+  EXPECT_THROW(dist::solve_range(p, plan, 0, no_hashes, no_part), ribbon::error);
+  EXPECT_THROW(dist::solve_range(p, plan, 0, two_hashes, one_value, no_part), ribbon::error);
 }
 
 TEST(Distributed, RefusesMisroutedHashesBadPartsAndOtherVariants) {

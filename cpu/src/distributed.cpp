@@ -15,7 +15,9 @@
 
 #include "layered_builder.hpp"
 #include "output_file.hpp"
+#include "ribbon/detail/records.hpp"
 #include "ribbon/detail/xxhash64.hpp"
+#include "ribbon/options.hpp"
 #include "temp_files.hpp"
 
 namespace ribbon::distributed {
@@ -116,16 +118,34 @@ void check_chain(std::uint64_t key_count, const std::vector<solved_layer>& layer
   }
 }
 
+/// ribbon::build_params (options.hpp), which the distributed build_params hides.
+filter_params build_params_of(const build_options& options, key_kind keys, bool with_values) {
+  return ribbon::build_params(options, keys, with_values);
+}
+
 }  // namespace
 
 filter_params build_params(const build_options& options, key_kind keys, group_kind groups) {
   if (options.variant != filter_variant::bumped) {
     throw error("the distributed build makes the default (bumped) filter only");
   }
-  filter_params p = detail::params_from(options, keys);
+  filter_params p = build_params_of(options, keys, false);
   p.groups = groups;
   if (const char* problem = check_params(p)) throw error(problem);
   return p;
+}
+
+filter_params retrieval_params(const build_options& options, key_kind keys) {
+  if (options.variant != filter_variant::bumped) {
+    throw error("the distributed build makes the default (bumped) retrieval structure only");
+  }
+  return build_params_of(options, keys, true);
+}
+
+void to_stored_values(const filter_params& p, const std::uint64_t* key_hashes,
+                      std::uint32_t* values, std::uint64_t n) {
+  detail::check_values(values, n, p.value_bits(), 0);
+  for_each_index(n, [&](std::uint64_t i) { values[i] = p.stored_value(key_hashes[i], values[i]); });
 }
 
 std::uint64_t layer_plan::threshold_bytes(const filter_params& p, std::uint64_t range) const {
@@ -179,26 +199,58 @@ void route(const layer_plan& plan, const std::uint64_t* hashes, std::uint64_t n,
   for_each_index(n, [&](std::uint64_t i) { ranges[i] = plan.range_of(hashes[i]); });
 }
 
-void group_by_range(const layer_plan& plan, std::uint64_t* hashes, std::uint64_t n,
-                    std::vector<std::uint64_t>& offsets) {
+namespace {
+
+/// Moves the items of `items` (n of them) to the places `place(i)` gives (a permutation).
+template <class T, class Place>
+void permute(T* items, std::uint64_t n, const Place& place) {
+  std::vector<T> moved(n);
+  for (std::uint64_t i = 0; i < n; ++i) moved[place(i)] = items[i];
+  std::copy(moved.begin(), moved.end(), items);
+}
+
+/// group_by_range's places: the stable counting sort of the hashes by range.
+std::vector<std::uint64_t> range_places(const layer_plan& plan, const std::uint64_t* hashes,
+                                        std::uint64_t n, std::vector<std::uint64_t>& offsets) {
   const std::uint64_t ranges = plan.num_ranges();
   offsets.assign(ranges + 1, 0);
   for (std::uint64_t i = 0; i < n; ++i) ++offsets[plan.range_of(hashes[i]) + 1];
   for (std::uint64_t r = 0; r < ranges; ++r) offsets[r + 1] += offsets[r];
-  std::vector<std::uint64_t> cursor(offsets.begin(), offsets.end() - 1);
-  std::vector<std::uint64_t> grouped(n);
-  for (std::uint64_t i = 0; i < n; ++i) grouped[cursor[plan.range_of(hashes[i])]++] = hashes[i];
-  std::copy(grouped.begin(), grouped.end(), hashes);
+  std::vector<std::uint64_t> cursor(offsets.begin(), offsets.end() - 1), places(n);
+  for (std::uint64_t i = 0; i < n; ++i) places[i] = cursor[plan.range_of(hashes[i])]++;
+  return places;
 }
 
-range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::uint64_t range,
-                          std::vector<std::uint64_t> hashes, const std::string& part_path,
-                          bool skip_if_repeats, std::uint32_t threads) {
+}  // namespace
+
+void group_by_range(const layer_plan& plan, std::uint64_t* hashes, std::uint64_t n,
+                    std::vector<std::uint64_t>& offsets) {
+  const std::vector<std::uint64_t> places = range_places(plan, hashes, n, offsets);
+  permute(hashes, n, [&](std::uint64_t i) { return places[i]; });
+}
+
+void group_by_range(const layer_plan& plan, std::uint64_t* hashes, std::uint32_t* values,
+                    std::uint64_t n, std::vector<std::uint64_t>& offsets) {
+  const std::vector<std::uint64_t> places = range_places(plan, hashes, n, offsets);
+  permute(hashes, n, [&](std::uint64_t i) { return places[i]; });
+  permute(values, n, [&](std::uint64_t i) { return places[i]; });
+}
+
+namespace {
+
+/// solve_range over records (hashes, or hashes with stored values); the bumped records come
+/// back in `bumped`.
+template <class Record>
+range_outcome solve_records(const filter_params& p, const layer_plan& plan, std::uint64_t range,
+                            std::vector<Record> records, const std::string& part_path,
+                            bool skip_if_repeats, std::uint32_t threads,
+                            std::vector<Record>& bumped) {
   if (range >= plan.num_ranges()) {
     throw error("solve_range: layer " + std::to_string(plan.layer) + " has " +
                 std::to_string(plan.num_ranges()) + " ranges, not " + std::to_string(range + 1));
   }
-  for (const std::uint64_t h : hashes) {
+  for (const Record& record : records) {
+    const std::uint64_t h = detail::record_hash(record);
     if (plan.range_of(h) != range) {
       throw error("solve_range: a hash of range " + std::to_string(plan.range_of(h)) +
                   " was given to range " + std::to_string(range) + " of layer " +
@@ -206,13 +258,14 @@ range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::u
     }
   }
   range_outcome outcome;
-  outcome.received_keys = hashes.size();
+  outcome.received_keys = records.size();
   const std::uint64_t lo = plan.first_shard(range), hi = plan.end_shard(range);
   aligned_bytes thresholds, solution;
   build_stats stats;
   auto solve = [&](auto width_tag, auto result_tag) {
-    detail::layered_builder<decltype(width_tag)::value, decltype(result_tag)> builder(
-        p, build_options{}, stats, nullptr);  // a bumped build: no option changes its sizing
+    // A bumped build: no option changes its sizing.
+    detail::layered_builder<decltype(width_tag)::value, decltype(result_tag), Record> builder(
+        p, build_options{}, stats, nullptr);
     auto make_windows = [&] {
       thresholds = allocate_aligned(plan.threshold_bytes(p, range));
       solution = allocate_aligned(plan.solution_bytes(p, range));
@@ -220,18 +273,18 @@ range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::u
                                      solution.get()};
     };
     bool solved = false;
-    auto proceed = [&](const std::uint64_t*, std::uint64_t distinct) {
+    auto proceed = [&](const Record*, std::uint64_t distinct) {
       solved = !(skip_if_repeats && distinct != outcome.received_keys);
       return solved;
     };
     outcome.distinct_keys =
-        builder.solve_shard_range(plan.geometry, lo, hi, hashes, make_windows, proceed);
+        builder.solve_shard_range(plan.geometry, lo, hi, records, make_windows, proceed);
     return solved;
   };
   outcome.solved =
       detail::run_with_threads(threads, [&] { return detail::dispatch_layout(p, solve); });
   if (!outcome.solved) return outcome;
-  outcome.bumped = std::move(hashes);
+  bumped = std::move(records);
   if (part_path.empty()) {
     outcome.part.resize(plan.part_bytes(p, range));
     std::memcpy(outcome.part.data(), thresholds.get(), plan.threshold_bytes(p, range));
@@ -243,6 +296,48 @@ range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::u
     sink(thresholds.get(), plan.threshold_bytes(p, range));
     sink(solution.get(), plan.solution_bytes(p, range));
   });
+  return outcome;
+}
+
+void require_values(const filter_params& p, bool with_values, const char* step) {
+  if (is_retrieval(p.variant) != with_values) {
+    throw error(std::string(step) + (with_values ? ": values given to a filter's build"
+                                                 : ": a retrieval build needs the values"));
+  }
+}
+
+}  // namespace
+
+range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::uint64_t range,
+                          std::vector<std::uint64_t> hashes, const std::string& part_path,
+                          bool skip_if_repeats, std::uint32_t threads) {
+  require_values(p, false, "solve_range");
+  std::vector<std::uint64_t> bumped;
+  range_outcome outcome =
+      solve_records(p, plan, range, std::move(hashes), part_path, skip_if_repeats, threads, bumped);
+  outcome.bumped = std::move(bumped);
+  return outcome;
+}
+
+range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::uint64_t range,
+                          std::vector<std::uint64_t> hashes, std::vector<std::uint32_t> values,
+                          const std::string& part_path, bool skip_if_repeats,
+                          std::uint32_t threads) {
+  require_values(p, true, "solve_range");
+  if (values.size() != hashes.size()) {
+    throw error("solve_range: " + std::to_string(values.size()) + " values for " +
+                std::to_string(hashes.size()) + " hashes");
+  }
+  std::vector<detail::packed_keyed_value> records(hashes.size()), bumped;
+  for (std::size_t i = 0; i < hashes.size(); ++i) records[i] = {hashes[i], values[i]};
+  hashes = {};
+  values = {};
+  range_outcome outcome = solve_records(p, plan, range, std::move(records), part_path,
+                                        skip_if_repeats, threads, bumped);
+  for (const detail::packed_keyed_value& record : bumped) {
+    outcome.bumped.push_back(record.hash);
+    outcome.bumped_values.push_back(record.value);
+  }
   return outcome;
 }
 
@@ -260,22 +355,40 @@ const std::vector<format::layer_image>& finished_layers::layers() const {
   return impl_->layers;
 }
 
-finished_layers finish_layers(const filter_params& p, std::uint32_t first_layer,
-                              const std::uint64_t* bumped_hashes, std::uint64_t n,
-                              std::uint32_t threads) {
+template <class Record>
+finished_layers finish_records(const filter_params& p, std::uint32_t first_layer,
+                               const Record* bumped, std::uint64_t n, std::uint32_t threads) {
   finished_layers out;
   if (n == 0) return out;
   if (first_layer == 0) throw error("finish_layers: layer 0 is always distributed");
-  auto previous = allocate_array<std::uint64_t>(n);
-  std::copy_n(bumped_hashes, n, previous.get());
+  auto previous = allocate_array<Record>(n);
+  std::copy_n(bumped, n, previous.get());
   build_stats stats;
   auto build = [&](auto width_tag, auto result_tag) {
-    detail::layered_builder<decltype(width_tag)::value, decltype(result_tag)> builder(
-        p, build_options{}, stats, nullptr);  // a bumped build: no option changes its sizing
+    // A bumped build: no option changes its sizing.
+    detail::layered_builder<decltype(width_tag)::value, decltype(result_tag), Record> builder(
+        p, build_options{}, stats, nullptr);
     builder.build_rest(first_layer, std::move(previous), n, out.impl_->layers, out.impl_->buffers);
   };
   detail::run_with_threads(threads, [&] { detail::dispatch_layout(p, build); });
   return out;
+}
+
+finished_layers finish_layers(const filter_params& p, std::uint32_t first_layer,
+                              const std::uint64_t* bumped_hashes, std::uint64_t n,
+                              std::uint32_t threads) {
+  require_values(p, false, "finish_layers");
+  return finish_records(p, first_layer, bumped_hashes, n, threads);
+}
+
+finished_layers finish_layers(const filter_params& p, std::uint32_t first_layer,
+                              const std::uint64_t* bumped_hashes,
+                              const std::uint32_t* bumped_values, std::uint64_t n,
+                              std::uint32_t threads) {
+  require_values(p, true, "finish_layers");
+  std::vector<detail::packed_keyed_value> records(n);
+  for (std::uint64_t i = 0; i < n; ++i) records[i] = {bumped_hashes[i], bumped_values[i]};
+  return finish_records(p, first_layer, records.data(), n, threads);
 }
 
 namespace {

@@ -1,9 +1,9 @@
 """Wiring another engine to ribbon.distributed in a page: a process pool.
 
 Dask and Ray map the same way: ``solve_layer`` becomes one task per input batch (hash and
-route, returning {range: hashes}) and one task per range (``task(range, arrays)``), with the
-engine's futures or object store holding the bumped hashes between layers; ``collect`` gathers
-the last small layer. The file is the same bytes as ``ribbon build`` over the same distinct
+route, returning {range: hashes}) and one task per range (``task(range, hash_arrays, None)``:
+no values, as this engine builds filters), with the engine's futures or object store holding
+the bumped hashes between layers; ``collect`` gathers the last small layer. The file is the same bytes as ``ribbon build`` over the same distinct
 keys, however the engine splits and orders the work.
 
     python process_pool_engine.py keys.u64 out.ribbon   # keys: little-endian u64 file
@@ -20,7 +20,7 @@ from ribbon import distributed as dist
 
 
 def _route(plan, previous_hashes):
-    return {r: hashes.copy() for r, hashes in dist.route_batch(plan, previous_hashes)}
+    return {r: hashes.copy() for r, hashes, _ in dist.route_batch(plan, previous_hashes)}
 
 
 def _layer0_route(params, plan, keys):
@@ -28,7 +28,8 @@ def _layer0_route(params, plan, keys):
 
 
 def _solve(task, range_index, arrays):
-    return task(range_index, arrays)
+    result, bumped, _ = task(range_index, arrays, None)
+    return result, bumped
 
 
 class ProcessPoolEngine(dist.Engine):
@@ -54,8 +55,8 @@ class ProcessPoolEngine(dist.Engine):
                                     [by_range.get(r, []) for r in ranges]))
         return [result for result, _ in solved], [bumped for _, bumped in solved]
 
-    def collect(self, source) -> np.ndarray:
-        return np.concatenate(source) if source else np.empty(0, dtype=np.uint64)
+    def collect(self, source):
+        return (np.concatenate(source) if source else np.empty(0, dtype=np.uint64)), None
 
 
 def build(batches, path, *, key_kind="u64", workers=2, **options):

@@ -6,15 +6,22 @@ key hashes and the options: byte-identical to ``ribbon build`` over the same key
 the partitioning, the order of rows, the order in which ranges are solved or task retries.
 
 An engine provides three things (see :class:`Engine`; :class:`LocalEngine` is the reference,
-``ribbon.spark`` the Spark one, ``python/examples/dask_build.py`` a page of Dask):
+``ribbon.spark`` the Spark one, ``python/examples/process_pool_engine.py`` a page of a process
+pool):
 
 * ``count()``: the number of keys (rows), before any heavy work; for a filter set also
   ``count_groups()``, its distinct groups (the file states them);
 * ``solve_layer(plan, source, task)``: route every hash of ``source`` to its range
-  (:func:`route_batch`), run ``task(range, hash_arrays)`` once per range (anywhere, in any
-  order, retried at will), and return the tasks' :class:`RangeResult` (without their bumped
-  hashes) and a handle on the bumped hashes, the next layer's source;
-* ``collect(source)``: the bumped hashes of a small last layer as one array;
+  (:func:`route_batch`), run ``task(range, hash_arrays, value_arrays)`` once per range
+  (anywhere, in any order, retried at will; it returns its :class:`RangeResult`, its bumped
+  hashes and their values), and return the results and a handle on the bumped hashes, the
+  next layer's source;
+* ``collect(source)``: the bumped hashes of a small last layer as one array, and their values;
+
+Retrieval structures (``build_params(..., values=True)``, as ``ribbon build --values``) carry
+a value beside each hash: layer 0 the keys' values, as given (the range task stores them under
+their keys' check bits: :func:`to_stored_values`), later layers the stored values the tasks
+return with their bumped hashes. For filters every values argument and result is None.
 * ``run_tasks(tasks)``: run small independent callables where the data is (the assembly's
   checksum and placement tasks); the default runs them here, on the driver.
 
@@ -54,6 +61,7 @@ from ._ribbon import (  # noqa: F401  (the steps, re-exported)
     plan_layer,
     solve_range,
     to_layer_hashes,
+    to_stored_values,
 )
 
 #: Keys per shard range (a task's share of a layer): about 40 bytes per key at the task's
@@ -68,10 +76,12 @@ COPY_CHUNK_BYTES = 4 << 20
 
 def build_params(
     key_kind: str, *, fpr=None, bits=None, width=64, seed=0, shard_size=None, threshold_codes=None,
-    group_kind: Optional[str] = None,
+    group_kind: Optional[str] = None, values: bool = False, check_bits: int = 0,
 ):
     """The parameters ``ribbon build`` uses for these options (bumped filters only);
-    ``group_kind`` ("u64" or "bytes"): those of a filter set (``ribbon build --groups -o``)."""
+    ``group_kind`` ("u64" or "bytes"): those of a filter set (``ribbon build --groups -o``);
+    ``values``: those of a retrieval structure (``ribbon build --values --bits B
+    --check-bits C``, ``bits`` the value bits)."""
     return DistributedParams(
         key_kind,
         fpr=fpr,
@@ -81,6 +91,8 @@ def build_params(
         shard_size=shard_size,
         threshold_codes=threshold_codes,
         group_kind=group_kind,
+        values=values,
+        check_bits=check_bits,
     )
 
 
@@ -99,14 +111,21 @@ def hash_batch(params: DistributedParams, keys, groups=None) -> np.ndarray:
 
 
 def route_batch(
-    plan: LayerPlan, previous_hashes: np.ndarray
-) -> Iterator[Tuple[int, np.ndarray]]:
-    """(range, layer hashes) for each range that a batch of hashes reaches: layer 0 takes
-    the key hashes, layer l the bumped hashes of layer l - 1 (remixed here)."""
+    plan: LayerPlan, previous_hashes: np.ndarray, previous_values: Optional[np.ndarray] = None
+) -> Iterator[Tuple[int, np.ndarray, Optional[np.ndarray]]]:
+    """(range, layer hashes, their values) for each range that a batch of hashes reaches:
+    layer 0 takes the key hashes, layer l the bumped hashes of layer l - 1 (remixed here);
+    values (retrieval; else None) move with their hashes."""
     layer_hashes = to_layer_hashes(plan, previous_hashes)
-    grouped, offsets = group_by_range(plan, layer_hashes)
+    if previous_values is None:
+        grouped, offsets = group_by_range(plan, layer_hashes)
+        grouped_values = None
+    else:
+        grouped, offsets, grouped_values = group_by_range(
+            plan, layer_hashes, np.ascontiguousarray(previous_values, dtype=np.uint32))
     for r in np.flatnonzero(np.diff(offsets)):
-        yield int(r), grouped[offsets[r] : offsets[r + 1]]
+        piece = slice(offsets[r], offsets[r + 1])
+        yield int(r), grouped[piece], None if grouped_values is None else grouped_values[piece]
 
 
 class Destination:
@@ -256,15 +275,24 @@ def solve_task(
     destination: Destination,
     range_index: int,
     hash_arrays: Sequence[np.ndarray],
+    value_arrays: Optional[Sequence[np.ndarray]] = None,
     *,
     skip_if_repeats: bool = False,
     threads: int = 0,
-) -> Tuple[RangeResult, np.ndarray]:
+) -> Tuple[RangeResult, np.ndarray, Optional[np.ndarray]]:
     """One range task: sorts, drops repeats, solves, writes the part (a local one through a
-    temporary name and a rename); returns its report and its bumped hashes."""
+    temporary name and a rename); returns its report, its bumped hashes and (retrieval) their
+    stored values. Layer 0's values are the keys' own, stored here under their check bits."""
     arrays = [np.ascontiguousarray(a, dtype=np.uint64) for a in hash_arrays]
+    values = None
+    if params.values:
+        if value_arrays is None or len(value_arrays) != len(arrays):
+            raise ValueError("a retrieval range task needs a value array per hash array")
+        values = [np.ascontiguousarray(v, dtype=np.uint32) for v in value_arrays]
+        if plan.layer == 0:
+            values = [to_stored_values(params, h, v) for h, v in zip(arrays, values)]
     path = destination.part_path(plan, range_index)
-    received, distinct, solved, bumped, part = solve_range(
+    received, distinct, solved, bumped, part, bumped_values = solve_range(
         params,
         plan,
         range_index,
@@ -272,10 +300,11 @@ def solve_task(
         path if destination.local else "",
         skip_if_repeats=skip_if_repeats,
         threads=threads,
+        value_arrays=values,
     )
     if solved and not destination.local:
         destination.write_part(path, part)
-    return RangeResult(range_index, received, distinct, solved, len(bumped)), bumped
+    return RangeResult(range_index, received, distinct, solved, len(bumped)), bumped, bumped_values
 
 
 def check_output_path(path: str) -> None:
@@ -302,7 +331,8 @@ class Engine:
     def solve_layer(self, plan: LayerPlan, source: Any, task) -> Tuple[List[RangeResult], Any]:
         raise NotImplementedError
 
-    def collect(self, source: Any) -> np.ndarray:
+    def collect(self, source: Any) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """The bumped hashes of ``source`` as one array, and (retrieval) their values."""
         raise NotImplementedError
 
     def release(self, source: Any) -> None:
@@ -566,7 +596,8 @@ def run_build(
         clock = time.monotonic()
         rest = None
         if layers and step is not None:
-            rest = finish_layers(params, step.index, engine.collect(source), threads=threads)
+            hashes, values = engine.collect(source)
+            rest = finish_layers(params, step.index, hashes, threads=threads, values=values)
             stats.one_place_layers = rest.num_layers
         if source is not None:
             engine.release(source)
@@ -584,47 +615,66 @@ class LocalEngine(Engine):
     """The reference engine: every step in this process, ranges solved one after another
     (in a shuffled order, to show that the order does not matter). ``batches``: an iterable
     (re-iterable) of key arrays (numpy or pyarrow); for a filter set (``params.group_kind``),
-    of (groups, keys) pairs of arrays."""
+    of (groups, keys) pairs of arrays; for a retrieval structure (``params.values``), of
+    (keys, values) pairs."""
 
     def __init__(self, params: DistributedParams, batches: Iterable, *, order_seed: int = 0):
         self.params = params
-        self.batches = [tuple(b) if params.group_kind else (None, b) for b in batches]
+        self.batches = [self._columns(b) for b in batches]
         self.order = np.random.default_rng(order_seed)
 
+    def _columns(self, batch) -> Tuple[Any, Any, Any]:
+        """(groups or None, keys, values or None)."""
+        if self.params.group_kind is not None:
+            groups, keys = batch
+            return groups, keys, None
+        if self.params.values:
+            keys, values = batch
+            return None, keys, np.asarray(values, dtype=np.uint32)
+        return None, batch, None
+
     def count(self) -> int:
-        return sum(len(keys) for _, keys in self.batches)
+        return sum(len(keys) for _, keys, _ in self.batches)
 
     def count_groups(self) -> int:
         def named(group):  # a group as the file names it: its integer or its bytes
             return group.encode() if isinstance(group, str) else group
 
         seen = set()
-        for groups, _ in self.batches:
+        for groups, _, _ in self.batches:
             items = groups.to_pylist() if hasattr(groups, "to_pylist") else np.asarray(groups).tolist()
             seen.update(named(g) for g in items)
         return len(seen)
 
-    def _previous_hashes(self, source) -> Iterator[np.ndarray]:
-        if source is None:  # layer 0: hash the keys (or pairs)
-            for groups, keys in self.batches:
-                yield hash_batch(self.params, keys, groups)
+    def _previous(self, source) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray]]]:
+        if source is None:  # layer 0: hash the keys (or pairs), the values as given
+            for groups, keys, values in self.batches:
+                yield hash_batch(self.params, keys, groups), values
         else:
             yield from source
 
     def solve_layer(self, plan, source, task):
         by_range = {}
-        for previous in self._previous_hashes(source):
-            for r, hashes in route_batch(plan, previous):
-                by_range.setdefault(r, []).append(hashes)
+        for hashes, values in self._previous(source):
+            for r, range_hashes, range_values in route_batch(plan, hashes, values):
+                arrays = by_range.setdefault(r, ([], []))
+                arrays[0].append(range_hashes)
+                arrays[1].append(range_values)
         results, bumped = [], []
         for r in self.order.permutation(plan.num_ranges):
-            result, range_bumped = task(int(r), by_range.get(int(r), []))
+            hash_arrays, value_arrays = by_range.get(int(r), ([], []))
+            result, range_bumped, bumped_values = task(
+                int(r), hash_arrays, value_arrays if self.params.values else None)
             results.append(result)
-            bumped.append(range_bumped)
+            bumped.append((range_bumped, bumped_values))
         return results, bumped
 
-    def collect(self, source) -> np.ndarray:
-        return np.concatenate(source) if source else np.empty(0, dtype=np.uint64)
+    def collect(self, source):
+        if not source:
+            return np.empty(0, dtype=np.uint64), (np.empty(0, np.uint32) if self.params.values else None)
+        hashes = np.concatenate([h for h, _ in source])
+        values = np.concatenate([v for _, v in source]) if self.params.values else None
+        return hashes, values
 
 
 def build(
@@ -633,6 +683,8 @@ def build(
     *,
     key_kind: str,
     group_kind: Optional[str] = None,
+    values: bool = False,
+    check_bits: int = 0,
     fpr: Optional[float] = None,
     bits: Optional[int] = None,
     width: int = 64,
@@ -646,7 +698,9 @@ def build(
 ) -> BuildStats:
     """A distributed build run in this process (:class:`LocalEngine`): the same file as
     ``ribbon build`` over the distinct keys of ``batches``; with ``group_kind``, the filter
-    set of the (groups, keys) batches, as ``ribbon build --groups -o`` builds it."""
+    set of the (groups, keys) batches, as ``ribbon build --groups -o`` builds it; with
+    ``values``, the retrieval structure of the (keys, values) batches (``bits`` value bits,
+    ``check_bits``), as ``ribbon build --values`` builds it."""
     params = build_params(
         key_kind,
         fpr=fpr,
@@ -656,6 +710,8 @@ def build(
         shard_size=shard_size,
         threshold_codes=threshold_codes,
         group_kind=group_kind,
+        values=values,
+        check_bits=check_bits,
     )
     engine = LocalEngine(params, batches, order_seed=order_seed)
     return run_build(

@@ -25,43 +25,39 @@ namespace {
 
 namespace dist = ribbon::distributed;
 
-using hash_array = nb::ndarray<nb::ro, nb::ndim<1>, std::uint64_t, nb::c_contig, nb::device::cpu>;
-using numpy_u64 = nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>>;
+template <class T>
+using input_array = nb::ndarray<nb::ro, nb::ndim<1>, T, nb::c_contig, nb::device::cpu>;
+using hash_array = input_array<std::uint64_t>;
+using value_array = input_array<std::uint32_t>;  ///< retrieval: (stored) values of the hashes
 
 /// A numpy array that owns `v`'s memory (no copy).
-numpy_u64 to_numpy(std::vector<std::uint64_t>&& v) {
-  auto* owned = new std::vector<std::uint64_t>(std::move(v));
-  nb::capsule owner(owned,
-                    [](void* p) noexcept { delete static_cast<std::vector<std::uint64_t>*>(p); });
-  return numpy_u64(owned->data(), {owned->size()}, owner);
+template <class T>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(std::vector<T>&& v) {
+  auto* owned = new std::vector<T>(std::move(v));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(owned->data(), {owned->size()}, owner);
 }
 
-std::vector<std::uint64_t> to_vector(const hash_array& a) {
-  return std::vector<std::uint64_t>(a.data(), a.data() + a.shape(0));
+template <class T>
+std::vector<T> to_vector(const input_array<T>& a) {
+  return std::vector<T>(a.data(), a.data() + a.shape(0));
 }
 
 /// The arrays concatenated: one copy, which the solver then sorts in place.
-std::vector<std::uint64_t> concatenated(const std::vector<hash_array>& arrays) {
+template <class T>
+std::vector<T> concatenated(const std::vector<input_array<T>>& arrays) {
   std::uint64_t total = 0;
-  for (const hash_array& a : arrays) total += a.shape(0);
-  std::vector<std::uint64_t> out;
+  for (const auto& a : arrays) total += a.shape(0);
+  std::vector<T> out;
   out.reserve(total);
-  for (const hash_array& a : arrays) out.insert(out.end(), a.data(), a.data() + a.shape(0));
+  for (const auto& a : arrays) out.insert(out.end(), a.data(), a.data() + a.shape(0));
   return out;
 }
 
-using numpy_bytes = nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>;
-
-numpy_bytes to_numpy_bytes(std::vector<unsigned char>&& v) {
-  auto* owned = new std::vector<unsigned char>(std::move(v));
-  nb::capsule owner(owned,
-                    [](void* p) noexcept { delete static_cast<std::vector<unsigned char>*>(p); });
-  return numpy_bytes(owned->data(), {owned->size()}, owner);
-}
-
-using params_state = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
-                                std::uint32_t, std::uint32_t, std::uint64_t, std::uint64_t,
-                                std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>;
+using params_state =
+    std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
+               std::uint32_t, std::uint64_t, std::uint64_t, std::uint32_t, std::uint32_t,
+               std::uint32_t, std::uint32_t, std::uint32_t>;
 
 params_state params_to_state(const filter_params& p) {
   return {p.width,
@@ -75,13 +71,15 @@ params_state params_to_state(const filter_params& p) {
           static_cast<std::uint32_t>(p.keys),
           p.extra_bit_fraction,
           static_cast<std::uint32_t>(p.threshold_codes),
-          static_cast<std::uint32_t>(p.groups)};
+          static_cast<std::uint32_t>(p.groups),
+          p.check_bits};
 }
 
 filter_params params_from_state(const params_state& s) {
   filter_params p;
   std::tie(p.width, p.result_bits, p.bucket_size, p.threshold_light, p.threshold_heavy, std::ignore,
-           p.shard_size, p.seed, std::ignore, p.extra_bit_fraction, std::ignore, std::ignore) = s;
+           p.shard_size, p.seed, std::ignore, p.extra_bit_fraction, std::ignore, std::ignore,
+           p.check_bits) = s;
   p.variant = static_cast<filter_variant>(std::get<5>(s));
   p.keys = static_cast<key_kind>(std::get<8>(s));
   p.threshold_codes = static_cast<threshold_encoding>(std::get<10>(s));  // check_params checks it
@@ -132,7 +130,7 @@ void bind_params(nb::module_& m) {
           [](filter_params* self, const std::string& kind_name, std::optional<double> fpr,
              std::optional<std::int64_t> bits, std::int64_t width, std::uint64_t seed,
              std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes,
-             std::optional<std::string> group_kind_name) {
+             std::optional<std::string> group_kind_name, bool values, std::int64_t check_bits) {
             build_arguments args;
             args.fpr = fpr;
             args.bits = bits;
@@ -140,25 +138,40 @@ void bind_params(nb::module_& m) {
             args.seed = seed;
             args.shard_size = shard_size;
             args.threshold_codes = std::move(threshold_codes);
+            args.check_bits = check_bits;
             const build_options options = to_build_options(args);
             const key_kind kind = key_kind_from_name(kind_name);
             const group_kind groups = group_kind_named(group_kind_name);
-            new (self) filter_params(translating(
-                failure::options, [&] { return dist::build_params(options, kind, groups); }));
+            if (values && group_kind_name) {
+              raise(failure::options, "a filter set stores no values");
+            }
+            if (!values && check_bits != 0) {
+              raise(failure::options, "check_bits is for builds with values");
+            }
+            new (self) filter_params(translating(failure::options, [&] {
+              return values ? dist::retrieval_params(options, kind)
+                            : dist::build_params(options, kind, groups);
+            }));
           },
           nb::arg("key_kind"), nb::kw_only(), nb::arg("fpr") = nb::none(),
           nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("seed") = 0,
           nb::arg("shard_size") = nb::none(), nb::arg("threshold_codes") = nb::none(),
-          nb::arg("group_kind") = nb::none(),
+          nb::arg("group_kind") = nb::none(), nb::arg("values") = false, nb::arg("check_bits") = 0,
           "The parameters of `ribbon build` for these options; group_kind (\"u64\" or "
           "\"bytes\"): those of a filter set (`ribbon build --groups -o`) whose groups are of "
-          "that kind.")
+          "that kind; values: those of `ribbon build --values --bits bits [--check-bits "
+          "check_bits]` (a retrieval structure; bits: value bits).")
       .def_prop_ro("key_kind", [](const filter_params& p) { return key_kind_name(p.keys); })
       .def_prop_ro("group_kind",
                    [](const filter_params& p) -> std::optional<std::string> {
                      if (!p.is_set()) return std::nullopt;
                      return std::string(group_kind_name(p.groups));
                    })
+      .def_prop_ro(
+          "values", [](const filter_params& p) { return is_retrieval(p.variant); },
+          "True for a retrieval structure (values beside the hashes).")
+      .def_prop_ro("value_bits", &filter_params::value_bits)
+      .def_ro("check_bits", &filter_params::check_bits)
       .def_ro("width", &filter_params::width)
       .def_ro("result_bits", &filter_params::result_bits)
       .def_ro("seed", &filter_params::seed)
@@ -249,34 +262,77 @@ void bind_range_steps(nb::module_& m) {
       nb::arg("plan"), nb::arg("hashes"));
   m.def(
       "group_by_range",
-      [](const dist::layer_plan& plan, const hash_array& hashes) {
+      [](const dist::layer_plan& plan, const hash_array& hashes,
+         std::optional<value_array> values) -> nb::object {
         std::vector<std::uint64_t> grouped = to_vector(hashes), offsets;
-        {
+        if (!values) {
           nb::gil_scoped_release release;
           dist::group_by_range(plan, grouped.data(), grouped.size(), offsets);
+        } else {
+          if (values->shape(0) != grouped.size()) {
+            raise(failure::keys, "group_by_range: a value per hash");
+          }
+          std::vector<std::uint32_t> grouped_values = to_vector(*values);
+          {
+            nb::gil_scoped_release release;
+            dist::group_by_range(plan, grouped.data(), grouped_values.data(), grouped.size(),
+                                 offsets);
+          }
+          return nb::make_tuple(to_numpy(std::move(grouped)), to_numpy(std::move(offsets)),
+                                to_numpy(std::move(grouped_values)));
         }
-        return std::make_tuple(to_numpy(std::move(grouped)), to_numpy(std::move(offsets)));
+        return nb::make_tuple(to_numpy(std::move(grouped)), to_numpy(std::move(offsets)));
       },
-      nb::arg("plan"), nb::arg("hashes"));
+      nb::arg("plan"), nb::arg("hashes"), nb::arg("values") = nb::none(),
+      "(grouped hashes, offsets[, grouped values]): the hashes of range r at [offsets[r], "
+      "offsets[r + 1]), each value (retrieval) moved with its hash.");
+  m.def(
+      "to_stored_values",
+      [](const filter_params& p, const hash_array& key_hashes, const value_array& values) {
+        if (values.shape(0) != key_hashes.shape(0)) {
+          raise(failure::keys, "to_stored_values: a value per key hash");
+        }
+        std::vector<std::uint32_t> stored = to_vector(values);
+        translating(failure::keys, [&] {
+          nb::gil_scoped_release release;
+          dist::to_stored_values(p, key_hashes.data(), stored.data(), stored.size());
+        });
+        return to_numpy(std::move(stored));
+      },
+      nb::arg("params"), nb::arg("key_hashes"), nb::arg("values"),
+      "Retrieval: the values layer 0 stores for keys of these hashes (each value under its "
+      "key's check bits); KeysError for a value of more than the value bits.");
   m.def(
       "solve_range",
       [](const filter_params& p, const dist::layer_plan& plan, std::uint64_t range,
          const std::vector<hash_array>& hash_arrays, const std::string& part_path,
-         bool skip_if_repeats, std::uint32_t threads) {
+         bool skip_if_repeats, std::uint32_t threads,
+         std::optional<std::vector<value_array>> value_arrays) {
         std::vector<std::uint64_t> hashes = concatenated(hash_arrays);
+        std::optional<std::vector<std::uint32_t>> values;
+        if (value_arrays) values = concatenated(*value_arrays);
         dist::range_outcome outcome = translating(failure::generic, [&] {
           nb::gil_scoped_release release;
+          if (values) {
+            return dist::solve_range(p, plan, range, std::move(hashes), std::move(*values),
+                                     part_path, skip_if_repeats, threads);
+          }
           return dist::solve_range(p, plan, range, std::move(hashes), part_path, skip_if_repeats,
                                    threads);
         });
-        return std::make_tuple(outcome.received_keys, outcome.distinct_keys, outcome.solved,
-                               to_numpy(std::move(outcome.bumped)),
-                               to_numpy_bytes(std::move(outcome.part)));
+        nb::object bumped_values = nb::none();
+        if (values) bumped_values = nb::cast(to_numpy(std::move(outcome.bumped_values)));
+        return nb::make_tuple(outcome.received_keys, outcome.distinct_keys, outcome.solved,
+                              to_numpy(std::move(outcome.bumped)),
+                              to_numpy(std::move(outcome.part)), bumped_values);
       },
       nb::arg("params"), nb::arg("plan"), nb::arg("range"), nb::arg("hash_arrays"),
       nb::arg("part_path"), nb::arg("skip_if_repeats") = false, nb::arg("threads") = 0,
-      "Solves one range from its hash arrays into its part file (part_path empty: no file, the "
-      "part's bytes returned); returns (received, distinct, solved, bumped, part bytes).");
+      nb::arg("value_arrays") = nb::none(),
+      "Solves one range from its hash arrays (and, for retrieval, their stored values' "
+      "arrays) into its part file (part_path empty: no file, the part's bytes returned); "
+      "returns (received, distinct, solved, bumped, part bytes, bumped values or None). "
+      "Conflicting values raise ConflictingValuesError, whose key_hash names the key.");
 }
 
 /// The last layers built in one place, and the file written from all the layers' parts.
@@ -287,13 +343,21 @@ void bind_finish_steps(nb::module_& m) {
   m.def(
       "finish_layers",
       [](const filter_params& p, std::uint32_t first_layer, const hash_array& bumped,
-         std::uint32_t threads) {
+         std::uint32_t threads, std::optional<value_array> values) {
+        if (values && values->shape(0) != bumped.shape(0)) {
+          raise(failure::keys, "finish_layers: a value per bumped hash");
+        }
         return translating(failure::generic, [&] {
           nb::gil_scoped_release release;
+          if (values) {
+            return dist::finish_layers(p, first_layer, bumped.data(), values->data(),
+                                       bumped.shape(0), threads);
+          }
           return dist::finish_layers(p, first_layer, bumped.data(), bumped.shape(0), threads);
         });
       },
-      nb::arg("params"), nb::arg("first_layer"), nb::arg("bumped"), nb::arg("threads") = 0);
+      nb::arg("params"), nb::arg("first_layer"), nb::arg("bumped"), nb::arg("threads") = 0,
+      nb::arg("values") = nb::none());
   m.def(
       "assemble",
       [](const std::string& path, const filter_params& p, std::uint64_t key_count,

@@ -55,6 +55,14 @@ void raise(failure kind, const std::string& message) {
   throw nb::python_error();
 }
 
+void raise_conflicting(const conflicting_values_error& e) {
+  nb::handle type = exception_types[static_cast<int>(failure::conflicting)];
+  nb::object error = nb::borrow(type)(e.what());
+  error.attr("key_hash") = e.key_hash();
+  PyErr_SetObject(type.ptr(), error.ptr());
+  throw nb::python_error();
+}
+
 void run_interruptibly(const std::function<void()>& work, std::atomic<bool>* cancel) {
   if (cancel == nullptr) {
     nb::gil_scoped_release release;

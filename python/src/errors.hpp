@@ -29,6 +29,10 @@ void register_errors(nanobind::module_& m);
 /// Raises the Python exception of `kind` with `message` (throws nanobind::python_error).
 [[noreturn]] void raise(failure kind, const std::string& message);
 
+/// Raises ribbon.ConflictingValuesError with e's message and its key_hash attribute (the key
+/// hash given twice, which lets a caller holding byte-string keys find the key).
+[[noreturn]] void raise_conflicting(const conflicting_values_error& e);
+
 /// Runs f(); a ribbon::error it throws becomes the Python exception of `kind` with the C++
 /// message (conflicting values always become ConflictingValuesError).
 template <class F>
@@ -36,7 +40,7 @@ decltype(auto) translating(failure kind, F&& f) {
   try {
     return std::forward<F>(f)();
   } catch (const conflicting_values_error& e) {
-    raise(failure::conflicting, e.what());
+    raise_conflicting(e);
   } catch (const error& e) {
     raise(kind, e.what());
   }

@@ -69,6 +69,42 @@ def test_filter_sets_equal_build_set_in_any_batches(tmp_path):
         dist.hash_batch(dist.build_params("u64", group_kind="u64"), keys)
 
 
+@pytest.mark.parametrize("check_bits", [0, 8])
+def test_retrieval_equals_ribbon_build_with_values(tmp_path, check_bits):
+    # (keys, values) batches, a third of the pairs given twice with their values: the bytes of
+    # ribbon.build(keys, values=...) (and so of `ribbon build --values`), values exact.
+    keys = random_u64(30000, seed=10)
+    values = (np.arange(len(keys), dtype=np.uint64) * 2654435761 % 2**16).astype(np.uint32)
+    options = dict(bits=16, check_bits=check_bits, seed=3)
+    expected = ribbon.build(keys, values=values, shard_size=4096, **options).to_bytes()
+    again = slice(0, 10000)
+    batches = [(keys[i : i + 7000], values[i : i + 7000]) for i in range(0, len(keys), 7000)]
+    batches.append((pa.array(keys[again]), list(values[again])))
+    out = str(tmp_path / "kv.ribbon")
+    stats = dist.build(batches, out, key_kind="u64", values=True, **options, **SMALL)
+    assert (stats.rows, stats.keys) == (40000, 30000)
+    assert len([l for l in stats.layers if not l["replanned"]]) >= 2
+    assert open(out, "rb").read() == expected
+    assert np.array_equal(ribbon.load(out).lookup(keys), values)
+
+
+def test_retrieval_refuses_conflicting_and_too_wide_values(tmp_path):
+    keys = random_u64(5000, seed=11)
+    values = np.arange(5000, dtype=np.uint32) % 256
+    out = str(tmp_path / "kv.ribbon")
+    conflicting = [(keys, values), (keys[77:78], values[77:78] + 1)]
+    with pytest.raises(ribbon.ConflictingValuesError, match=f"key {keys[77]} is given twice") as e:
+        dist.build(conflicting, out, key_kind="u64", values=True, bits=8, **SMALL)
+    assert e.value.key_hash == ribbon.hash_keys(keys[77:78])[0]
+    with pytest.raises(ribbon.KeysError, match="does not fit"):
+        dist.build([(keys, values + 1)], out, key_kind="u64", values=True, bits=8, **SMALL)
+    assert not os.path.exists(out) and parts_left(tmp_path) == []
+    with pytest.raises(ribbon.OptionsError, match="filter set stores no values"):
+        dist.build_params("u64", group_kind="u64", values=True)
+    with pytest.raises(ribbon.OptionsError, match="check_bits is for builds with values"):
+        dist.build_params("u64", check_bits=8)
+
+
 def test_seeds_take_the_whole_64_bit_range_as_the_cli_and_ribbon_build(tmp_path):
     keys = random_u64(5000, seed=6)
     seed = 2**64 - 5
@@ -126,8 +162,8 @@ def test_params_and_plans_pickle_for_the_workers():
     plan = dist.plan_layer(params, 1, 100000, 5000)
     copy = pickle.loads(pickle.dumps(plan))
     hashes = random_u64(5000, seed=6)
-    ranges = [r for r, _ in dist.route_batch(plan, hashes)]
-    assert ranges == [r for r, _ in dist.route_batch(copy, hashes)]
+    ranges = [r for r, _, _ in dist.route_batch(plan, hashes)]
+    assert ranges == [r for r, _, _ in dist.route_batch(copy, hashes)]
     assert len(ranges) == plan.num_ranges > 3
     assert (copy.layer, copy.input_keys, copy.num_ranges) == (1, 100000, plan.num_ranges)
 
@@ -135,7 +171,7 @@ def test_params_and_plans_pickle_for_the_workers():
 def test_a_misrouted_hash_is_refused_and_writes_nothing(tmp_path):
     params = dist.build_params("u64", shard_size=4096)
     plan = dist.plan_layer(params, 0, 20000, 3000)
-    routed = dict(dist.route_batch(plan, ribbon.hash_keys(random_u64(20000, seed=7))))
+    routed = {r: h for r, h, _ in dist.route_batch(plan, ribbon.hash_keys(random_u64(20000, seed=7)))}
     destination = dist.Destination(str(tmp_path / "x.ribbon"))
     destination.parts_dir = str(tmp_path)
     with pytest.raises(ribbon.Error, match="a hash of range 2 was given to range 1"):

@@ -44,6 +44,17 @@ namespace ribbon::distributed {
 filter_params build_params(const build_options& options, key_kind keys,
                            group_kind groups = group_kind::none);
 
+/// The parameters of `ribbon build --values` for these options: a bumped retrieval structure
+/// storing options.result_bits value bits (and options.check_bits check bits) per key. Its
+/// steps carry each hash's stored value beside it (the overloads below taking values).
+filter_params retrieval_params(const build_options& options, key_kind keys);
+
+/// Retrieval: turns the values of keys of hashes `key_hashes` (layer 0's hashes) into the
+/// values the structure stores (filter_params::stored_value: the value under its key's check
+/// bits), in place. Throws ribbon::error for a value of more than the value bits.
+void to_stored_values(const filter_params& p, const std::uint64_t* key_hashes,
+                      std::uint32_t* values, std::uint64_t n);
+
 /// One distributed layer: its geometry and its cut into ranges of whole shards.
 struct layer_plan {
   std::uint32_t layer = 0;
@@ -107,6 +118,9 @@ void route(const layer_plan& plan, const std::uint64_t* hashes, std::uint64_t n,
 /// [offsets[r], offsets[r + 1]); offsets gets plan.num_ranges() + 1 entries.
 void group_by_range(const layer_plan& plan, std::uint64_t* hashes, std::uint64_t n,
                     std::vector<std::uint64_t>& offsets);
+/// Retrieval: the same, each hash's value moved with it.
+void group_by_range(const layer_plan& plan, std::uint64_t* hashes, std::uint32_t* values,
+                    std::uint64_t n, std::vector<std::uint64_t>& offsets);
 
 /// What solve_range() did.
 struct range_outcome {
@@ -114,7 +128,8 @@ struct range_outcome {
   std::uint64_t distinct_keys = 0;    ///< distinct hashes (what the layer's key count counts)
   bool solved = false;                ///< false: skipped (repeats found and skip_if_repeats)
   std::vector<std::uint64_t> bumped;  ///< the range's bumped layer hashes, in shard order
-  std::vector<unsigned char> part;    ///< the part's bytes, when solve_range wrote no file
+  std::vector<std::uint32_t> bumped_values;  ///< retrieval: their stored values
+  std::vector<unsigned char> part;           ///< the part's bytes, when solve_range wrote no file
 };
 
 /// Solves range `range` of a layer over `hashes` (layer hashes of that range, in any order,
@@ -129,6 +144,15 @@ struct range_outcome {
 range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::uint64_t range,
                           std::vector<std::uint64_t> hashes, const std::string& part_path,
                           bool skip_if_repeats = false, std::uint32_t threads = 0);
+/// Retrieval (p from retrieval_params): the same over hashes and their stored values
+/// (to_stored_values; a bumped range returns them in bumped_values). A hash given twice with
+/// one value counts once; with two, conflicting_values_error names the key (integer keys) or
+/// its key hash, whatever the order (conflicts are found in layer 0, whose hashes are the
+/// keys').
+range_outcome solve_range(const filter_params& p, const layer_plan& plan, std::uint64_t range,
+                          std::vector<std::uint64_t> hashes, std::vector<std::uint32_t> values,
+                          const std::string& part_path, bool skip_if_repeats = false,
+                          std::uint32_t threads = 0);
 
 /// The last layers of a build, built in memory by the in-memory builder.
 class finished_layers {
@@ -140,8 +164,9 @@ class finished_layers {
   const std::vector<format::layer_image>& layers() const;
 
  private:
-  friend finished_layers finish_layers(const filter_params&, std::uint32_t, const std::uint64_t*,
-                                       std::uint64_t, std::uint32_t);
+  template <class Record>
+  friend finished_layers finish_records(const filter_params&, std::uint32_t, const Record*,
+                                        std::uint64_t, std::uint32_t);
   struct impl;
   std::unique_ptr<impl> impl_;
 };
@@ -150,6 +175,11 @@ class finished_layers {
 /// (layer-(first_layer - 1) hashes, in any order), on `threads` threads (0: all).
 finished_layers finish_layers(const filter_params& p, std::uint32_t first_layer,
                               const std::uint64_t* bumped_hashes, std::uint64_t n,
+                              std::uint32_t threads = 0);
+/// Retrieval: the same from the bumped hashes and their stored values.
+finished_layers finish_layers(const filter_params& p, std::uint32_t first_layer,
+                              const std::uint64_t* bumped_hashes,
+                              const std::uint32_t* bumped_values, std::uint64_t n,
                               std::uint32_t threads = 0);
 
 /// A distributed layer as assemble() needs it: its plan, its bumped count (the sum of its
