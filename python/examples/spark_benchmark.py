@@ -2,11 +2,12 @@
 
     python python/examples/spark_benchmark.py --keys 100000000 --cli build/tools/ribbon \\
         --workdir /tmp/ribbon-bench [--master local[2]] [--partitions 16] [--batch 1048576] \\
-        [--engine auto|jvm|python] [--repeat 1] [--groups G]
+        [--engine auto|jvm|python] [--repeat 1] [--groups G | --values]
 
 Keys are 0 .. n-1 (spark.range; hashing makes them random), written once as a u64 file for
 the CLI. With --groups G, a filter set instead: the pairs (k mod G, k), built by
-ribbon.spark.build_set against `ribbon build --groups --format u64`. Prints the wall time of
+ribbon.spark.build_set against `ribbon build --groups --format u64`. With --values, a
+retrieval structure of k -> k mod 2^16 (16 value bits), against `ribbon build --value-file`. Prints the wall time of
 both builds, whether the files are identical, the build's per-layer seconds, and per Spark
 stage (from the UI's REST API): duration, executor run time, shuffle bytes written and read,
 and shuffle bytes per key.
@@ -43,6 +44,13 @@ def write_u64_pairs(path: str, n: int, groups: int) -> None:
             pairs.tofile(out)
 
 
+def write_u64_values(path: str, n: int) -> None:
+    chunk = 1 << 24
+    with open(path, "wb") as out:
+        for start in range(0, n, chunk):
+            (np.arange(start, min(n, start + chunk), dtype="<u8") % np.uint64(1 << 16)).tofile(out)
+
+
 def write_string_keys(path: str, n: int) -> None:
     chunk = 1 << 22
     with open(path, "w") as out:
@@ -68,6 +76,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--range-keys", type=int, default=None)
     ap.add_argument("--skip-cli", action="store_true")
     ap.add_argument("--strings", action="store_true", help="keys as decimal strings")
+    ap.add_argument("--values", action="store_true",
+                    help="a retrieval structure k -> k mod 2^16 (integer keys only)")
     ap.add_argument("--groups", type=int, default=0,
                     help="a filter set of the pairs (k mod GROUPS, k) (integer keys only)")
     ap.add_argument("--batch", type=int, default=1 << 20, help="arrow.maxRecordsPerBatch")
@@ -90,9 +100,15 @@ def build_with_cli(args, out: str) -> float:
         keys_file = os.path.join(args.workdir, f"keys-{n}.{fmt}")
         if not os.path.exists(keys_file):
             (write_string_keys if args.strings else write_u64_keys)(keys_file, n)
+    extra = ["--groups"] if args.groups else []
+    if args.values:
+        values_file = os.path.join(args.workdir, f"values-{n}.u64")
+        if not os.path.exists(values_file):
+            write_u64_values(values_file, n)
+        extra = ["--value-file", values_file, "--bits", "16"]
     start = time.monotonic()
     subprocess.run([args.cli, "build", "-i", keys_file, "--format", fmt, "-o", out,
-                    "--threads", "2"] + (["--groups"] if args.groups else []), check=True)
+                    "--threads", "2"] + extra, check=True)
     seconds = time.monotonic() - start
     print(f"ribbon build: {seconds:.2f} s")
     return seconds
@@ -160,12 +176,14 @@ def main() -> None:
     import ribbon.spark
 
     df = spark.range(0, n, 1, args.partitions).withColumnRenamed("id", "k")
-    if args.strings and args.groups:
-        raise SystemExit("--groups builds integer pairs only")
+    if args.strings and (args.groups or args.values):
+        raise SystemExit("--groups and --values build integer keys only")
     if args.strings:
         df = df.selectExpr("cast(k as string) as k")
     if args.groups:
         df = df.selectExpr(f"k % {args.groups} as g", "k")
+    if args.values:
+        df = df.selectExpr("k", "k % 65536 as v")
     out = os.path.join(args.workdir, "spark.ribbon")
     options = {"range_keys": args.range_keys} if args.range_keys else {}
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -174,6 +192,9 @@ def main() -> None:
         start = time.monotonic()
         if args.groups:
             stats = ribbon.spark.build_set(df, "g", "k", out, engine=args.engine, **options)
+        elif args.values:
+            stats = ribbon.spark.build(df, "k", out, values="v", bits=16, engine=args.engine,
+                                       **options)
         else:
             stats = ribbon.spark.build(df, "k", out, engine=args.engine, **options)
         seconds.append(time.monotonic() - start)

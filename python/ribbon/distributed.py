@@ -78,7 +78,7 @@ def build_params(
     key_kind: str, *, fpr=None, bits=None, width=64, seed=0, shard_size=None, threshold_codes=None,
     group_kind: Optional[str] = None, values: bool = False, check_bits: int = 0,
 ):
-    """The parameters ``ribbon build`` uses for these options (bumped filters only);
+    """The parameters ``ribbon build`` uses for these options (the bumped variant only);
     ``group_kind`` ("u64" or "bytes"): those of a filter set (``ribbon build --groups -o``);
     ``values``: those of a retrieval structure (``ribbon build --values --bits B
     --check-bits C``, ``bits`` the value bits)."""
@@ -267,6 +267,10 @@ class RangeResult:
     distinct: int
     solved: bool
     bumped: int
+    #: Retrieval: the smallest key hash the range found given twice with two values (then
+    #: nothing is solved), and the library's message about it.
+    conflict_hash: Optional[int] = None
+    conflict: Optional[str] = None
 
 
 def solve_task(
@@ -292,16 +296,22 @@ def solve_task(
         if plan.layer == 0:
             values = [to_stored_values(params, h, v) for h, v in zip(arrays, values)]
     path = destination.part_path(plan, range_index)
-    received, distinct, solved, bumped, part, bumped_values = solve_range(
-        params,
-        plan,
-        range_index,
-        arrays,
-        path if destination.local else "",
-        skip_if_repeats=skip_if_repeats,
-        threads=threads,
-        value_arrays=values,
-    )
+    try:
+        received, distinct, solved, bumped, part, bumped_values = solve_range(
+            params,
+            plan,
+            range_index,
+            arrays,
+            path if destination.local else "",
+            skip_if_repeats=skip_if_repeats,
+            threads=threads,
+            value_arrays=values,
+        )
+    except _ribbon.ConflictingValuesError as e:  # reported, for the driver to raise
+        received = sum(len(a) for a in arrays)
+        empty = np.empty(0, dtype=np.uint64)
+        return (RangeResult(range_index, received, 0, False, 0, e.key_hash, str(e)), empty,
+                np.empty(0, dtype=np.uint32))
     if solved and not destination.local:
         destination.write_part(path, part)
     return RangeResult(range_index, received, distinct, solved, len(bumped)), bumped, bumped_values
@@ -337,6 +347,11 @@ class Engine:
 
     def release(self, source: Any) -> None:
         """Frees a layer's bumped hashes once the next layer no longer needs them."""
+
+    def find_key(self, key_hash: int) -> Any:
+        """A key of the input whose hash is ``key_hash`` (to name a byte-string key given
+        twice with two values), or None; the default finds none."""
+        return None
 
     def run_tasks(self, tasks: Sequence[Callable[[], Any]]) -> List[Any]:
         """Runs each task (a picklable callable, small result) once, anywhere; returns the
@@ -540,6 +555,7 @@ def _solve_layers(engine: Engine, params, destination: Destination, n: int, rang
         results = sorted(results, key=lambda r: r.range)
         if [r.range for r in results] != list(range(plan.num_ranges)):
             raise RuntimeError(f"layer {step.index}: the engine did not solve every range once")
+        _raise_conflicts(engine, params, results)
         distinct = sum(r.distinct for r in results)
         distinct_known = True
         bumped = sum(r.bumped for r in results)
@@ -559,6 +575,23 @@ def _solve_layers(engine: Engine, params, destination: Destination, n: int, rang
             engine.release(source)
         source, step = bumped_source, sequence.next(bumped)
     return layers, source, step
+
+
+def _raise_conflicts(engine: Engine, params, results: Sequence[RangeResult]) -> None:
+    """ConflictingValuesError for the smallest key hash given twice with two values, if any
+    range found one (byte-string keys named by the engine where it can find them)."""
+    conflicts = [r for r in results if r.conflict is not None]
+    if not conflicts:
+        return
+    first = min(conflicts, key=lambda r: r.conflict_hash)
+    message = first.conflict
+    if params.key_kind == "bytes":
+        key = engine.find_key(first.conflict_hash)
+        if key is not None:
+            message = f"duplicate key with different values: key {key!r} is given twice with two values"
+    error = _ribbon.ConflictingValuesError(message)
+    error.key_hash = first.conflict_hash
+    raise error
 
 
 def run_build(
@@ -668,6 +701,14 @@ class LocalEngine(Engine):
             results.append(result)
             bumped.append((range_bumped, bumped_values))
         return results, bumped
+
+    def find_key(self, key_hash: int):
+        for groups, keys, _ in self.batches:
+            found = np.flatnonzero(hash_batch(self.params, keys, groups) == np.uint64(key_hash))
+            if len(found):
+                k = keys[int(found[0])]
+                return k.as_py() if hasattr(k, "as_py") else k
+        return None
 
     def collect(self, source):
         if not source:

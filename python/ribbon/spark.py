@@ -31,6 +31,7 @@ import contextlib
 import os
 import pickle
 import uuid
+from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -43,7 +44,12 @@ from . import distributed as dist
 ROUTE_BATCH_KEYS = 1 << 22
 
 ROUTED_SCHEMA = "part long, hashes binary"
-SOLVED_SCHEMA = "range long, received long, distinct long, solved boolean, bumped_keys long, bumped binary"
+#: Retrieval: each blob of hashes has a blob of their values (little-endian u32) beside it.
+ROUTED_VALUES_SCHEMA = "part long, hashes binary, values binary"
+RESULT_COLUMNS = ["range", "received", "distinct", "solved", "bumped_keys", "conflict_hash",
+                  "conflict"]
+SOLVED_SCHEMA = ("range long, received long, distinct long, solved boolean, bumped_keys long, "
+                 "conflict_hash long, conflict string, bumped binary, bumped_values binary")
 
 
 def _error(name: str, fallback: type) -> type:
@@ -114,8 +120,9 @@ def partition_keys(partitions: int) -> np.ndarray:
     return keys
 
 
-def _hash_views(column: pa.Array) -> List[np.ndarray]:
-    """The hashes in a binary column of blobs, as uint64 views of its buffers (no copy)."""
+def _hash_views(column: pa.Array, dtype=np.uint64) -> List[np.ndarray]:
+    """The hashes (or values: dtype np.uint32) in a binary column of blobs, as views of its
+    buffers (no copy)."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     views = []
     for chunk in chunks:
@@ -129,8 +136,9 @@ def _hash_views(column: pa.Array) -> List[np.ndarray]:
             raise TypeError(f"hash blobs must be binary, not {chunk.type}")
         _, offsets, data = chunk.buffers()
         ends = np.frombuffer(offsets, dtype=offset_type)[chunk.offset : chunk.offset + len(chunk) + 1]
+        size = np.dtype(dtype).itemsize
         views.append(
-            np.frombuffer(data, dtype=np.uint64, count=(ends[-1] - ends[0]) // 8, offset=ends[0])
+            np.frombuffer(data, dtype=dtype, count=(ends[-1] - ends[0]) // size, offset=ends[0])
         )
     return views
 
@@ -144,29 +152,55 @@ def _blob_ends(ends: np.ndarray) -> np.ndarray:
     return ends.astype(np.int32)
 
 
-def _routed_batch(plan, keys_of_ranges: np.ndarray, previous_hashes: np.ndarray) -> pa.RecordBatch:
-    """One row per range reached: its partition key and its hashes (one blob, no copy)."""
-    grouped, offsets = dist.group_by_range(plan, dist.to_layer_hashes(plan, previous_hashes))
+def _blobs(items: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """A binary column whose value i is items[ends[i - 1]:ends[i]] (ends in items), no copy."""
+    offsets = _blob_ends(ends * items.dtype.itemsize)
+    return pa.Array.from_buffers(
+        pa.binary(), len(ends) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(items)])
+
+
+def _routed_batch(plan, keys_of_ranges: np.ndarray, previous_hashes: np.ndarray,
+                  previous_values: Optional[np.ndarray] = None) -> pa.RecordBatch:
+    """One row per range reached: its partition key and its hashes (one blob, no copy), and
+    for retrieval their values (a blob beside it)."""
+    layer_hashes = dist.to_layer_hashes(plan, previous_hashes)
+    if previous_values is None:
+        grouped, offsets = dist.group_by_range(plan, layer_hashes)
+    else:
+        grouped, offsets, grouped_values = dist.group_by_range(
+            plan, layer_hashes, np.ascontiguousarray(previous_values, dtype=np.uint32))
     reached = np.flatnonzero(np.diff(offsets))
     # Reached ranges are in order and the others empty: blob i ends where blob i + 1 starts.
-    ends = _blob_ends(offsets[np.append(reached, plan.num_ranges)] * 8)
-    blobs = pa.Array.from_buffers(
-        pa.binary(), len(reached), [None, pa.py_buffer(ends), pa.py_buffer(grouped)]
-    )
-    return pa.RecordBatch.from_arrays([pa.array(keys_of_ranges[reached]), blobs],
-                                      names=["part", "hashes"])
+    ends = offsets[np.append(reached, plan.num_ranges)]
+    columns = [pa.array(keys_of_ranges[reached]), _blobs(grouped, ends)]
+    names = ["part", "hashes"]
+    if previous_values is not None:
+        columns.append(_blobs(grouped_values, ends))
+        names.append("values")
+    return pa.RecordBatch.from_arrays(columns, names=names)
 
 
-def _hash_columns(params, batch: pa.RecordBatch) -> np.ndarray:
-    """The hashes of a batch of the build's columns: (key) or, for a filter set, (group, key)."""
-    if params.group_kind is None:
-        return dist.hash_batch(params, batch.column(0))
-    return dist.hash_batch(params, batch.column(1), groups=batch.column(0))
+def _hash_columns(params, batch: pa.RecordBatch) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """The hashes of a batch of the build's columns, (key), (group, key) for a filter set or
+    (key, value) for a retrieval structure, and the values (or None)."""
+    if params.group_kind is not None:
+        return dist.hash_batch(params, batch.column(1), groups=batch.column(0)), None
+    hashes = dist.hash_batch(params, batch.column(0))
+    if not params.values:
+        return hashes, None
+    # The counting aggregation checked the values: no nulls, each in [0, 2^value_bits).
+    values = batch.column(1).to_numpy(zero_copy_only=False).astype(np.uint32)
+    return hashes, values
 
 
 def _hash_and_route(params, plan, keys_of_ranges, batch_keys: int):
-    """The map side of layer 0: Arrow batches of keys (or of groups and keys) -> (partition
-    key, hash blob) rows."""
+    """The map side of layer 0: Arrow batches of the build's columns -> (partition key, hash
+    blob[, value blob]) rows."""
+
+    def routed(pending):
+        hashes = np.concatenate([h for h, _ in pending])
+        values = np.concatenate([v for _, v in pending]) if params.values else None
+        return _routed_batch(plan, keys_of_ranges, hashes, values)
 
     def run(batches):
         pending, pending_keys = [], 0
@@ -174,10 +208,10 @@ def _hash_and_route(params, plan, keys_of_ranges, batch_keys: int):
             pending.append(_hash_columns(params, batch))
             pending_keys += batch.num_rows
             if pending_keys >= batch_keys:
-                yield _routed_batch(plan, keys_of_ranges, np.concatenate(pending))
+                yield routed(pending)
                 pending, pending_keys = [], 0
         if pending_keys:
-            yield _routed_batch(plan, keys_of_ranges, np.concatenate(pending))
+            yield routed(pending)
 
     return run
 
@@ -208,7 +242,9 @@ def _routed_in_jvm(df, params, plan, keys_of_ranges, batch_keys: int):
         batch_keys,
     )
     routing = session._jvm.dev.ribbon.spark.Routing
-    if params.group_kind is None:
+    if params.values:
+        routed = routing.hashAndRouteValues(df._jdf, params.key_kind == "u64", *geometry)
+    elif params.group_kind is None:
         routed = routing.hashAndRoute(df._jdf, params.key_kind == "u64", *geometry)
     else:
         routed = routing.hashAndRoutePairs(
@@ -217,19 +253,23 @@ def _routed_in_jvm(df, params, plan, keys_of_ranges, batch_keys: int):
     return DataFrame(routed, session)
 
 
-def _route_bumped(plan, keys_of_ranges):
-    """The map side of layer l > 0: blobs of bumped hashes -> (partition key, blob) rows."""
+def _route_bumped(plan, keys_of_ranges, with_values: bool):
+    """The map side of layer l > 0: blobs of bumped hashes (and their values) -> (partition
+    key, blob[, value blob]) rows."""
 
     def run(batches):
         for batch in batches:
             views = _hash_views(batch.column(0))
             if views:
-                yield _routed_batch(plan, keys_of_ranges, np.concatenate(views))
+                values = None
+                if with_values:
+                    values = np.concatenate(_hash_views(batch.column(1), np.uint32))
+                yield _routed_batch(plan, keys_of_ranges, np.concatenate(views), values)
 
     return run
 
 
-def _solve_ranges(task, layer: int, keys_of_ranges, fail_first_attempt):
+def _solve_ranges(task, layer: int, keys_of_ranges, with_values: bool, fail_first_attempt):
     """The reduce side: partition r holds range r's blobs; solve it, one row out."""
 
     def run(batches):
@@ -237,7 +277,7 @@ def _solve_ranges(task, layer: int, keys_of_ranges, fail_first_attempt):
 
         context = TaskContext.get()
         r = context.partitionId()
-        arrays = []
+        arrays, value_arrays = [], []
         for batch in batches:
             parts = batch.column(0).to_numpy()
             if (parts != keys_of_ranges[r]).any():
@@ -246,17 +286,23 @@ def _solve_ranges(task, layer: int, keys_of_ranges, fail_first_attempt):
                     "(its hash partitioning is not Murmur3 with seed 42?)"
                 )
             arrays.extend(_hash_views(batch.column(1)))
-        result, bumped, _ = task(r, arrays, None)
+            if with_values:
+                value_arrays.extend(_hash_views(batch.column(2), np.uint32))
+        result, bumped, bumped_values = task(r, arrays, value_arrays if with_values else None)
         for fault_layer, fault_range, marker in fail_first_attempt or ():
             if (fault_layer, fault_range) == (layer, r) and context.attemptNumber() == 0:
                 open(marker, "w").close()  # a test's fault, after the part: tells it it fired
                 raise RuntimeError(f"injected fault in layer {layer}, range {r}")
-        ends = pa.py_buffer(_blob_ends(np.array([0, 8 * len(bumped)])))
-        blob = pa.Array.from_buffers(pa.binary(), 1, [None, ends, pa.py_buffer(bumped)])
+        if bumped_values is None:
+            bumped_values = np.empty(0, dtype=np.uint32)
+        conflict_hash = None if result.conflict_hash is None else _signed64(result.conflict_hash)
+        report = [pa.array([r]), pa.array([result.received]), pa.array([result.distinct]),
+                  pa.array([result.solved]), pa.array([result.bumped]),
+                  pa.array([conflict_hash], pa.int64()), pa.array([result.conflict], pa.string())]
         yield pa.RecordBatch.from_arrays(
-            [pa.array([r]), pa.array([result.received]), pa.array([result.distinct]),
-             pa.array([result.solved]), pa.array([result.bumped]), blob],
-            names=["range", "received", "distinct", "solved", "bumped_keys", "bumped"],
+            report + [_blobs(bumped, np.array([0, len(bumped)])),
+                      _blobs(bumped_values, np.array([0, len(bumped_values)]))],
+            names=RESULT_COLUMNS + ["bumped", "bumped_values"],
         )
 
     return run
@@ -316,74 +362,128 @@ def _run_pickled(tasks):
     return run
 
 
+@dataclass
+class _Counts:
+    """What the counting aggregation found: rows, a filter set's distinct groups, the values'
+    smallest and largest (retrieval)."""
+
+    rows: int
+    groups: int = 0
+    smallest_value: int = 0
+    largest_value: int = 0
+
+
 class SparkEngine(dist.Engine):
     """Spark as the engine of :func:`ribbon.distributed.run_build`: DataFrames only (Arrow
-    batches in Python, Spark's exchange for the shuffle), no RDD, no per-row Python."""
+    batches in Python, Spark's exchange for the shuffle), no RDD, no per-row Python.
+    ``columns``: (key), (group, key) for a filter set, (key, value) for a retrieval structure
+    (``roles`` names them so: "key", "group", "value"). ``params`` may be set after
+    :meth:`counts` (a retrieval's value bits can follow from the largest value)."""
 
-    def __init__(self, df, columns: Sequence[str], params, *, batch_keys: int,
+    def __init__(self, df, columns: Sequence[str], roles: Sequence[str], *, batch_keys: int,
                  route_in_jvm: bool = False, fail_first_attempt=None):
         self.df = df.select(*columns)
         self.spark = df.sparkSession
         self.columns = list(columns)
-        self.params = params
+        self.roles = list(roles)
+        self.params = None
         self.batch_keys = batch_keys
         self.route_in_jvm = route_in_jvm
         self.fail_first_attempt = fail_first_attempt
         self.persisted = []
-        self.groups: Optional[int] = None
+        self._counts: Optional[_Counts] = None
 
-    def count(self) -> int:
-        """Rows, and for a filter set its distinct groups, in one aggregation; a null in any
-        of the build's columns is refused."""
+    def counts(self) -> _Counts:
+        """Rows, a filter set's distinct groups and a retrieval's smallest and largest value,
+        in one aggregation (once); a null in any of the build's columns is refused."""
+        if self._counts is not None:
+            return self._counts
         from pyspark.sql import functions as F
 
-        counts = [F.count(F.lit(1)).alias("rows")]
-        counts += [F.count(F.col(c)).alias(f"filled_{i}") for i, c in enumerate(self.columns)]
-        if self.params.group_kind is not None:
-            counts.append(F.count_distinct(F.col(self.columns[0])).alias("groups"))
-        row = self.df.agg(*counts).first()
-        for i, column in enumerate(self.columns):
+        aggregates = [F.count(F.lit(1)).alias("rows")]
+        aggregates += [F.count(F.col(c)).alias(f"filled_{i}") for i, c in enumerate(self.columns)]
+        if "group" in self.roles:
+            aggregates.append(F.count_distinct(F.col(self.columns[0])).alias("groups"))
+        if "value" in self.roles:
+            value = F.col(self.columns[self.roles.index("value")])
+            aggregates += [F.min(value).alias("smallest"), F.max(value).alias("largest")]
+        row = self.df.agg(*aggregates).first()
+        for i, (column, role) in enumerate(zip(self.columns, self.roles)):
             nulls = row["rows"] - row[f"filled_{i}"]
             if nulls:
-                what = "groups" if self.params.group_kind is not None and i == 0 else "keys"
                 raise _error("KeysError", ValueError)(
-                    f"column {column!r} has {nulls} null values in {row['rows']} rows: {what} "
+                    f"column {column!r} has {nulls} null values in {row['rows']} rows: {role}s "
                     f"cannot be null (drop them first, e.g. df.na.drop(subset=[{column!r}]))"
                 )
-        if self.params.group_kind is not None:
-            self.groups = int(row["groups"])
-        return int(row["rows"])
+        counts = _Counts(int(row["rows"]))
+        if "group" in self.roles:
+            counts.groups = int(row["groups"])
+        if "value" in self.roles and counts.rows:
+            counts.smallest_value, counts.largest_value = int(row["smallest"]), int(row["largest"])
+        self._counts = counts
+        return counts
+
+    def count(self) -> int:
+        return self.counts().rows
 
     def count_groups(self) -> int:
-        return self.groups
+        return self.counts().groups
+
+    def find_key(self, key_hash: int):
+        """The first key of the input whose hash is ``key_hash`` (a pass over the key column,
+        hashed in Python workers: only to name a key given twice with two values)."""
+        params, wanted = self.params, np.uint64(key_hash)
+
+        def matching(batches):
+            for batch in batches:
+                found = np.flatnonzero(dist.hash_batch(params, batch.column(0)) == wanted)
+                yield batch.take(pa.array(found[:1], pa.int64()))
+
+        key = self.columns[self.roles.index("key")]
+        rows = self.df.select(key).mapInArrow(matching, self.df.select(key).schema).limit(1)
+        found = rows.collect()
+        return found[0][0] if found else None
 
     def solve_layer(self, plan, source, task):
         from pyspark import StorageLevel
 
         keys_of_ranges = partition_keys(plan.num_ranges)
+        with_values = self.params.values
+        schema = ROUTED_VALUES_SCHEMA if with_values else ROUTED_SCHEMA
         if source is None and self.route_in_jvm:
             routed = _routed_in_jvm(self.df, self.params, plan, keys_of_ranges, self.batch_keys)
         elif source is None:
             route = _hash_and_route(self.params, plan, keys_of_ranges, self.batch_keys)
-            routed = self.df.mapInArrow(route, ROUTED_SCHEMA)
+            routed = self.df.mapInArrow(route, schema)
         else:
-            routed = source.select("bumped").mapInArrow(
-                _route_bumped(plan, keys_of_ranges), ROUTED_SCHEMA
+            routed = source.select("bumped", "bumped_values").mapInArrow(
+                _route_bumped(plan, keys_of_ranges, with_values), schema
             )
-        solve = _solve_ranges(task, plan.layer, keys_of_ranges, self.fail_first_attempt)
+        solve = _solve_ranges(task, plan.layer, keys_of_ranges, with_values,
+                              self.fail_first_attempt)
         solved = (
             routed.repartition(plan.num_ranges, "part")
             .mapInArrow(solve, SOLVED_SCHEMA)
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         self.persisted.append(solved)
-        columns = ["range", "received", "distinct", "solved", "bumped_keys"]
-        rows = _collect(solved.select(*columns)).to_pylist()
-        return [dist.RangeResult(*(row[c] for c in columns)) for row in rows], solved
+        rows = _collect(solved.select(*RESULT_COLUMNS)).to_pylist()
+        results = []
+        for row in rows:
+            result = dist.RangeResult(*(row[c] for c in RESULT_COLUMNS))
+            if result.conflict_hash is not None:
+                result.conflict_hash &= (1 << 64) - 1  # the Java long's bits, unsigned
+            results.append(result)
+        return results, solved
 
     def collect(self, source):
-        views = _hash_views(_collect(source.select("bumped")).column(0))
-        return (np.concatenate(views) if views else np.empty(0, dtype=np.uint64)), None
+        table = _collect(source.select("bumped", "bumped_values"))
+        views = _hash_views(table.column(0))
+        hashes = np.concatenate(views) if views else np.empty(0, dtype=np.uint64)
+        if not self.params.values:
+            return hashes, None
+        views = _hash_views(table.column(1), np.uint32)
+        return hashes, np.concatenate(views) if views else np.empty(0, dtype=np.uint32)
 
     def run_tasks(self, tasks):
         rows = (
@@ -408,6 +508,8 @@ def build(
     column: str,
     path: Union[str, os.PathLike],
     *,
+    values: Optional[str] = None,
+    check_bits: int = 0,
     fpr: Optional[float] = None,
     bits: Optional[int] = None,
     width: int = 64,
@@ -441,8 +543,20 @@ def build(
     the JVM route spares handing every key to Python, which took the map stage a fifth of
     its executor time in bench/RESULTS.md ("Layer 0 routed inside the JVM").
     ``batch_keys``: keys a map task routes at once (at most 2^28 - 1).
+
+    ``values``: a retrieval structure instead (key -> value; ``ribbon.load(path).lookup``,
+    :func:`lookup`), the values in that integer column, byte-identical to ``ribbon build
+    --values`` over the same pairs: ``bits`` value bits (default: as many as the largest value
+    needs), ``check_bits`` check bits (non-members found at 2^-check_bits). A key given twice
+    with one value counts once; nulls, negative values, values of more than ``bits`` bits
+    (``ribbon.KeysError``) and a key given with two values (``ribbon.ConflictingValuesError``,
+    naming the key) are refused, and nothing is written.
     """
-    return _build(df, [column], path, group_kind=None, **_options(locals()))
+    if values is None:
+        if check_bits:
+            raise _error("OptionsError", ValueError)("check_bits is for builds with values")
+        return _build(df, [column], ["key"], path, **_options(locals()))
+    return _build(df, [column, values], ["key", "value"], path, **_options(locals()))
 
 
 def build_set(
@@ -473,52 +587,63 @@ def build_set(
     (string, binary); neither may be null. The returned stats count the groups. Options,
     engines, retries and the output as for :func:`build`; the JVM route hashes the pairs in
     the executors' JVMs."""
-    return _build(df, [group_column, key_column], path,
-                  group_kind=key_kind_of_column(df, group_column), **_options(locals()))
+    return _build(df, [group_column, key_column], ["group", "key"], path, check_bits=0,
+                  **_options(locals()))
 
 
 _BUILD_OPTIONS = ("fpr", "bits", "width", "seed", "shard_size", "threshold_codes", "range_keys",
-                  "one_place_keys", "batch_keys", "filesystem", "engine", "_fail_first_attempt")
+                  "one_place_keys", "batch_keys", "filesystem", "engine", "_fail_first_attempt",
+                  "check_bits")
 
 
 def _options(arguments: dict) -> dict:
-    return {name: arguments[name] for name in _BUILD_OPTIONS}
+    return {name: arguments[name] for name in _BUILD_OPTIONS if name in arguments}
 
 
-def _build(df, columns, path, *, group_kind, fpr, bits, width, seed, shard_size,
-           threshold_codes, range_keys, one_place_keys, batch_keys, filesystem, engine,
+def _build(df, columns, roles, path, *, fpr, bits, width, seed, shard_size, threshold_codes,
+           check_bits, range_keys, one_place_keys, batch_keys, filesystem, engine,
            _fail_first_attempt) -> dist.BuildStats:
-    """build() and build_set(): ``columns`` the key column, or the group and key columns."""
+    """build() and build_set(): ``columns`` in their ``roles`` ("key"; "group", "key";
+    "key", "value")."""
     _check_engine(engine)
     if not 1 <= batch_keys < 1 << 28:
         raise ValueError(f"batch_keys must be in [1, 2^28), not {batch_keys}")
     destination = dist.Destination(path, filesystem)
     destination.check()
-    key_kind = key_kind_of_column(df, columns[-1])
-    params = dist.build_params(
-        key_kind,
-        fpr=fpr,
-        bits=bits,
-        width=width,
-        seed=seed,
-        shard_size=shard_size,
-        threshold_codes=threshold_codes,
-        group_kind=group_kind,
-    )
-    threads = int(df.sparkSession.conf.get("spark.task.cpus", "1"))
+    kinds = {role: key_kind_of_column(df, column) for column, role in zip(columns, roles)}
+    if kinds.get("value", "u64") != "u64":
+        raise _error("KeyTypeError", TypeError)(
+            f"column {columns[roles.index('value')]!r} holds the values: it must be of an "
+            "integer type (long, int, short, byte)")
     spark_engine = SparkEngine(
         df,
         columns,
-        params,
+        roles,
         batch_keys=batch_keys,
         route_in_jvm=_route_in_jvm(df.sparkSession, engine),
         fail_first_attempt=_fail_first_attempt,
     )
     try:
         with _build_settings(df.sparkSession):
+            counts = spark_engine.counts()
+            if "value" in roles:
+                bits = _value_bits(counts, bits, check_bits, columns[roles.index("value")])
+            spark_engine.params = dist.build_params(
+                kinds["key"],
+                fpr=fpr,
+                bits=bits,
+                width=width,
+                seed=seed,
+                shard_size=shard_size,
+                threshold_codes=threshold_codes,
+                group_kind=kinds.get("group"),
+                values="value" in roles,
+                check_bits=check_bits,
+            )
+            threads = int(df.sparkSession.conf.get("spark.task.cpus", "1"))
             stats = dist.run_build(
                 spark_engine,
-                params,
+                spark_engine.params,
                 destination,
                 range_keys=range_keys,
                 one_place_keys=one_place_keys,
@@ -528,6 +653,25 @@ def _build(df, columns, path, *, group_kind, fpr, bits, width, seed, shard_size,
         return stats
     finally:
         spark_engine.release_all()
+
+
+def _value_bits(counts: _Counts, bits: Optional[int], check_bits: int, column: str) -> int:
+    """The value bits of a retrieval build, as ``ribbon build --values`` picks them: ``bits``
+    where given (every value must fit), else as many as the largest value needs (at least
+    1); KeysError for negative values and values of 32 bits or more."""
+    keys_error = _error("KeysError", ValueError)
+    if counts.smallest_value < 0:
+        raise keys_error(f"column {column!r} holds the negative value {counts.smallest_value}: "
+                         "values are unsigned")
+    if counts.largest_value >= 1 << 32:
+        raise keys_error(f"column {column!r} holds the value {counts.largest_value}, which does "
+                         "not fit in 32 bits")
+    if bits is None:
+        return max(1, counts.largest_value.bit_length())
+    if counts.largest_value >= 1 << bits:
+        raise keys_error(f"column {column!r} holds the value {counts.largest_value}, which does "
+                         f"not fit in bits={bits} (values must be below 2^{bits})")
+    return bits
 
 
 def _route_in_jvm(session, engine: str) -> bool:
@@ -686,8 +830,9 @@ def contains_in(group_column, key_column, filter_set, *, spark=None, engine: str
 
 
 def lookup(column, filter, *, spark=None, engine: str = "auto"):
-    """A long column: the value a retrieval file (built on one machine) stores for each key
-    (an arbitrary value below 2^bits for keys outside its set, except in files with check
-    bits: null where the key's check bits fail; null for null keys).
+    """A long column: the value a retrieval file (:func:`build` with ``values=``, or built on
+    one machine) stores for each key (an arbitrary value below 2^bits for keys outside its
+    set, except in files with check bits: null where the key's check bits fail; null for null
+    keys).
     ``engine`` as for :func:`contains`."""
     return _query_column("lookup", "long", [column], filter, spark, engine)

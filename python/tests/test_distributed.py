@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -96,6 +97,10 @@ def test_retrieval_refuses_conflicting_and_too_wide_values(tmp_path):
     with pytest.raises(ribbon.ConflictingValuesError, match=f"key {keys[77]} is given twice") as e:
         dist.build(conflicting, out, key_kind="u64", values=True, bits=8, **SMALL)
     assert e.value.key_hash == ribbon.hash_keys(keys[77:78])[0]
+    words = random_strings(3000, seed=12)  # byte-string keys: the engine finds the key
+    conflicting = [(words, values[:3000]), ([words[5]], values[5:6] + 1)]
+    with pytest.raises(ribbon.ConflictingValuesError, match=re.escape(f"key {words[5]!r} is given twice")):
+        dist.build(conflicting, out, key_kind="bytes", values=True, bits=8, **SMALL)
     with pytest.raises(ribbon.KeysError, match="does not fit"):
         dist.build([(keys, values + 1)], out, key_kind="u64", values=True, bits=8, **SMALL)
     assert not os.path.exists(out) and parts_left(tmp_path) == []

@@ -38,6 +38,8 @@ public final class Routing {
     static final StructType ROUTED = new StructType()
             .add("part", DataTypes.LongType, false)
             .add("hashes", DataTypes.BinaryType, false);
+    /** Retrieval: each blob of hashes with a blob of their values (little-endian u32s). */
+    static final StructType ROUTED_VALUES = ROUTED.add("values", DataTypes.BinaryType, false);
 
     /**
      * Rows {@code (part long, hashes binary)} routing the keys of {@code keys}' only column.
@@ -55,8 +57,24 @@ public final class Routing {
             long numStarts, int shardBits, long shardsPerRange, byte[] partKeys, int batchKeys) {
         long seedMixed = Hashing.seedMix(seed);
         KeyHash hash = integerKeys ? new LongColumn(0, seedMixed) : ByteColumn.of(keys, 0, seed);
-        return route(keys, new boolean[] {integerKeys}, hash, numStarts, shardBits, shardsPerRange,
-                partKeys, batchKeys);
+        return route(keys, new boolean[] {integerKeys}, hash, false, numStarts, shardBits,
+                shardsPerRange, partKeys, batchKeys);
+    }
+
+    /**
+     * Rows {@code (part long, hashes binary, values binary)} routing the keys of a retrieval
+     * build ({@code ribbon.spark.build(..., values=...)}): {@code keyValues}' first column holds
+     * the keys, its second the values (an integer column, each checked to be in [0, 2^32)
+     * before), which ride beside their hashes as little-endian u32s; the other parameters as
+     * {@link #hashAndRoute}'s.
+     */
+    public static Dataset<Row> hashAndRouteValues(Dataset<Row> keyValues, boolean integerKeys,
+            long seed, long numStarts, int shardBits, long shardsPerRange, byte[] partKeys,
+            int batchKeys) {
+        long seedMixed = Hashing.seedMix(seed);
+        KeyHash hash = integerKeys ? new LongColumn(0, seedMixed) : ByteColumn.of(keyValues, 0, seed);
+        return route(keyValues, new boolean[] {integerKeys, true}, hash, true, numStarts, shardBits,
+                shardsPerRange, partKeys, batchKeys);
     }
 
     /**
@@ -76,12 +94,16 @@ public final class Routing {
                 : ByteColumn.of(pairs, 0, Hashing.groupSeed(seed));
         KeyHash key = integerKeys ? new LongColumn(1, seedMixed) : ByteColumn.of(pairs, 1, seed);
         return route(pairs, new boolean[] {integerGroups, integerKeys}, new PairHash(group, key),
-                numStarts, shardBits, shardsPerRange, partKeys, batchKeys);
+                false, numStarts, shardBits, shardsPerRange, partKeys, batchKeys);
     }
 
-    /** The routed rows of {@code input}'s columns (integer ones read as longs), hashed by {@code hash}. */
+    /**
+     * The routed rows of {@code input}'s columns (integer ones read as longs), hashed by {@code
+     * hash}; {@code withValues}: the last column holds values, routed beside the hashes.
+     */
     private static Dataset<Row> route(Dataset<Row> input, boolean[] integerColumns, KeyHash hash,
-            long numStarts, int shardBits, long shardsPerRange, byte[] partKeys, int batchKeys) {
+            boolean withValues, long numStarts, int shardBits, long shardsPerRange, byte[] partKeys,
+            int batchKeys) {
         if (batchKeys < 1 || batchKeys >= 1 << 28) {
             throw new IllegalArgumentException("batchKeys must be in [1, 2^28), not " + batchKeys);
         }
@@ -96,8 +118,9 @@ public final class Routing {
         var selected = input.select(columns);
         JavaRDD<InternalRow> rows = ((org.apache.spark.sql.classic.Dataset<Row>) selected)
                 .queryExecution().toRdd().toJavaRDD();
-        JavaRDD<Row> routed = rows.mapPartitions(new Router(hash, ranges, parts, batchKeys));
-        return input.sparkSession().createDataFrame(routed, ROUTED);
+        int valueOrdinal = withValues ? columns.length - 1 : -1;
+        JavaRDD<Row> routed = rows.mapPartitions(new Router(hash, ranges, parts, batchKeys, valueOrdinal));
+        return input.sparkSession().createDataFrame(routed, withValues ? ROUTED_VALUES : ROUTED);
     }
 
     /** A row's hash, read from the columns of an internal row. */
@@ -190,25 +213,31 @@ public final class Routing {
         }
     }
 
-    /** Hashes a task's keys into per-range buffers and emits them as blob rows. */
+    /**
+     * Hashes a task's keys into per-range buffers and emits them as blob rows; with a value
+     * column ({@code valueOrdinal} at least 0), each range's values in a blob beside.
+     */
     static final class Router implements FlatMapFunction<Iterator<InternalRow>, Row> {
         private static final long serialVersionUID = 1L;
         private final KeyHash hash;
         private final RangeOf ranges;
         private final long[] parts;
         private final int batchKeys;
+        private final int valueOrdinal;
 
-        Router(KeyHash hash, RangeOf ranges, long[] parts, int batchKeys) {
+        Router(KeyHash hash, RangeOf ranges, long[] parts, int batchKeys, int valueOrdinal) {
             this.hash = hash;
             this.ranges = ranges;
             this.parts = parts;
             this.batchKeys = batchKeys;
+            this.valueOrdinal = valueOrdinal;
         }
 
         @Override
         public Iterator<Row> call(Iterator<InternalRow> rows) {
             return new Iterator<>() {
                 private final long[][] hashes = new long[parts.length][];
+                private final int[][] values = new int[parts.length][];
                 private final int[] sizes = new int[parts.length];
                 private final ArrayDeque<Row> ready = new ArrayDeque<>();
 
@@ -226,13 +255,19 @@ public final class Routing {
 
                 /** Reads up to batchKeys keys, then queues their ranges' blobs. */
                 private void gather() {
+                    boolean withValues = valueOrdinal >= 0;
                     for (int n = 0; n < batchKeys && rows.hasNext(); ++n) {
-                        long h = hash.of(rows.next());
+                        InternalRow row = rows.next();
+                        long h = hash.of(row);
                         int r = ranges.of(h);
                         if (hashes[r] == null || sizes[r] == hashes[r].length) {
-                            hashes[r] = Arrays.copyOf(hashes[r] == null ? new long[0] : hashes[r],
-                                    Math.max(256, 2 * sizes[r]));
+                            int capacity = Math.max(256, 2 * sizes[r]);
+                            hashes[r] = Arrays.copyOf(hashes[r] == null ? new long[0] : hashes[r], capacity);
+                            if (withValues) {
+                                values[r] = Arrays.copyOf(values[r] == null ? new int[0] : values[r], capacity);
+                            }
                         }
+                        if (withValues) values[r][sizes[r]] = (int) row.getLong(valueOrdinal);
                         hashes[r][sizes[r]++] = h;
                     }
                     for (int r = 0; r < sizes.length; ++r) {
@@ -240,7 +275,14 @@ public final class Routing {
                         byte[] blob = new byte[sizes[r] * Long.BYTES];
                         ByteBuffer.wrap(blob).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer()
                                 .put(hashes[r], 0, sizes[r]);
-                        ready.add(RowFactory.create(parts[r], blob));
+                        if (withValues) {
+                            byte[] valueBlob = new byte[sizes[r] * Integer.BYTES];
+                            ByteBuffer.wrap(valueBlob).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer()
+                                    .put(values[r], 0, sizes[r]);
+                            ready.add(RowFactory.create(parts[r], blob, valueBlob));
+                        } else {
+                            ready.add(RowFactory.create(parts[r], blob));
+                        }
                         sizes[r] = 0;
                     }
                 }
