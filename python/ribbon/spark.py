@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import time
 import uuid
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple, Union
@@ -625,7 +626,9 @@ def _build(df, columns, roles, path, *, fpr, bits, width, seed, shard_size, thre
     )
     try:
         with _build_settings(df.sparkSession):
-            counts = spark_engine.counts()
+            clock = time.monotonic()
+            counts = spark_engine.counts()  # before the parameters: values may set the bits
+            counting = time.monotonic() - clock
             if "value" in roles:
                 bits = _value_bits(counts, bits, check_bits, columns[roles.index("value")])
             spark_engine.params = dist.build_params(
@@ -649,6 +652,7 @@ def _build(df, columns, roles, path, *, fpr, bits, width, seed, shard_size, thre
                 one_place_keys=one_place_keys,
                 threads=threads,
             )
+        stats.seconds["count"] += counting  # run_build's count() found it done
         stats.layer0_route = "jvm" if spark_engine.route_in_jvm else "python"
         return stats
     finally:
