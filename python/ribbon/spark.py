@@ -121,9 +121,9 @@ def partition_keys(partitions: int) -> np.ndarray:
     return keys
 
 
-def _hash_views(column: pa.Array, dtype=np.uint64) -> List[np.ndarray]:
-    """The hashes (or values: dtype np.uint32) in a binary column of blobs, as views of its
-    buffers (no copy)."""
+def _blob_views(column: pa.Array, dtype=np.uint64) -> List[np.ndarray]:
+    """The items of a binary column of blobs (hashes; values with dtype np.uint32), as views
+    of its buffers (no copy)."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     views = []
     for chunk in chunks:
@@ -260,11 +260,11 @@ def _route_bumped(plan, keys_of_ranges, with_values: bool):
 
     def run(batches):
         for batch in batches:
-            views = _hash_views(batch.column(0))
+            views = _blob_views(batch.column(0))
             if views:
                 values = None
                 if with_values:
-                    values = np.concatenate(_hash_views(batch.column(1), np.uint32))
+                    values = np.concatenate(_blob_views(batch.column(1), np.uint32))
                 yield _routed_batch(plan, keys_of_ranges, np.concatenate(views), values)
 
     return run
@@ -286,9 +286,9 @@ def _solve_ranges(task, layer: int, keys_of_ranges, with_values: bool, fail_firs
                     f"layer {layer}: Spark put hashes of other ranges in partition {r} "
                     "(its hash partitioning is not Murmur3 with seed 42?)"
                 )
-            arrays.extend(_hash_views(batch.column(1)))
+            arrays.extend(_blob_views(batch.column(1)))
             if with_values:
-                value_arrays.extend(_hash_views(batch.column(2), np.uint32))
+                value_arrays.extend(_blob_views(batch.column(2), np.uint32))
         result, bumped, bumped_values = task(r, arrays, value_arrays if with_values else None)
         for fault_layer, fault_range, marker in fail_first_attempt or ():
             if (fault_layer, fault_range) == (layer, r) and context.attemptNumber() == 0:
@@ -479,11 +479,11 @@ class SparkEngine(dist.Engine):
 
     def collect(self, source):
         table = _collect(source.select("bumped", "bumped_values"))
-        views = _hash_views(table.column(0))
+        views = _blob_views(table.column(0))
         hashes = np.concatenate(views) if views else np.empty(0, dtype=np.uint64)
         if not self.params.values:
             return hashes, None
-        views = _hash_views(table.column(1), np.uint32)
+        views = _blob_views(table.column(1), np.uint32)
         return hashes, np.concatenate(views) if views else np.empty(0, dtype=np.uint32)
 
     def run_tasks(self, tasks):

@@ -296,12 +296,12 @@ def test_s3_outputs_past_five_gib_are_refused_before_solving():
 
 
 def test_hash_blobs_read_alike_with_32_and_64_bit_offsets():
-    from ribbon.spark import _hash_views
+    from ribbon.spark import _blob_views
 
     hashes = np.arange(1, 11, dtype=np.uint64)
     blobs = [hashes[:3].tobytes(), b"", hashes[3:].tobytes()]
     for kind in (pa.binary(), pa.large_binary()):
         column = pa.array(blobs, type=kind).slice(1)  # an offset, as Spark's batches may have
-        assert np.array_equal(np.concatenate(_hash_views(column)), hashes[3:]), kind
+        assert np.array_equal(np.concatenate(_blob_views(column)), hashes[3:]), kind
     with pytest.raises(TypeError, match="binary"):
-        _hash_views(pa.array(["x"]))
+        _blob_views(pa.array(["x"]))
