@@ -72,6 +72,21 @@ def test_integer_keys_equal_ribbon_build(spark, pairs, engine, partitions, check
     assert np.array_equal(ribbon.load(out).lookup(keys), values)  # every member's value
 
 
+def test_failed_task_attempts_are_retried_and_the_file_unchanged(spark, pairs, tmp_path):
+    # The first attempts of range 2 of layer 0 and range 1 of layer 1 fail after writing their
+    # parts (and, in layer 0, after storing the values); local[2,4] retries them.
+    keys, values = pairs
+    markers = [str(tmp_path / "fault-0"), str(tmp_path / "fault-1")]
+    out = str(tmp_path / "kv.ribbon")
+    ribbon.spark.build(value_frame(spark, keys, values, 5, seed=9), "k", out, values="v",
+                       bits=12, check_bits=4, _fail_first_attempt=[(0, 2, markers[0]),
+                                                                   (1, 1, markers[1])], **SMALL)
+    assert all(os.path.exists(m) for m in markers)  # both faults fired
+    expected = ribbon.build(keys, values=values, bits=12, check_bits=4, width=32, shard_size=1024)
+    assert open(out, "rb").read() == expected.to_bytes()
+    assert parts_left(tmp_path) == []
+
+
 @pytest.mark.parametrize("engine", ["python", "jvm"])
 def test_string_keys_equal_the_cli_with_its_default_bits(spark, engine, tmp_path, request):
     # No bits given: as many as the largest value needs, as `ribbon build --values` picks.
