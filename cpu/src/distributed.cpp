@@ -118,18 +118,13 @@ void check_chain(std::uint64_t key_count, const std::vector<solved_layer>& layer
   }
 }
 
-/// ribbon::build_params (options.hpp), which the distributed build_params hides.
-filter_params build_params_of(const build_options& options, key_kind keys, bool with_values) {
-  return ribbon::build_params(options, keys, with_values);
-}
-
 }  // namespace
 
 filter_params build_params(const build_options& options, key_kind keys, group_kind groups) {
   if (options.variant != filter_variant::bumped) {
     throw error("the distributed build makes the default (bumped) filter only");
   }
-  filter_params p = build_params_of(options, keys, false);
+  filter_params p = ribbon::build_params(options, keys, false);
   p.groups = groups;
   if (const char* problem = check_params(p)) throw error(problem);
   return p;
@@ -139,7 +134,7 @@ filter_params retrieval_params(const build_options& options, key_kind keys) {
   if (options.variant != filter_variant::bumped) {
     throw error("the distributed build makes the default (bumped) retrieval structure only");
   }
-  return build_params_of(options, keys, true);
+  return ribbon::build_params(options, keys, true);
 }
 
 void to_stored_values(const filter_params& p, const std::uint64_t* key_hashes,

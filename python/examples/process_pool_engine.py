@@ -3,8 +3,9 @@
 Dask and Ray map the same way: ``solve_layer`` becomes one task per input batch (hash and
 route, returning {range: hashes}) and one task per range (``task(range, hash_arrays, None)``:
 no values, as this engine builds filters), with the engine's futures or object store holding
-the bumped hashes between layers; ``collect`` gathers the last small layer. The file is the same bytes as ``ribbon build`` over the same distinct
-keys, however the engine splits and orders the work.
+the bumped hashes between layers; ``collect`` gathers the last small layer. The file is the
+same bytes as ``ribbon build`` over the same distinct keys, however the engine splits and
+orders the work.
 
     python process_pool_engine.py keys.u64 out.ribbon   # keys: little-endian u64 file
 """

@@ -17,13 +17,13 @@ pool):
   hashes and their values), and return the results and a handle on the bumped hashes, the
   next layer's source;
 * ``collect(source)``: the bumped hashes of a small last layer as one array, and their values;
+* ``run_tasks(tasks)``: run small independent callables where the data is (the assembly's
+  checksum and placement tasks); the default runs them here, on the driver.
 
 Retrieval structures (``build_params(..., values=True)``, as ``ribbon build --values``) carry
 a value beside each hash: layer 0 the keys' values, as given (the range task stores them under
 their keys' check bits: :func:`to_stored_values`), later layers the stored values the tasks
 return with their bumped hashes. For filters every values argument and result is None.
-* ``run_tasks(tasks)``: run small independent callables where the data is (the assembly's
-  checksum and placement tasks); the default runs them here, on the driver.
 
 :func:`run_build` is the driver's loop over them. The output and the parts can be on any file
 system that ``pyarrow.fs`` resolves from a URI (``file://``, ``s3://``, ``hdfs://``...) or on
@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from . import _ribbon
@@ -670,13 +672,15 @@ class LocalEngine(Engine):
         return sum(len(keys) for _, keys, _ in self.batches)
 
     def count_groups(self) -> int:
-        def named(group):  # a group as the file names it: its integer or its bytes
-            return group.encode() if isinstance(group, str) else group
-
         seen = set()
-        for groups, _, _ in self.batches:
-            items = groups.to_pylist() if hasattr(groups, "to_pylist") else np.asarray(groups).tolist()
-            seen.update(named(g) for g in items)
+        for groups, _, _ in self.batches:  # each batch's distinct groups, as the file names them
+            if isinstance(groups, (pa.Array, pa.ChunkedArray)):
+                if not pa.types.is_integer(groups.type):
+                    groups = groups.cast(pa.binary())  # a string group is its UTF-8 bytes
+                seen.update(pc.unique(groups).to_pylist())
+            else:
+                seen.update(g.encode() if isinstance(g, str) else g
+                            for g in np.unique(np.asarray(groups)).tolist())
         return len(seen)
 
     def _previous(self, source) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray]]]:

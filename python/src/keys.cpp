@@ -352,7 +352,7 @@ key_views to_arrow_key_views(nb::handle keys, std::optional<key_kind> expected) 
 
 namespace {
 
-/// out[i] = integer(item i) or bytes(data, size) of item i, whatever holds the items.
+/// out[i] = integer(item i) or bytes(item i as a std::string_view), whatever holds the items.
 template <class IntegerHash, class BytesHash>
 void hash_items(const key_views& items, const IntegerHash& integer, const BytesHash& bytes,
                 std::uint64_t* out) {
@@ -362,13 +362,14 @@ void hash_items(const key_views& items, const IntegerHash& integer, const BytesH
     for (std::uint64_t i = 0; i < n; ++i) out[i] = integer(k[i]);
   } else if (items.arrow_chunks().empty()) {
     const std::string_view* k = items.strings();
-    for (std::uint64_t i = 0; i < n; ++i) out[i] = bytes(k[i].data(), k[i].size());
+    for (std::uint64_t i = 0; i < n; ++i) out[i] = bytes(k[i]);
   } else {
     for (const arrow_strings& chunk : items.arrow_chunks()) {
       with_offsets(chunk, [&](const auto* offsets) {
+        const auto* data = reinterpret_cast<const char*>(chunk.data);
         for (std::uint64_t i = 0; i < chunk.count; ++i) {
-          *out++ =
-              bytes(chunk.data + offsets[i], static_cast<std::size_t>(offsets[i + 1] - offsets[i]));
+          *out++ = bytes(std::string_view(data + offsets[i],
+                                          static_cast<std::size_t>(offsets[i + 1] - offsets[i])));
         }
       });
     }
@@ -378,21 +379,20 @@ void hash_items(const key_views& items, const IntegerHash& integer, const BytesH
 }  // namespace
 
 void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out) {
-  const std::uint64_t mixed = seed_mix(seed);
+  const set_hasher hash{seed, seed_mix(seed)};  // a key is hashed alike in sets and filters
   hash_items(
-      keys, [mixed](std::uint64_t k) { return hash_u64(k, mixed); },
-      [seed](const void* data, std::size_t size) { return hash_bytes(data, size, seed); }, out);
+      keys, [&](std::uint64_t k) { return hash.key(k); },
+      [&](std::string_view k) { return hash.key(k); }, out);
 }
 
 void hash_pairs(const key_views& groups, const key_views& keys, std::uint64_t seed,
                 std::uint64_t* out) {
+  const set_hasher hash{seed, seed_mix(seed)};
   hash_keys(keys, seed, out);
-  const std::uint64_t mixed = seed_mix(seed);
   std::vector<std::uint64_t> group_hashes(groups.size());
   hash_items(
-      groups, [mixed](std::uint64_t g) { return group_hash_u64(g, mixed); },
-      [seed](const void* data, std::size_t size) { return group_hash_bytes(data, size, seed); },
-      group_hashes.data());
+      groups, [&](std::uint64_t g) { return hash.group(g); },
+      [&](std::string_view g) { return hash.group(g); }, group_hashes.data());
   for (std::uint64_t i = 0; i < keys.size(); ++i) out[i] = pair_hash(group_hashes[i], out[i]);
 }
 
