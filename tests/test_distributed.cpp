@@ -120,36 +120,28 @@ engine_report build_distributed(const ribbon::filter_params& p, const records& k
   temp_dir parts;
   engine_report report;
   std::vector<dist::solved_layer> layers;
-  std::uint64_t n = keys.hashes.size(), key_count = n;
   records layer = keys;
   if (layer.with_values) {
-    dist::to_stored_values(p, layer.hashes.data(), layer.values.data(), n);
+    dist::to_stored_values(p, layer.hashes.data(), layer.values.data(), layer.hashes.size());
   }
-  bool distinct_known = false;  // layer 0 is first planned for every hash, repeats included
-  for (std::uint32_t l = 0; n > 0 && !dist::finish_in_one_place(p, l, n, o.one_place_keys);) {
-    const dist::layer_plan plan = dist::plan_layer(p, l, n, o.range_keys);
+  dist::ranged_layers walk = dist::ranged_layers_for(p, o.one_place_keys, keys.hashes.size());
+  while (const dist::layer_step* step = walk.current()) {
+    const dist::layer_plan plan = dist::plan_layer(p, step->index, step->keys, o.range_keys);
     report.max_ranges = std::max(report.max_ranges, plan.num_ranges());
     records layer_records = layer;
     dist::to_layer_hashes(plan, layer_records.hashes.data(), layer_records.hashes.size());
     dist::solved_layer solved;
     std::uint64_t distinct = 0;
     records bumped =
-        solve_layer(p, plan, std::move(layer_records), parts, o, solved, !distinct_known, distinct);
-    if (l == 0) ++report.layer0_plans;
-    distinct_known = true;
-    if (distinct != n) {  // repeats: plan layer 0 again for the distinct count
-      EXPECT_EQ(l, 0u);
-      n = key_count = distinct;
-      continue;
-    }
+        solve_layer(p, plan, std::move(layer_records), parts, o, solved, walk.counting(), distinct);
+    if (step->index == 0) ++report.layer0_plans;
+    if (!walk.solved(distinct, bumped.hashes.size())) continue;  // layer 0 again
     layers.push_back(std::move(solved));
     layer = std::move(bumped);
-    n = layer.hashes.size();
-    ++l;
   }
-  if (keys.hashes.empty()) key_count = 0;
+  const std::uint64_t key_count = layers.empty() ? 0 : layers.front().plan.input_keys;
   report.distributed_layers = static_cast<std::uint32_t>(layers.size());
-  const std::uint64_t rest_keys = layers.empty() ? 0 : layer.hashes.size();
+  const std::uint64_t rest_keys = walk.rest() ? layer.hashes.size() : 0;
   const auto first = static_cast<std::uint32_t>(layers.size());
   const auto rest =
       layer.with_values

@@ -1,5 +1,6 @@
-// The layer sequence (ribbon/detail/layer_loop.hpp) that every build follows: kinds, salts,
-// sizes, which layers are solved in shard ranges, retries and the end of a build.
+// The layer sequence (ribbon/layer_sequence.hpp) that every build follows: kinds, salts,
+// sizes, which layers are solved in shard ranges, retries and the end of a build; and the walk
+// of the builds in ranges through it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +9,9 @@
 #include <string>
 
 #include "ribbon/detail/layer_loop.hpp"
+#include "ribbon/error.hpp"
 #include "ribbon/layer.hpp"
+#include "ribbon/layer_sequence.hpp"
 #include "ribbon/params.hpp"
 
 namespace {
@@ -16,6 +19,7 @@ namespace {
 using ribbon::layer_kind;
 using ribbon::layer_sequence;
 using ribbon::layer_step;
+using ribbon::ranged_layers;
 
 ribbon::filter_params params_of(ribbon::filter_variant variant) {
   ribbon::filter_params p = ribbon::make_params(64, 8);
@@ -94,6 +98,48 @@ TEST(LayerSequence, AgainPlansTheSameLayerForAnotherCount) {
   EXPECT_EQ(again.keys, 300000u);
   EXPECT_EQ(again.geometry.num_starts, ribbon::bumped_layer_starts(300000, p, sizing));
   EXPECT_EQ(sequence.next(20000)->index, 1u);  // and the sequence goes on from there
+}
+
+// The walk of the out-of-core and distributed builds: layer 0 planned for the rows, again for
+// the distinct count after repeats (only then), the later layers in ranges while above the
+// one-place limit, then the rest in one place.
+TEST(RangedLayers, LayerZeroAgainAfterRepeatsThenTheLayersInRangesThenTheRest) {
+  const ribbon::filter_params p = params_of(ribbon::filter_variant::bumped);
+  const ribbon::layer_sizing sizing = ribbon::default_sizing(64);
+  ranged_layers walk(p, sizing, 10000, 500000);
+  ASSERT_NE(walk.current(), nullptr);
+  EXPECT_EQ(walk.current()->index, 0u);
+  EXPECT_EQ(walk.current()->keys, 500000u);
+  EXPECT_TRUE(walk.counting());
+  EXPECT_FALSE(walk.solved(300000, 1234));  // repeats: layer 0 again, for the distinct keys
+  ASSERT_NE(walk.current(), nullptr);
+  EXPECT_EQ(walk.current()->index, 0u);
+  EXPECT_EQ(walk.current()->keys, 300000u);
+  EXPECT_EQ(walk.current()->geometry.num_starts, ribbon::bumped_layer_starts(300000, p, sizing));
+  EXPECT_FALSE(walk.counting());
+  EXPECT_FALSE(walk.rest());
+  EXPECT_TRUE(walk.solved(300000, 20000));
+  ASSERT_NE(walk.current(), nullptr);  // 20000 bumped keys: above the limit, in ranges
+  EXPECT_EQ(walk.current()->index, 1u);
+  EXPECT_EQ(walk.current()->keys, 20000u);
+  EXPECT_THROW(walk.solved(19999, 100), ribbon::error);  // only layer 0 may meet repeats
+  EXPECT_TRUE(walk.solved(20000, 9000));
+  EXPECT_EQ(walk.current(), nullptr);  // 9000: in one place, from layer 2 on
+  ASSERT_TRUE(walk.rest());
+  EXPECT_EQ(walk.rest()->index, 2u);
+  EXPECT_EQ(walk.rest()->keys, 9000u);
+}
+
+TEST(RangedLayers, EndsWithoutARestWhenNoKeyIsLeft) {
+  const ribbon::filter_params p = params_of(ribbon::filter_variant::bumped);
+  const ribbon::layer_sizing sizing = ribbon::default_sizing(64);
+  ranged_layers empty(p, sizing, 0, 0);
+  EXPECT_EQ(empty.current(), nullptr);
+  EXPECT_FALSE(empty.rest());
+  ranged_layers walk(p, sizing, 0, 1000);
+  EXPECT_TRUE(walk.solved(1000, 0));  // no repeats, nothing bumped
+  EXPECT_EQ(walk.current(), nullptr);
+  EXPECT_FALSE(walk.rest());
 }
 
 // A plain layer's first try has just over (1 + 1/w) n columns (whole blocks: starts plus one

@@ -223,11 +223,6 @@ struct bulk_pipeline_of final : bulk_pipeline {
   template <unsigned Width, class Result>
   bulk_result finish_out_of_core(const std::string& path);
 
-  template <unsigned Width, class Result>
-  std::unique_ptr<out_of_core_layer<Width, Result, Record>> solve_in_ranges(
-      layered_builder<Width, Result, Record>& builder, const layer_sequence& sequence,
-      layer_step step, spill_files& parts, std::uint32_t bits);
-
   spill_files partition_bumped_keys(const spill_file& bumped, const layer_step& step,
                                     std::uint32_t& bits);
 
@@ -287,33 +282,40 @@ bulk_result bulk_pipeline_of<Record>::finish_out_of_core(const std::string& path
   std::vector<aligned_bytes> buffers;
   // Out-of-core layers' sections, by layer and section (layers built in memory have none).
   std::vector<std::array<std::unique_ptr<spill_file>, 2>> section_files;
-  layer_sequence sequence =
-      layer_sequence::in_ranges(params, builder.sizing(), plan.in_memory_keys(params));
+  ranged_layers walk(params, builder.sizing(), plan.in_memory_keys(params), count);
   spill_files parts = std::move(partitions);
   std::uint32_t bits = partition_bits;
-  for (std::optional<layer_step> step = sequence.next(count); step;) {
+  std::unique_ptr<spill_file> bumped;
+  while (const layer_step* step = walk.current()) {
     const auto layer_start = clock_type::now();
-    auto layer_builder = solve_in_ranges(builder, sequence, *step, parts, bits);
-    layers.push_back(layer_builder->image());
-    spilled_bytes += layer_builder->spilled_bytes();
-    shard_ranges += layer_builder->ranges();
+    out_of_core_layer<Width, Result, Record> layer_builder(
+        *directory, plan, builder, options.range_solver.get(), params, *step, walk.counting());
+    for (auto& part : parts) part->flush();
+    for (auto& part : parts) spilled_bytes += part->size();
+    layer_builder.run(parts, bits);
     parts.clear();
-    section_files.push_back(
-        {layer_builder->take_threshold_file(), layer_builder->take_solution_file()});
-    std::unique_ptr<spill_file> bumped = layer_builder->take_bumped_file();
-    if (step->index == 0) result.stats.solve_seconds = seconds_since(layer_start);
-    if (step->index > 0) result.stats.later_layers_seconds += seconds_since(layer_start);
-    step = sequence.next(layers.back().bumped_keys);
-    if (step && !step->in_ranges) {  // the rest fits in memory
-      auto previous = allocate_array<Record>(step->keys);
-      bumped->read(previous.get(), step->keys * sizeof(Record), 0);
-      bumped.reset();
-      const auto rest_start = clock_type::now();
-      builder.build_rest(step->index, std::move(previous), step->keys, layers, buffers);
-      result.stats.later_layers_seconds += seconds_since(rest_start);
-      break;
+    spilled_bytes += layer_builder.spilled_bytes();
+    const std::uint32_t index = step->index;
+    if (!walk.solved(layer_builder.distinct_keys(), layer_builder.image().bumped_keys)) {
+      parts = layer_builder.take_distinct_parts();  // layer 0 again, from the distinct keys
+      continue;
     }
-    if (step) parts = partition_bumped_keys(*bumped, *step, bits);
+    layers.push_back(layer_builder.image());
+    shard_ranges += layer_builder.ranges();
+    section_files.push_back(
+        {layer_builder.take_threshold_file(), layer_builder.take_solution_file()});
+    bumped = layer_builder.take_bumped_file();
+    (index == 0 ? result.stats.solve_seconds : result.stats.later_layers_seconds) +=
+        seconds_since(layer_start);
+    if (walk.current()) parts = partition_bumped_keys(*bumped, *walk.current(), bits);
+  }
+  if (const std::optional<layer_step> rest = walk.rest()) {  // the rest fits in memory
+    auto previous = allocate_array<Record>(rest->keys);
+    bumped->read(previous.get(), rest->keys * sizeof(Record), 0);
+    bumped.reset();
+    const auto rest_start = clock_type::now();
+    builder.build_rest(rest->index, std::move(previous), rest->keys, layers, buffers);
+    result.stats.later_layers_seconds += seconds_since(rest_start);
   }
   result.stats.total_seconds = seconds_since(build_start);
   const std::uint64_t distinct = layers.front().input_keys;
@@ -324,30 +326,6 @@ bulk_result bulk_pipeline_of<Record>::finish_out_of_core(const std::string& path
   result.file_bytes = format::image_bytes(image);
   result.key_count = distinct;
   return result;
-}
-
-/// Solves layer `step` from the partition files `parts` (2^bits of them). Layer 0 is first
-/// built for the input count; at a repeated key it stops, writes the distinct keys to new
-/// partition files and is built from those for their count.
-template <class Record>
-template <unsigned Width, class Result>
-std::unique_ptr<out_of_core_layer<Width, Result, Record>> bulk_pipeline_of<Record>::solve_in_ranges(
-    layered_builder<Width, Result, Record>& builder, const layer_sequence& sequence,
-    layer_step step, spill_files& parts, std::uint32_t bits) {
-  for (auto& part : parts) part->flush();
-  for (auto& part : parts) spilled_bytes += part->size();
-  auto layer_builder = std::make_unique<out_of_core_layer<Width, Result, Record>>(
-      *directory, plan, builder, options.range_solver.get(), params, step, step.index == 0);
-  layer_builder->run(parts, bits);
-  if (!layer_builder->counting_only()) return layer_builder;
-  step = sequence.again(layer_builder->distinct_keys());
-  spilled_bytes += layer_builder->spilled_bytes();
-  parts = layer_builder->take_distinct_parts();
-  for (auto& part : parts) spilled_bytes += part->size();
-  layer_builder = std::make_unique<out_of_core_layer<Width, Result, Record>>(
-      *directory, plan, builder, options.range_solver.get(), params, step, false);
-  layer_builder->run(parts, bits);
-  return layer_builder;
 }
 
 /// Partitions the bumped keys of a layer by their hash of layer `step`, on disk; sets `bits`.

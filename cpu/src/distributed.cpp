@@ -152,19 +152,15 @@ std::uint64_t layer_plan::solution_bytes(const filter_params& p, std::uint64_t r
                                              p.result_bits);
 }
 
-layer_sequence layer_sequence_for(const filter_params& p, std::uint64_t one_place_keys) {
-  return layer_sequence::in_ranges(p, sizing_of(p), one_place_keys);
-}
-
-bool finish_in_one_place(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
-                         std::uint64_t max_keys) {
-  return !layer_sequence_for(p, max_keys).at(layer, keys).in_ranges;
+ranged_layers ranged_layers_for(const filter_params& p, std::uint64_t one_place_keys,
+                                std::uint64_t rows) {
+  return ranged_layers(p, sizing_of(p), one_place_keys, rows);
 }
 
 layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
                       std::uint64_t range_keys) {
   if (keys == 0) throw error("plan_layer: a layer without keys has nothing to plan");
-  const layer_step step = layer_sequence_for(p, 0).at(layer, keys);
+  const layer_step step = layer_sequence::in_ranges(p, sizing_of(p), 0).at(layer, keys);
   if (!step.in_ranges) {
     throw error("plan_layer: layer " + std::to_string(layer) + " with " + std::to_string(keys) +
                 " keys is the final plain layer: finish it with finish_layers");

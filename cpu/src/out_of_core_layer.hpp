@@ -108,8 +108,9 @@ class out_of_core_layer {
   /// Bytes written to the solution and bumped-key files; shard ranges solved.
   std::uint64_t spilled_bytes() const { return spilled_bytes_; }
   std::uint64_t ranges() const { return ranges_; }
-  /// Distinct keys of the layer, and whether it must be built again for that count.
-  std::uint64_t distinct_keys() const { return distinct_; }
+  /// Distinct keys of the layer (fewer than its step's keys after counting_only()), and
+  /// whether it must be built again for that count.
+  std::uint64_t distinct_keys() const { return counting_only() ? distinct_ : layer_.input_keys; }
   bool counting_only() const { return provisional_ && repeats_; }
 
  private:

@@ -52,11 +52,10 @@ from ._ribbon import (  # noqa: F401  (the steps, re-exported)
     DistributedParams,
     FinishedLayers,
     LayerPlan,
-    LayerSequence,
     LayerStep,
+    RangedLayers,
     SectionChecksum,
     assemble,
-    finish_in_one_place,
     frame_file,
     finish_layers,
     group_by_range,
@@ -537,46 +536,40 @@ class BuildStats:
         return 8.0 * self.file_bytes / self.keys if self.keys else 0.0
 
 
-def _solve_layers(engine: Engine, params, destination: Destination, n: int, range_keys: int,
+def _solve_layers(engine: Engine, params, destination: Destination, rows: int, range_keys: int,
                   one_place_keys: int, threads: int, stats: BuildStats):
-    """The distributed layers, as the layer sequence plans them: returns their (plan, bumped
-    keys), the last layer's bumped hashes (the engine's handle) and the first layer left to
-    finish in one place (None when no key is left)."""
+    """The layers in ranges, as the out-of-core builder walks them (RangedLayers): returns
+    their (plan, bumped keys), the last layer's bumped hashes (the engine's handle) and the
+    first layer left to finish in one place (None when no key is left)."""
     layers: List[Tuple[LayerPlan, int]] = []
     source = None
-    sequence = LayerSequence(params, one_place_keys)
-    step: Optional[LayerStep] = sequence.next(n)
-    distinct_known = False  # layer 0 is first planned for the rows, repeats included
-    while step is not None and step.in_ranges:
+    walk = RangedLayers(params, one_place_keys, rows)
+    while (step := walk.current) is not None:
         clock = time.monotonic()
         plan = plan_layer(params, step.index, step.keys, range_keys)
         # A partial of a module function: engines pickle it to their workers.
         task = functools.partial(solve_task, params, plan, destination,
-                                 skip_if_repeats=not distinct_known, threads=threads)
+                                 skip_if_repeats=walk.counting, threads=threads)
         results, bumped_source = engine.solve_layer(plan, source, task)
         results = sorted(results, key=lambda r: r.range)
         if [r.range for r in results] != list(range(plan.num_ranges)):
             raise RuntimeError(f"layer {step.index}: the engine did not solve every range once")
         _raise_conflicts(engine, params, results)
         distinct = sum(r.distinct for r in results)
-        distinct_known = True
         bumped = sum(r.bumped for r in results)
         stats.layers.append({
             "layer": step.index, "keys": step.keys, "ranges": plan.num_ranges,
             "received": sum(r.received for r in results), "bumped": bumped,
             "seconds": time.monotonic() - clock, "replanned": distinct != step.keys,
         })
-        if distinct != step.keys and step.index > 0:
-            raise RuntimeError(f"layer {step.index}: {step.keys} bumped keys arrived as {distinct}")
-        if distinct != step.keys:  # repeated keys: layer 0's geometry needs the distinct count
+        if not walk.solved(distinct, bumped):  # repeats: layer 0 planned for the distinct count
             engine.release(bumped_source)
-            step = sequence.again(distinct)
             continue
         layers.append((plan, bumped))
         if source is not None:
             engine.release(source)
-        source, step = bumped_source, sequence.next(bumped)
-    return layers, source, step
+        source = bumped_source
+    return layers, source, walk.rest
 
 
 def _raise_conflicts(engine: Engine, params, results: Sequence[RangeResult]) -> None:

@@ -208,9 +208,9 @@ void bind_plan(nb::module_& m) {
       });
 }
 
-/// The layer sequence (ribbon/detail/layer_loop.hpp): the driver's loop asks it for each next
-/// layer rather than repeat its rules.
-void bind_sequence(nb::module_& m) {
+/// The walk through the layers in ranges (ribbon/layer_sequence.hpp): the driver's loop is
+/// the out-of-core builder's, not a copy of its rules.
+void bind_walk(nb::module_& m) {
   using dist::layer_step;
   nb::class_<layer_step>(m, "LayerStep", "One layer of a build, as the layer sequence plans it.")
       .def_ro("index", &layer_step::index)
@@ -219,22 +219,37 @@ void bind_sequence(nb::module_& m) {
               "solved in shard ranges by the engine (else finished in one place with the "
               "layers after it)")
       .def_prop_ro("last", &layer_step::last, "the final plain layer");
-  nb::class_<dist::layer_sequence>(
-      m, "LayerSequence",
-      "The layers of a distributed build: layer 0 and the bumped layers of more than "
+  nb::class_<dist::ranged_layers>(
+      m, "RangedLayers",
+      "The walk of a distributed build through its layers: layer 0 (planned for the rows, "
+      "again for the distinct count if there were repeats) and the bumped layers of more than "
       "one_place_keys keys in shard ranges, the rest in one place.")
       .def(
           "__init__",
-          [](dist::layer_sequence* self, const filter_params& p, std::uint64_t one_place_keys) {
-            new (self) dist::layer_sequence(dist::layer_sequence_for(p, one_place_keys));
+          [](dist::ranged_layers* self, const filter_params& p, std::uint64_t one_place_keys,
+             std::uint64_t rows) {
+            new (self) dist::ranged_layers(dist::ranged_layers_for(p, one_place_keys, rows));
           },
-          nb::arg("params"), nb::arg("one_place_keys"))
-      .def("next", &dist::layer_sequence::next, nb::arg("keys"),
-           "The next layer for the keys that reach it (the previous layer's bumped keys; first: "
-           "the build's keys); None once no key is left.")
-      .def("again", &dist::layer_sequence::again, nb::arg("keys"),
-           "The layer that next() gave last, planned again for `keys` keys (layer 0 once its "
-           "distinct count is known).");
+          nb::arg("params"), nb::arg("one_place_keys"), nb::arg("rows"))
+      .def_prop_ro(
+          "current",
+          [](const dist::ranged_layers& w) -> std::optional<layer_step> {
+            if (const layer_step* step = w.current()) return *step;
+            return std::nullopt;
+          },
+          "The layer to solve in ranges now; None once the walk has left the ranges.")
+      .def_prop_ro("counting", &dist::ranged_layers::counting,
+                   "current is layer 0 planned for the rows: its ranges may stop at a repeat")
+      .def(
+          "solved",
+          [](dist::ranged_layers& w, std::uint64_t distinct, std::uint64_t bumped) {
+            return translating(failure::generic, [&] { return w.solved(distinct, bumped); });
+          },
+          nb::arg("distinct"), nb::arg("bumped"),
+          "Reports current solved (its distinct and bumped keys): True when the walk moved on, "
+          "False when layer 0 met repeats and is planned again for `distinct` keys.")
+      .def_prop_ro("rest", &dist::ranged_layers::rest,
+                   "Once current is None: the first layer to finish in one place, or None.");
 }
 
 /// Planning a layer and solving its shard ranges.
@@ -247,8 +262,6 @@ void bind_range_steps(nb::module_& m) {
                            [&] { return dist::plan_layer(p, layer, keys, range_keys); });
       },
       nb::arg("params"), nb::arg("layer"), nb::arg("keys"), nb::arg("range_keys"));
-  m.def("finish_in_one_place", &dist::finish_in_one_place, nb::arg("params"), nb::arg("layer"),
-        nb::arg("keys"), nb::arg("max_keys"));
   m.def(
       "to_layer_hashes",
       [](const dist::layer_plan& plan, const hash_array& hashes) {
@@ -438,6 +451,6 @@ void bind_steps(nb::module_& m) {
 void bind_distributed(nb::module_& m) {
   ribbon::python::bind_params(m);
   ribbon::python::bind_plan(m);
-  ribbon::python::bind_sequence(m);
+  ribbon::python::bind_walk(m);
   ribbon::python::bind_steps(m);
 }

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
+#include "ribbon/error.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
 
@@ -107,6 +109,66 @@ class layer_sequence {
   std::uint32_t next_index_;
   bool ranges_;
   std::uint64_t one_place_keys_;
+};
+
+/// The walk of a build in ranges (out of core, distributed) through its layer sequence: the
+/// one loop that both follow.
+///
+/// Layer 0 is first planned for the input rows, repeated keys included (the distinct count is
+/// not known before the keys are read). Its ranges count their distinct keys (and may stop at
+/// the first repeat); if there were repeats, layer 0 is planned again for the distinct count
+/// and solved once more. Each later layer in ranges takes the previous one's bumped keys. The
+/// walk leaves the ranges at the first layer that is built in one place (rest()), or when no
+/// key is left.
+///
+///     ranged_layers walk(p, sizing, one_place_keys, rows);
+///     while (const layer_step* step = walk.current()) {
+///       solve *step in ranges (walk.counting(): stopping at a repeated key is allowed);
+///       walk.solved(distinct keys received, keys bumped);  // false: solve current() again
+///     }
+///     if (walk.rest()) build *walk.rest() and the layers after it in one place;
+class ranged_layers {
+ public:
+  ranged_layers(const filter_params& p, const layer_sizing& sizing, std::uint64_t one_place_keys,
+                std::uint64_t rows)
+      : sequence_(layer_sequence::in_ranges(p, sizing, one_place_keys)),
+        step_(sequence_.next(rows)),
+        counting_(step_.has_value()) {}
+
+  /// The layer to solve in ranges now; null once the walk has left the ranges.
+  const layer_step* current() const { return step_ && step_->in_ranges ? &*step_ : nullptr; }
+
+  /// Is current() layer 0 as planned for the rows, repeats not yet ruled out? Its ranges
+  /// then report their distinct keys, and may stop solving at a repeat.
+  bool counting() const { return counting_; }
+
+  /// Reports current() solved from `distinct` distinct keys, `bumped` of them bumped. Returns
+  /// true when the layer stands and the walk has moved on; false when layer 0 met repeated
+  /// keys and is planned again for `distinct` keys (current()), to be solved again (`bumped`
+  /// is then ignored). Throws ribbon::error if a layer after the first counting try received
+  /// other than its keys.
+  bool solved(std::uint64_t distinct, std::uint64_t bumped) {
+    const layer_step& step = *current();
+    if (distinct != step.keys && !counting_) {
+      throw error("layer " + std::to_string(step.index) + ": " + std::to_string(step.keys) +
+                  " keys arrived as " + std::to_string(distinct) + " distinct ones");
+    }
+    counting_ = false;
+    if (distinct != step.keys) {
+      step_ = sequence_.again(distinct);
+      return false;
+    }
+    step_ = sequence_.next(bumped);
+    return true;
+  }
+
+  /// Once current() is null: the first layer to build in one place; nothing if no key is left.
+  std::optional<layer_step> rest() const { return current() ? std::nullopt : step_; }
+
+ private:
+  layer_sequence sequence_;
+  std::optional<layer_step> step_;
+  bool counting_;
 };
 
 }  // namespace ribbon

@@ -11,15 +11,14 @@
 ///
 /// The driver's loop (docs/spark.md):
 ///   hash the keys as `ribbon build` does (hash_u64(key, seed_mix(seed)), hash_bytes(key, seed));
-///   n = distinct key hashes (layer 0's geometry needs it; see solve_range's counts);
-///   sequence = layer_sequence_for(p, one_place_keys);
-///   for each step = sequence.next(n) while step->in_ranges:
+///   walk = ranged_layers_for(p, one_place_keys, rows);  // rows: key hashes, repeats included
+///   while (step = walk.current()):
 ///     plan = plan_layer(p, step->index, step->keys, range_keys);
 ///     the engine routes every layer-l hash (to_layer_hashes) to plan.range_of(hash) and runs
 ///     solve_range for each range (anywhere, any order, retried at will): it writes the
-///     range's part file and returns the range's bumped hashes;
-///     n = the ranges' bumped hashes (layer l + 1's keys);
-///   finish_layers() builds the last layers from the bumped hashes in memory;
+///     range's part file and returns the range's distinct and bumped hashes;
+///     walk.solved(distinct, bumped): false if layer 0 met repeats (solve it again, replanned);
+///   if (walk.rest()) finish_layers(p, walk.rest()->index, ...) builds the last layers in memory;
 ///   assemble() writes the file from the plans, the part files and the finished layers.
 #pragma once
 
@@ -82,29 +81,22 @@ struct layer_plan {
   }
 };
 
-/// The layer sequence every build follows (detail/layer_loop.hpp): which layer comes next, its
-/// kind, size and salt, its retries, and whether it is solved in shard ranges. A distributed
-/// driver asks it for each next layer (next(keys), again(keys) after a failed try).
-using layer_sequence = ribbon::layer_sequence;
-/// One layer of a layer_sequence.
+/// One layer of a build, as the layer sequence (ribbon/layer_sequence.hpp) plans it.
 using layer_step = ribbon::layer_step;
+/// The walk through the layers of a build in ranges, shared with the out-of-core builder.
+using ranged_layers = ribbon::ranged_layers;
 
-/// The layers of a distributed build that finishes layers of at most `one_place_keys` keys
-/// in one place: the one sequence of every build, layer 0 and the larger bumped layers in
-/// shard ranges. The driver asks it for each next layer.
-layer_sequence layer_sequence_for(const filter_params& p, std::uint64_t one_place_keys);
+/// The walk of a distributed build of `rows` key hashes (repeats included) that finishes
+/// layers of at most `one_place_keys` keys in one place: layer 0 and the larger bumped layers
+/// in shard ranges. The driver asks it for each layer and reports each one solved.
+ranged_layers ranged_layers_for(const filter_params& p, std::uint64_t one_place_keys,
+                                std::uint64_t rows);
 
 /// Plans bumped layer `layer` for `keys` distinct keys in ranges of about `range_keys` keys
-/// (whole shards, at least one). Throws ribbon::error if the layer is not a distributed one
-/// (see finish_in_one_place).
+/// (whole shards, at least one). Throws ribbon::error if the layer is not one in ranges
+/// (ranged_layers::current()).
 layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
                       std::uint64_t range_keys);
-
-/// Is layer `layer`, reached by `keys` keys, finished in one place (finish_layers)? Yes for
-/// the final plain layer and for layers of at most `max_keys` keys; layer 0 never is
-/// (layer_sequence_for(p, max_keys).at(layer, keys) is not in ranges).
-bool finish_in_one_place(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
-                         std::uint64_t max_keys);
 
 /// Turns layer-(l-1) hashes (the bumped hashes a range returns) into layer-l hashes, in
 /// place; layer 0's hashes are the key hashes themselves (nothing to do).
