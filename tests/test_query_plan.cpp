@@ -181,22 +181,31 @@ TEST(QueryPlan, BatchedEqualsScalarAtEveryLengthForEveryShape) {
 #ifdef RIBBON_X86_LANES
 using ribbon::detail::kernels::avx2_lanes;
 using ribbon::detail::kernels::avx512_lanes;
+using ribbon::detail::kernels::lane_steps;
 
-/// The lanes' 64 x 64-bit products of 8 words at `a` by `b`: high words (AVX-512, AVX2) and
-/// low words (AVX2, which has no such instruction).
-RIBBON_TARGET_AVX512 void products_avx512(const std::uint64_t* a, std::uint64_t b,
-                                          std::uint64_t* high) {
-  _mm512_storeu_si512(high, avx512_lanes::mul_high(_mm512_loadu_si512(a),
-                                                   _mm512_set1_epi64(static_cast<long long>(b))));
-}
-RIBBON_TARGET_AVX2 void products_avx2(const std::uint64_t* a, std::uint64_t b, std::uint64_t* high,
-                                      std::uint64_t* low) {
-  for (unsigned half = 0; half < 8; half += 4) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + half));
-    const __m256i y = _mm256_set1_epi64x(static_cast<long long>(b));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(high + half), avx2_lanes::mul_high(x, y));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(low + half), avx2_lanes::mul_low(x, y));
+/// The lanes' 64 x 64-bit products of 8 words at `a` by `b`: high and low words.
+template <class Lanes>
+void lane_products(const std::uint64_t* a, std::uint64_t b, std::uint64_t* high,
+                   std::uint64_t* low) {
+  using steps = lane_steps<Lanes>;
+  for (unsigned first = 0; first < 8; first += Lanes::width) {
+    typename Lanes::vec x, product;
+    steps::load(a + first, x);
+    steps::mul_high(x, typename Lanes::vec{} + b, product);
+    steps::store(product, high + first);
+    steps::store(x * b, low + first);
   }
+}
+RIBBON_TARGET_AVX512 __attribute__((flatten)) void products_avx512(const std::uint64_t* a,
+                                                                   std::uint64_t b,
+                                                                   std::uint64_t* high,
+                                                                   std::uint64_t* low) {
+  lane_products<avx512_lanes>(a, b, high, low);
+}
+RIBBON_TARGET_AVX2 __attribute__((flatten)) void products_avx2(const std::uint64_t* a,
+                                                               std::uint64_t b, std::uint64_t* high,
+                                                               std::uint64_t* low) {
+  lane_products<avx2_lanes>(a, b, high, low);
 }
 #endif
 
@@ -211,17 +220,18 @@ TEST(QueryPlan, VectorProductsEqualScalarOnes) {
       1ULL << 63, ~0ULL, ~0ULL - 1,  0xFFFFFFFF00000000ULL, 0x80000000FFFFFFFFULL};
   for (std::uint64_t i = 0; i < 2000; ++i) values.push_back(ribbon_test::splitmix(i));
   values.resize(values.size() / 8 * 8);
-  std::uint64_t high[8], low[8], high512[8];
+  std::uint64_t high[8], low[8], high512[8], low512[8];
   for (std::uint64_t b : values) {
     for (std::size_t i = 0; i < values.size(); i += 8) {
       products_avx2(values.data() + i, b, high, low);
-      if (avx512) products_avx512(values.data() + i, b, high512);
+      if (avx512) products_avx512(values.data() + i, b, high512, low512);
       for (std::size_t lane = 0; lane < 8; ++lane) {
         const std::uint64_t a = values[i + lane];
         ASSERT_EQ(high[lane], ribbon::fastrange64(a, b)) << a << " * " << b;
         ASSERT_EQ(low[lane], a * b) << a << " * " << b;
         if (avx512) {
           ASSERT_EQ(high512[lane], ribbon::fastrange64(a, b)) << a << " * " << b;
+          ASSERT_EQ(low512[lane], a * b) << a << " * " << b;
         }
       }
     }

@@ -97,101 +97,39 @@ struct alignas(64) lane_block {
   std::uint64_t absent = 0;
 };
 
+// The lanes are GCC/Clang vector types of 64-bit words: the steps of the pipeline (lane_steps)
+// are written once with their operators (+, *, >>, &, ==), which compile to the vector
+// instructions of the function they are inlined into, and call the instruction set's own
+// functions (avx512_lanes, avx2_lanes) where the two differ: 32-bit products, comparisons to a
+// bit mask, gathers, permutes, parities. Vectors pass by reference between these functions:
+// passed by value across a target() boundary, they would change the calling convention.
+typedef std::uint64_t u64x8 __attribute__((vector_size(64)));
+typedef std::uint64_t u64x4 __attribute__((vector_size(32)));
+
 /// 8 keys to a vector with AVX-512.
 struct avx512_lanes {
   static constexpr unsigned width = 8;
+  using vec = u64x8;
 
-  /// The high 64 bits of the 128-bit products a * b, lane by lane (fastrange64), from the four
-  /// 32 x 32-bit products of their halves.
-  RIBBON_TARGET_AVX512 static __m512i mul_high(__m512i a, __m512i b) {
-    const __m512i low_half = _mm512_set1_epi64(0xFFFFFFFF);
-    const __m512i a_high = _mm512_srli_epi64(a, 32);
-    const __m512i b_high = _mm512_srli_epi64(b, 32);
-    const __m512i low_low = _mm512_mul_epu32(a, b);
-    const __m512i low_high = _mm512_mul_epu32(a, b_high);
-    const __m512i high_low = _mm512_mul_epu32(a_high, b);
-    const __m512i high_high = _mm512_mul_epu32(a_high, b_high);
-    // Bits 32-95 of the product: their sum fits in 34 bits, and its carry goes to the high word.
-    const __m512i middle = _mm512_add_epi64(
-        _mm512_add_epi64(_mm512_srli_epi64(low_low, 32), _mm512_and_si512(low_high, low_half)),
-        _mm512_and_si512(high_low, low_half));
-    return _mm512_add_epi64(
-        _mm512_add_epi64(high_high, _mm512_srli_epi64(low_high, 32)),
-        _mm512_add_epi64(_mm512_srli_epi64(high_low, 32), _mm512_srli_epi64(middle, 32)));
+  /// The 64-bit products of the lanes' low 32-bit halves.
+  RIBBON_TARGET_AVX512 static void mul_even(const vec& a, const vec& b, vec& product) {
+    product = vec(_mm512_mul_epu32(__m512i(a), __m512i(b)));
   }
 
-  /// Layer 0's constants in every lane, made once per range.
-  struct layer0 {
-    __m512i num_starts, bucket_mask, cuts, shard_mask, head_width, solution;
-    __m128i bucket_bits;
-    const std::uint64_t* thresholds;
-
-    RIBBON_TARGET_AVX512 explicit layer0(const layer_plan& l)
-        : num_starts(_mm512_set1_epi64(static_cast<long long>(l.geometry.num_starts))),
-          bucket_mask(_mm512_set1_epi64((1LL << l.bucket_bits) - 1)),
-          cuts(_mm512_setr_epi64(l.cut[0], l.cut[1], l.cut[2], l.cut[3], 0, 0, 0, 0)),
-          shard_mask(_mm512_set1_epi64(static_cast<long long>(l.shard_mask))),
-          head_width(_mm512_set1_epi64(static_cast<long long>(l.head_width))),
-          solution(_mm512_set1_epi64(reinterpret_cast<long long>(l.solution))),
-          bucket_bits(_mm_cvtsi32_si128(static_cast<int>(l.bucket_bits))),
-          thresholds(l.thresholds) {}
-  };
-
-  /// The layer-0 starts of the keys whose hashes are at `hash`.
-  RIBBON_TARGET_AVX512 static void starts(const layer0& l, const std::uint64_t* hash,
-                                          std::uint64_t* start) {
-    _mm512_store_si512(start, mul_high(_mm512_load_si512(hash), l.num_starts));
+  /// Bit i set where lane i of `a` is above lane i of `b` (signed: every value compared is
+  /// below 2^63).
+  RIBBON_TARGET_AVX512 static std::uint32_t greater(const vec& a, const vec& b) {
+    return _mm512_cmpgt_epi64_mask(__m512i(a), __m512i(b));
   }
 
-  /// layer_plan::bumps<Rule>() of the keys starting at `start`, as a bit mask; their rows'
-  /// blocks and offsets in layer 0 in `row` and `shift`.
-  template <bump_rule Rule>
-  RIBBON_TARGET_AVX512 static std::uint32_t locate(const layer0& l, const std::uint64_t* start,
-                                                   const std::uint64_t** row,
-                                                   std::uint64_t* shift) {
-    const __m512i s = _mm512_load_si512(start);
-    __mmask8 bumps = _mm512_cmpgt_epu64_mask(s, l.shard_mask) &
-                     _mm512_cmplt_epu64_mask(_mm512_and_si512(s, l.shard_mask), l.head_width);
-    if constexpr (Rule == bump_rule::two_bit) {
-      const __m512i bucket = _mm512_srl_epi64(s, l.bucket_bits);
-      const __m512i words = _mm512_i64gather_epi64(_mm512_srli_epi64(bucket, 5), l.thresholds, 8);
-      const __m512i code = _mm512_and_si512(
-          _mm512_srlv_epi64(words,
-                            _mm512_slli_epi64(_mm512_and_si512(bucket, _mm512_set1_epi64(31)), 1)),
-          _mm512_set1_epi64(3));
-      bumps |= _mm512_cmplt_epu64_mask(_mm512_and_si512(s, l.bucket_mask),
-                                       _mm512_permutexvar_epi64(code, l.cuts));
-    }
-    // A block holds r = 8 words: it starts at byte (start / 64) * 64 = start & ~63.
-    _mm512_store_si512(row,
-                       _mm512_add_epi64(l.solution, _mm512_andnot_si512(_mm512_set1_epi64(63), s)));
-    _mm512_store_si512(shift, _mm512_and_si512(s, _mm512_set1_epi64(63)));
-    return bumps;
+  /// words[i] = base[index[i]].
+  RIBBON_TARGET_AVX512 static void gather(const std::uint64_t* base, const vec& index, vec& words) {
+    words = vec(_mm512_i64gather_epi64(__m512i(index), base, 8));
   }
 
-  /// The coefficients of the rows of the keys whose layer hashes are at `hash`, shifted to
-  /// their offsets `shift` (in `low` and `high`, as block_result() splits them), and each row's
-  /// expected result: fingerprint(hash, 8) & rhs_mask. Keys whose bit in `absent` is set
-  /// expect 256 (no row's 8 bits: not members) and get no coefficients (their lookups read 0).
-  RIBBON_TARGET_AVX512 static void prepare_rows(const std::uint64_t* hash,
-                                                const std::uint64_t* shift, std::uint32_t absent,
-                                                std::uint32_t rhs_mask, std::uint64_t* low,
-                                                std::uint64_t* high, std::uint64_t* expected) {
-    const __m512i h = _mm512_load_si512(hash);
-    const __m512i s = _mm512_load_si512(shift);
-    const __m512i coeff = _mm512_or_si512(
-        _mm512_mullo_epi64(h, _mm512_set1_epi64(static_cast<long long>(coefficient_multiplier))),
-        _mm512_set1_epi64(1));
-    const __m512i fingerprint = _mm512_srli_epi64(
-        _mm512_mullo_epi64(h, _mm512_set1_epi64(static_cast<long long>(fingerprint_multiplier))),
-        56);
-    _mm512_store_si512(
-        expected, _mm512_mask_mov_epi64(_mm512_and_si512(fingerprint, _mm512_set1_epi64(rhs_mask)),
-                                        static_cast<__mmask8>(absent), _mm512_set1_epi64(256)));
-    const auto present = static_cast<__mmask8>(~absent);
-    _mm512_store_si512(low, _mm512_maskz_sllv_epi64(present, coeff, s));
-    _mm512_store_si512(high, _mm512_maskz_srlv_epi64(present, _mm512_srli_epi64(coeff, 1),
-                                                     _mm512_sub_epi64(_mm512_set1_epi64(63), s)));
+  /// picked[i] = table[index[i]], for indexes below 4 and table values below 2^32.
+  RIBBON_TARGET_AVX512 static void pick(const vec& table, const vec& index, vec& picked) {
+    picked = vec(_mm512_permutexvar_epi64(__m512i(index), __m512i(table)));
   }
 
   RIBBON_TARGET_AVX512 static std::uint32_t parities(const std::uint64_t* block, std::uint64_t low,
@@ -200,119 +138,126 @@ struct avx512_lanes {
   }
 };
 
-/// 4 keys to a vector with AVX2. AVX2 has no unsigned or 64-bit-product instructions: the
-/// comparisons are signed (starts, offsets and cuts are below 2^63), and the products come from
-/// 32 x 32-bit ones.
+/// 4 keys to a vector with AVX2, which has no unsigned comparisons, no 64-bit lane permute and
+/// no mask registers.
 struct avx2_lanes {
   static constexpr unsigned width = 4;
+  using vec = u64x4;
 
-  /// avx512_lanes::mul_high() in AVX2.
-  RIBBON_TARGET_AVX2 static __m256i mul_high(__m256i a, __m256i b) {
-    const __m256i low_half = _mm256_set1_epi64x(0xFFFFFFFF);
-    const __m256i a_high = _mm256_srli_epi64(a, 32);
-    const __m256i b_high = _mm256_srli_epi64(b, 32);
-    const __m256i low_low = _mm256_mul_epu32(a, b);
-    const __m256i low_high = _mm256_mul_epu32(a, b_high);
-    const __m256i high_low = _mm256_mul_epu32(a_high, b);
-    const __m256i high_high = _mm256_mul_epu32(a_high, b_high);
-    const __m256i middle = _mm256_add_epi64(
-        _mm256_add_epi64(_mm256_srli_epi64(low_low, 32), _mm256_and_si256(low_high, low_half)),
-        _mm256_and_si256(high_low, low_half));
-    return _mm256_add_epi64(
-        _mm256_add_epi64(high_high, _mm256_srli_epi64(low_high, 32)),
-        _mm256_add_epi64(_mm256_srli_epi64(high_low, 32), _mm256_srli_epi64(middle, 32)));
+  RIBBON_TARGET_AVX2 static void mul_even(const vec& a, const vec& b, vec& product) {
+    product = vec(_mm256_mul_epu32(__m256i(a), __m256i(b)));
   }
 
-  /// The low 64 bits of a * b: the low halves' product plus the cross products moved up.
-  RIBBON_TARGET_AVX2 static __m256i mul_low(__m256i a, __m256i b) {
-    const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)),
-                                           _mm256_mul_epu32(_mm256_srli_epi64(a, 32), b));
-    return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
+  RIBBON_TARGET_AVX2 static std::uint32_t greater(const vec& a, const vec& b) {
+    const __m256i above = _mm256_cmpgt_epi64(__m256i(a), __m256i(b));
+    return static_cast<std::uint32_t>(_mm256_movemask_pd(_mm256_castsi256_pd(above)));
   }
 
-  struct layer0 {
-    __m256i num_starts, bucket_mask, cuts, shard_mask, head_width, solution;
-    __m128i bucket_bits;
-    const std::uint64_t* thresholds;
-
-    RIBBON_TARGET_AVX2 explicit layer0(const layer_plan& l)
-        : num_starts(_mm256_set1_epi64x(static_cast<long long>(l.geometry.num_starts))),
-          bucket_mask(_mm256_set1_epi64x((1LL << l.bucket_bits) - 1)),
-          // cut[code] in 32-bit lane 2 * code, picked by _mm256_permutevar8x32_epi32.
-          cuts(_mm256_setr_epi32(static_cast<int>(l.cut[0]), 0, static_cast<int>(l.cut[1]), 0,
-                                 static_cast<int>(l.cut[2]), 0, static_cast<int>(l.cut[3]), 0)),
-          shard_mask(_mm256_set1_epi64x(static_cast<long long>(l.shard_mask))),
-          head_width(_mm256_set1_epi64x(static_cast<long long>(l.head_width))),
-          solution(_mm256_set1_epi64x(reinterpret_cast<long long>(l.solution))),
-          bucket_bits(_mm_cvtsi32_si128(static_cast<int>(l.bucket_bits))),
-          thresholds(l.thresholds) {}
-  };
-
-  RIBBON_TARGET_AVX2 static void starts(const layer0& l, const std::uint64_t* hash,
-                                        std::uint64_t* start) {
-    _mm256_store_si256(
-        reinterpret_cast<__m256i*>(start),
-        mul_high(_mm256_load_si256(reinterpret_cast<const __m256i*>(hash)), l.num_starts));
+  RIBBON_TARGET_AVX2 static void gather(const std::uint64_t* base, const vec& index, vec& words) {
+    words =
+        vec(_mm256_i64gather_epi64(reinterpret_cast<const long long*>(base), __m256i(index), 8));
   }
 
-  template <bump_rule Rule>
-  RIBBON_TARGET_AVX2 static std::uint32_t locate(const layer0& l, const std::uint64_t* start,
-                                                 const std::uint64_t** row, std::uint64_t* shift) {
-    const __m256i s = _mm256_load_si256(reinterpret_cast<const __m256i*>(start));
-    __m256i bumps =
-        _mm256_and_si256(_mm256_cmpgt_epi64(s, l.shard_mask),
-                         _mm256_cmpgt_epi64(l.head_width, _mm256_and_si256(s, l.shard_mask)));
-    if constexpr (Rule == bump_rule::two_bit) {
-      const __m256i bucket = _mm256_srl_epi64(s, l.bucket_bits);
-      const __m256i words = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(l.thresholds),
-                                                   _mm256_srli_epi64(bucket, 5), 8);
-      const __m256i code = _mm256_and_si256(
-          _mm256_srlv_epi64(words,
-                            _mm256_slli_epi64(_mm256_and_si256(bucket, _mm256_set1_epi64x(31)), 1)),
-          _mm256_set1_epi64x(3));
-      const __m256i cut =
-          _mm256_and_si256(_mm256_permutevar8x32_epi32(l.cuts, _mm256_slli_epi64(code, 1)),
-                           _mm256_set1_epi64x(0xFFFFFFFF));
-      bumps = _mm256_or_si256(bumps, _mm256_cmpgt_epi64(cut, _mm256_and_si256(s, l.bucket_mask)));
-    }
-    _mm256_store_si256(
-        reinterpret_cast<__m256i*>(row),
-        _mm256_add_epi64(l.solution, _mm256_andnot_si256(_mm256_set1_epi64x(63), s)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(shift),
-                       _mm256_and_si256(s, _mm256_set1_epi64x(63)));
-    return static_cast<std::uint32_t>(_mm256_movemask_pd(_mm256_castsi256_pd(bumps)));
-  }
-
-  RIBBON_TARGET_AVX2 static void prepare_rows(const std::uint64_t* hash, const std::uint64_t* shift,
-                                              std::uint32_t absent, std::uint32_t rhs_mask,
-                                              std::uint64_t* low, std::uint64_t* high,
-                                              std::uint64_t* expected) {
-    const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(hash));
-    const __m256i s = _mm256_load_si256(reinterpret_cast<const __m256i*>(shift));
-    const __m256i coeff = _mm256_or_si256(
-        mul_low(h, _mm256_set1_epi64x(static_cast<long long>(coefficient_multiplier))),
-        _mm256_set1_epi64x(1));
-    const __m256i fingerprint = _mm256_srli_epi64(
-        mul_low(h, _mm256_set1_epi64x(static_cast<long long>(fingerprint_multiplier))), 56);
-    const __m256i lane_bits = _mm256_setr_epi64x(1, 2, 4, 8);
-    const __m256i is_absent =
-        _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(absent), lane_bits), lane_bits);
-    _mm256_store_si256(
-        reinterpret_cast<__m256i*>(expected),
-        _mm256_blendv_epi8(_mm256_and_si256(fingerprint, _mm256_set1_epi64x(rhs_mask)),
-                           _mm256_set1_epi64x(256), is_absent));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(low),
-                       _mm256_andnot_si256(is_absent, _mm256_sllv_epi64(coeff, s)));
-    _mm256_store_si256(
-        reinterpret_cast<__m256i*>(high),
-        _mm256_andnot_si256(is_absent,
-                            _mm256_srlv_epi64(_mm256_srli_epi64(coeff, 1),
-                                              _mm256_sub_epi64(_mm256_set1_epi64x(63), s))));
+  /// The low 32-bit half of table[index[i]] sits in 32-bit lane 2 * index[i].
+  RIBBON_TARGET_AVX2 static void pick(const vec& table, const vec& index, vec& picked) {
+    picked = vec(_mm256_permutevar8x32_epi32(__m256i(table), __m256i(index << 1))) & 0xFFFFFFFF;
   }
 
   RIBBON_TARGET_AVX2 static std::uint32_t parities(const std::uint64_t* block, std::uint64_t low,
                                                    std::uint64_t high) {
     return row_parities_avx2(block, low, high);
+  }
+};
+
+/// The steps of the lanes pipeline, `Lanes::width` keys to a vector, for either instruction set.
+/// Not compiled for one: inlined into lanes_query_range_avx512/_avx2, which are.
+template <class Lanes>
+struct lane_steps {
+  using vec = typename Lanes::vec;
+
+  static void load(const void* from, vec& v) { __builtin_memcpy(&v, from, sizeof(vec)); }
+  static void store(const vec& v, void* to) { __builtin_memcpy(to, &v, sizeof(vec)); }
+
+  /// The high 64 bits of the 128-bit products a * b, lane by lane (fastrange64), from the four
+  /// 32 x 32-bit products of their halves (the low 64 bits are `a * b`).
+  static void mul_high(const vec& a, const vec& b, vec& high) {
+    const vec a_high = a >> 32, b_high = b >> 32;
+    vec low_low, low_high, high_low, high_high;
+    Lanes::mul_even(a, b, low_low);
+    Lanes::mul_even(a, b_high, low_high);
+    Lanes::mul_even(a_high, b, high_low);
+    Lanes::mul_even(a_high, b_high, high_high);
+    // Bits 32-95 of the product: their sum fits in 34 bits, and its carry goes to the high word.
+    const vec middle = (low_low >> 32) + (low_high & 0xFFFFFFFF) + (high_low & 0xFFFFFFFF);
+    high = high_high + (low_high >> 32) + (high_low >> 32) + (middle >> 32);
+  }
+
+  /// Layer 0's constants in every lane, made once per range.
+  struct layer0 {
+    vec num_starts, bucket_mask, cuts, shard_mask, head_width, solution;
+    std::uint32_t bucket_bits;
+    const std::uint64_t* thresholds;
+
+    explicit layer0(const layer_plan& l)
+        : num_starts(vec{} + l.geometry.num_starts),
+          bucket_mask(vec{} + ((std::uint64_t{1} << l.bucket_bits) - 1)),
+          cuts(vec{}),
+          shard_mask(vec{} + l.shard_mask),
+          head_width(vec{} + l.head_width),
+          solution(vec{} + reinterpret_cast<std::uint64_t>(l.solution)),
+          bucket_bits(l.bucket_bits),
+          thresholds(l.thresholds) {
+      for (unsigned code = 0; code < 4; ++code) cuts[code] = l.cut[code];
+    }
+  };
+
+  /// The layer-0 starts of the keys whose hashes are at `hash`.
+  static void starts(const layer0& l, const std::uint64_t* hash, std::uint64_t* start) {
+    vec h, s;
+    load(hash, h);
+    mul_high(h, l.num_starts, s);
+    store(s, start);
+  }
+
+  /// layer_plan::bumps<Rule>() of the keys starting at `start`, as a bit mask; their rows'
+  /// blocks and offsets in layer 0 in `row` and `shift`.
+  template <bump_rule Rule>
+  static std::uint32_t locate(const layer0& l, const std::uint64_t* start,
+                              const std::uint64_t** row, std::uint64_t* shift) {
+    vec s;
+    load(start, s);
+    std::uint32_t bumps =
+        Lanes::greater(s, l.shard_mask) & Lanes::greater(l.head_width, s & l.shard_mask);
+    if constexpr (Rule == bump_rule::two_bit) {
+      const vec bucket = s >> l.bucket_bits;
+      vec words, cut;
+      Lanes::gather(l.thresholds, bucket >> 5, words);
+      Lanes::pick(l.cuts, (words >> ((bucket & 31) << 1)) & 3, cut);
+      bumps |= Lanes::greater(cut, s & l.bucket_mask);
+    }
+    // A block holds r = 8 words: it starts at byte (start / 64) * 64 = start & ~63.
+    store(l.solution + (s & ~std::uint64_t{63}), row);
+    store(s & 63, shift);
+    return bumps;
+  }
+
+  /// The coefficients of the rows of the keys whose layer hashes are at `hash`, shifted to
+  /// their offsets `shift` (in `low` and `high`, as block_result() splits them), and each row's
+  /// expected result: fingerprint(hash, 8) & rhs_mask. Keys whose bit in `absent` is set
+  /// expect 256 (no row's 8 bits: not members) and get no coefficients (their lookups read 0).
+  static void prepare_rows(const std::uint64_t* hash, const std::uint64_t* shift,
+                           std::uint32_t absent, std::uint32_t rhs_mask, std::uint64_t* low,
+                           std::uint64_t* high, std::uint64_t* expected) {
+    vec h, s, lane_bit;
+    load(hash, h);
+    load(shift, s);
+    for (unsigned i = 0; i < Lanes::width; ++i) lane_bit[i] = std::uint64_t{1} << i;
+    const vec present = vec((absent & lane_bit) == 0);  // all ones or zero
+    const vec coeff = (h * coefficient_multiplier) | 1;
+    const vec fingerprint = (h * fingerprint_multiplier) >> 56;
+    store((fingerprint & rhs_mask & present) | (256 & ~present), expected);
+    store((coeff << s) & present, low);
+    store(((coeff >> 1) >> (63 - s)) & present, high);
   }
 };
 
@@ -332,7 +277,8 @@ void lanes_query_range(const query_plan& q, std::uint64_t begin, std::uint64_t e
   constexpr std::uint64_t block_keys = lane_block_keys;
   constexpr unsigned width = Lanes::width;
   static_assert(block_keys % width == 0 && block_keys <= 64);
-  const typename Lanes::layer0 first(q.layers[0]);
+  using steps = lane_steps<Lanes>;
+  const typename steps::layer0 first(q.layers[0]);
   const std::uint64_t count = end - begin;
   const std::uint64_t num_blocks = (count + block_keys - 1) / block_keys;
   lane_block blocks[3];
@@ -346,7 +292,7 @@ void lanes_query_range(const query_plan& q, std::uint64_t begin, std::uint64_t e
     const std::uint64_t base = begin + b * block_keys;
     for (std::uint64_t j = 0; j < n; ++j) k.hash[j] = key_hash(base + j);
     for (std::uint64_t j = n; j < block_keys; ++j) k.hash[j] = 0;  // lanes past the end
-    for (unsigned v = 0; v < block_keys; v += width) Lanes::starts(first, k.hash + v, k.start + v);
+    for (unsigned v = 0; v < block_keys; v += width) steps::starts(first, k.hash + v, k.start + v);
     if constexpr (Rule == bump_rule::two_bit) {
       for (std::uint64_t j = 0; j < n; ++j) {
         __builtin_prefetch(first.thresholds + (k.start[j] >> q.layers[0].bucket_bits) / 32);
@@ -359,7 +305,7 @@ void lanes_query_range(const query_plan& q, std::uint64_t begin, std::uint64_t e
     std::uint64_t bumped = 0;
     for (unsigned v = 0; v < block_keys; v += width) {
       bumped |=
-          std::uint64_t{Lanes::template locate<Rule>(first, k.start + v, k.row + v, k.shift + v)}
+          std::uint64_t{steps::template locate<Rule>(first, k.start + v, k.row + v, k.shift + v)}
           << v;
     }
     k.absent = 0;
@@ -386,7 +332,7 @@ void lanes_query_range(const query_plan& q, std::uint64_t begin, std::uint64_t e
     const std::uint64_t n = keys_in(b);
     const std::uint64_t base = begin + b * block_keys;
     for (unsigned v = 0; v < block_keys; v += width) {
-      Lanes::prepare_rows(k.hash + v, k.shift + v, static_cast<std::uint32_t>(k.absent >> v),
+      steps::prepare_rows(k.hash + v, k.shift + v, static_cast<std::uint32_t>(k.absent >> v),
                           q.rhs_mask, k.low + v, k.high + v, k.expected + v);
     }
     for (std::uint64_t j = 0; j < n; ++j) {
