@@ -91,6 +91,10 @@ int run_set_build(const build_settings& s, input_format format, filter_variant v
 int run_groups_build(const build_settings& s, input_format format, filter_variant variant,
                      clock_type::time_point start, progress_mode mode);
 
+/// The error of a --groups --format u64 input `name` that ends inside a (group, key) pair: each
+/// input holds whole pairs.
+error u64_pair_cut_error(const std::string& name);
+
 /// The file name of a group's filter in --out-dir: the group's bytes with all but ASCII
 /// letters, digits, '_', '-' and (not first) '.' written %XX, then ".ribbon"; "%.ribbon" for
 /// the empty group. Distinct groups get distinct names.

@@ -69,16 +69,20 @@ grouped_hashes read_group_key_lines(const build_settings& s, input_format key_fo
   return out;
 }
 
-/// --format u64: pairs of little-endian 8-byte integers, the group then the key.
+/// --format u64: pairs of little-endian 8-byte integers, the group then the key; each input
+/// holds whole pairs.
 grouped_hashes read_u64_pairs(const build_settings& s, input_reader& reader) {
   grouped_hashes out;
   group_numbers<std::uint64_t> numbers;
   const std::uint64_t mixed = seed_mix(s.seed);
   bool have_group = false;  // a chunk may end between a pair's group and its key
+  std::size_t source = 0;
   std::uint64_t group = 0;
   reader.run(
       s.threads, parse_output::keys, s.seed, [](input_chunk&) {},
       [&](input_chunk& c) {
+        if (have_group && c.source != source) throw u64_pair_cut_error(reader.name(source));
+        source = c.source;
         for (const std::uint64_t value : c.values) {
           if (!have_group) {
             group = numbers.of(value, out);
@@ -89,11 +93,7 @@ grouped_hashes read_u64_pairs(const build_settings& s, input_reader& reader) {
           have_group = !have_group;
         }
       });
-  if (have_group) {
-    throw error(
-        "--groups --format u64 reads (group, key) pairs of 8-byte integers: the input "
-        "ends with a group and no key (an odd number of integers)");
-  }
+  if (have_group) throw u64_pair_cut_error(reader.name(source));
   return out;
 }
 
@@ -146,6 +146,11 @@ std::uint64_t total_bytes(const std::vector<filter>& filters) {
 }
 
 }  // namespace
+
+error u64_pair_cut_error(const std::string& name) {
+  return error("--groups --format u64 reads (group, key) pairs of 8-byte integers: " + name +
+               " ends with a group and no key (an odd number of integers)");
+}
 
 std::string group_file_name(std::string_view group) {
   if (group.empty()) return "%.ribbon";  // no escape gives a lone '%'

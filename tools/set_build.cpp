@@ -4,6 +4,7 @@
 // pairs are little-endian 8-byte integers, the group then the key.
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,34 +42,66 @@ void add_group_key_lines(const build_settings& s, input_format key_format, input
       });
 }
 
-/// --format u64: (group, key) pairs of integers, hashed in input order (a chunk may end
-/// between a pair's group and its key).
+/// --format u64, the reader's parallel stage: each input holds (group, key) pairs of integers,
+/// so a chunk's integers alternate from its byte offset on. Rewrites c.values as: the hash of
+/// a leading key (its group ended the previous chunk), the pair hashes of the whole pairs,
+/// the group hash of a trailing group (its key starts the next chunk); c.group_hashes: the
+/// group hashes of the pairs and the trailing group. In place: pair j is written at or before
+/// the integers it was made from.
+void hash_u64_pairs(const set_hasher& hash, input_chunk& c) {
+  const std::size_t n = c.values.size();
+  const std::size_t lead = (c.byte_offset / 8) % 2;  // 1: the chunk starts with a key
+  std::vector<std::uint64_t>& v = c.values;
+  c.group_hashes.clear();
+  if (n == 0) return;
+  c.group_hashes.reserve(n / 2 + 1);
+  if (lead == 1) v[0] = hash.key(v[0]);
+  std::size_t out = lead;
+  std::size_t i = lead;
+  for (; i + 1 < n; i += 2) {
+    const std::uint64_t group = hash.group(v[i]);
+    c.group_hashes.push_back(group);
+    v[out++] = pair_hash(group, hash.key(v[i + 1]));
+  }
+  if (i < n) {  // a trailing group
+    c.group_hashes.push_back(hash.group(v[i]));
+    v[out++] = c.group_hashes.back();
+  }
+  v.resize(out);
+}
+
+/// --format u64: (group, key) pairs of little-endian 8-byte integers, hashed by
+/// hash_u64_pairs() in the reader's parallel stage; the ordered stage joins the pairs cut
+/// between chunks. Each input holds whole pairs.
 void add_u64_pairs(const build_settings& s, input_reader& reader, bulk_builder& builder,
                    group_counter& groups) {
   const set_hasher hash{s.seed, seed_mix(s.seed)};
-  bool have_group = false;
-  std::uint64_t group = 0;
-  std::vector<std::uint64_t> pairs;
+  std::optional<std::uint64_t> open_group;  // the hash of a group whose key is to come
+  std::size_t open_source = 0;
   reader.run(
-      s.threads, parse_output::keys, s.seed, [](input_chunk&) {},
+      s.threads, parse_output::keys, s.seed, [&](input_chunk& c) { hash_u64_pairs(hash, c); },
       [&](input_chunk& c) {
-        pairs.clear();
-        for (const std::uint64_t value : c.values) {
-          if (!have_group) {
-            group = hash.group(value);
-            groups.add(group);
-          } else {
-            pairs.push_back(pair_hash(group, hash.key(value)));
-          }
-          have_group = !have_group;
+        if (open_group && c.source != open_source)
+          throw u64_pair_cut_error(reader.name(open_source));
+        const std::size_t lead = (c.byte_offset / 8) % 2;
+        std::uint64_t* first = c.values.data();
+        std::uint64_t* last = first + c.values.size();
+        if (lead == 1 && first != last) {
+          const std::uint64_t pair = pair_hash(*open_group, *first);
+          builder.add_hashes(&pair, 1);
+          open_group.reset();
+          ++first;
         }
-        builder.add_hashes(pairs.data(), pairs.size());
+        const bool trailing = (c.byte_offset / 8 + c.key_count) % 2 == 1;
+        if (trailing) --last;
+        builder.add_hashes(first, static_cast<std::size_t>(last - first));
+        for (const std::uint64_t g : c.group_hashes) groups.add(g);
+        if (trailing) {
+          open_group = *last;
+          open_source = c.source;
+        }
       });
-  if (have_group) {
-    throw error(
-        "--groups --format u64 reads (group, key) pairs of 8-byte integers: the input "
-        "ends with a group and no key (an odd number of integers)");
-  }
+  if (open_group) throw u64_pair_cut_error(reader.name(open_source));
 }
 
 }  // namespace

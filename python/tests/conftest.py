@@ -19,8 +19,10 @@ def cli():
     if not path or not os.path.exists(path):
         pytest.skip("RIBBON_CLI (the ribbon command) is not given; ctest sets it")
 
-    def run(*args, check=True, stdin=None):
-        return subprocess.run([path, *map(str, args)], check=check, capture_output=True, input=stdin)
+    def run(*args, check=True, stdin=None, env=None):
+        environment = None if env is None else {**os.environ, **env}
+        return subprocess.run([path, *map(str, args)], check=check, capture_output=True, input=stdin,
+                              env=environment)
 
     return run
 

@@ -74,8 +74,25 @@ def test_equals_the_cli_set(cli, tmp_path, random_words, random_u64):
     interleaved[0::2], interleaved[1::2] = groups, keys
     interleaved.tofile(tmp_path / "pairs.u64")
     cli("build", "--groups", "--format", "u64", "-i", tmp_path / "pairs.u64", "-o", tmp_path / "ints.ribbon", "-q")
-    assert ribbon.build_set(groups, keys).to_bytes() == (tmp_path / "ints.ribbon").read_bytes()
+    expected = ribbon.build_set(groups, keys).to_bytes()
+    assert expected == (tmp_path / "ints.ribbon").read_bytes()
     assert ribbon.load_set(tmp_path / "ints.ribbon").contains(groups, keys).all()
+    # The pairs hashed in the reader's parallel stage, cut between chunks (24 bytes: every
+    # other chunk starts with a key and ends with a group) and between two inputs.
+    interleaved[:2002].tofile(tmp_path / "first.u64")
+    interleaved[2002:].tofile(tmp_path / "rest.u64")
+    for inputs in (["pairs.u64"], ["first.u64", "rest.u64"]):
+        args = [a for name in inputs for a in ("-i", tmp_path / name)]
+        cli("build", "--groups", "--format", "u64", *args, "-o", tmp_path / "cut.ribbon", "-q",
+            "-t", "2", env={"RIBBON_CLI_CHUNK_BYTES": "24"})
+        assert (tmp_path / "cut.ribbon").read_bytes() == expected, inputs
+    # An input ending inside a pair is refused, though the next would complete it.
+    interleaved[:2001].tofile(tmp_path / "first.u64")
+    interleaved[2001:].tofile(tmp_path / "rest.u64")
+    run = cli("build", "--groups", "--format", "u64", "-i", tmp_path / "first.u64", "-i",
+              tmp_path / "rest.u64", "-o", tmp_path / "odd.ribbon", check=False)
+    assert run.returncode == 2 and b"first.u64 ends with a group and no key" in run.stderr
+    assert not (tmp_path / "odd.ribbon").exists()
 
 
 def test_files_and_pickling(tmp_path, random_u64):
