@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "query_kernels.hpp"
@@ -236,6 +237,87 @@ TEST(QueryPlan, VectorProductsEqualScalarOnes) {
       }
     }
   }
+#else
+  GTEST_SKIP() << "not an x86-64 build";
+#endif
+}
+
+#ifdef RIBBON_X86_LANES
+/// avx512_lanes' operations lane by lane, as Intel documents their instructions: the 8-lane
+/// steps of lane_steps and lanes_query_range run on any x86-64 host (this one may have no
+/// AVX-512).
+struct emulated_avx512_lanes {
+  static constexpr unsigned width = 8;
+  using vec = ribbon::detail::kernels::u64x8;
+
+  static void mul_even(const vec& a, const vec& b, vec& product) {
+    for (unsigned i = 0; i < width; ++i) product[i] = (a[i] & 0xFFFFFFFF) * (b[i] & 0xFFFFFFFF);
+  }
+  static std::uint32_t greater(const vec& a, const vec& b) {
+    std::uint32_t bits = 0;
+    for (unsigned i = 0; i < width; ++i) {
+      bits |= std::uint32_t{static_cast<std::int64_t>(a[i]) > static_cast<std::int64_t>(b[i])} << i;
+    }
+    return bits;
+  }
+  static void gather(const std::uint64_t* base, const vec& index, vec& words) {
+    for (unsigned i = 0; i < width; ++i) words[i] = base[index[i]];
+  }
+  static void pick(const vec& table, const vec& index, vec& picked) {
+    for (unsigned i = 0; i < width; ++i) picked[i] = table[index[i] % 8];
+  }
+  static std::uint32_t parities(const std::uint64_t* block, std::uint64_t low, std::uint64_t high) {
+    std::uint32_t bits = 0;
+    for (unsigned j = 0; j < 8; ++j) {
+      bits |= static_cast<std::uint32_t>(
+                  __builtin_popcountll((block[j] & low) ^ (block[8 + j] & high)) & 1)
+              << j;
+    }
+    return bits;
+  }
+};
+
+/// lanes_query_range over keys [0, n) of `keys` with the emulated 8-lane operations, as numbers.
+template <bool Lookup>
+std::vector<std::uint32_t> emulated_lanes(const ribbon::detail::query_plan& q,
+                                          const ribbon::filter& f,
+                                          const std::vector<std::uint64_t>& keys) {
+  using ribbon::detail::bump_rule;
+  using Out = std::conditional_t<Lookup, std::uint32_t, bool>;
+  std::unique_ptr<Out[]> out(new Out[keys.size() + 1]);
+  const auto key_hash = [&](std::uint64_t i) { return f.ref().key_hash(keys[i]); };
+  if (q.layers[0].rule == bump_rule::two_bit) {
+    ribbon::detail::kernels::lanes_query_range<emulated_avx512_lanes, bump_rule::two_bit, Lookup>(
+        q, 0, keys.size(), key_hash, out.get());
+  } else {
+    ribbon::detail::kernels::lanes_query_range<emulated_avx512_lanes, bump_rule::shard_heads,
+                                               Lookup>(q, 0, keys.size(), key_hash, out.get());
+  }
+  return std::vector<std::uint32_t>(out.get(), out.get() + keys.size());
+}
+#endif
+
+/// The 8-lane pipeline (AVX-512's steps, its operations emulated) answers as the scalar path,
+/// for filters and retrieval structures at the default shape, both layer-0 rules.
+TEST(QueryPlan, EightLanesAnswerAsScalar) {
+#ifdef RIBBON_X86_LANES
+  const std::vector<std::uint64_t> members = ribbon_test::keys_range(23, 0, 20000);
+  const std::vector<std::uint64_t> probes = probes_of(members);
+  unsigned checked = 0;
+  for (const shape& s : all_shapes()) {
+    ribbon::filter f;
+    if (s.width != 64 || s.bits != 8 || s.target_fpr > 0 || !build(s, members, &f)) continue;
+    const ribbon::detail::planned_queries planned_plan = ribbon::detail::plan_queries(f.ref());
+    const ribbon::detail::query_plan& q = planned_plan.plan;
+    if (q.fixed_bits != 8 || q.layers[0].salt != 0) continue;  // not the lanes' shape
+    const std::vector<std::uint32_t> out =
+        f.is_retrieval() ? emulated_lanes<true>(q, f, probes) : emulated_lanes<false>(q, f, probes);
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      ASSERT_EQ(out[i], planned(f, probes[i])) << describe(s) << " key " << i;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 4u);  // bumped and standard, filters and retrieval, both encodings
 #else
   GTEST_SKIP() << "not an x86-64 build";
 #endif
