@@ -3,17 +3,18 @@ other Spark tests' is local[2,4]): builds filters with ribbon.spark.build on
 local-cluster[2,1,1024], a master with two workers and two executor JVMs of one core each,
 while a thread kills one executor JVM (SIGKILL) once the range tasks run.
 
-    python spark_lost_executor.py KEYS.u64 OUT_DIR MIN_TASKS SOURCE:ENGINE[,SOURCE:ENGINE...]
+    python spark_lost_executor.py KEYS.u64 OUT_DIR MIN_TASKS SOURCE:ENGINE:KIND[,...]
 
-KEYS.u64: little-endian 64-bit keys. One build per SOURCE:ENGINE, into
-OUT_DIR/SOURCE-ENGINE.ribbon, from a
+KEYS.u64: little-endian 64-bit keys. One build per SOURCE:ENGINE:KIND, into
+OUT_DIR/SOURCE-ENGINE-KIND.ribbon (KIND: "filter", or "values": a retrieval structure of
+each key's low 12 bits, values="v", bits=12), from a
 source frame partitioned by "hash" (by the key, as after a join or an aggregation: the same
 rows per partition on a rerun, in any order) or "round-robin" (a `repartition(n)`: which rows
 a partition gets is itself indeterminate). Each build's kill comes in its first stage of at
 least MIN_TASKS tasks (layer 0's range tasks: the source frame has fewer partitions) with two
 running and one done; the next build waits for the replacement executor. ENGINE: where layer 0
 routes ("jvm": the session gets ribbon.jar; "python"). Prints one JSON
-line: per SOURCE:ENGINE, the build's layers and what was killed when. Exits 77 if the local cluster
+line: per SOURCE:ENGINE:KIND, the build's layers and what was killed when. Exits 77 if the local cluster
 cannot start.
 """
 
@@ -86,24 +87,26 @@ def wait_for_executors(sc, count: int, wait_seconds: float = 120) -> None:
         time.sleep(0.2)
 
 
-def build_losing_an_executor(session, keys, source: str, engine: str, out: str,
-                             min_tasks: int) -> dict:
+def build_losing_an_executor(session, keys, spec: str, out: str, min_tasks: int) -> dict:
     import pandas as pd
 
     import ribbon.spark
 
+    source, engine, kind = spec.split(":")
     sc = session.sparkContext
     wait_for_executors(sc, 2)  # the killer needs two running tasks
-    df = session.createDataFrame(pd.DataFrame({"k": keys}))
+    columns = {"k": keys, "v": keys & 0xFFF} if kind == "values" else {"k": keys}
+    df = session.createDataFrame(pd.DataFrame(columns))
     df = df.repartition(5, "k") if source == "hash" else df.repartition(5)
     report: dict = {}
     done = threading.Event()
     killer = threading.Thread(target=kill_an_executor_when_ranges_run,
                               args=(sc, min_tasks, report, done), daemon=True)
     killer.start()
+    values = {"values": "v", "bits": 12} if kind == "values" else {}
     stats = ribbon.spark.build(df, "k", out, width=32, shard_size=1024, range_keys=2500,
                                one_place_keys=10000,  # layer 1 on the driver: fewer jobs
-                               engine=engine)
+                               engine=engine, **values)
     done.set()
     killer.join()
     report["layers"] = stats.layers
@@ -113,7 +116,7 @@ def build_losing_an_executor(session, keys, source: str, engine: str, out: str,
     return report
 
 
-def main(keys_path: str, out_dir: str, min_tasks: int, sources: list) -> int:
+def main(keys_path: str, out_dir: str, min_tasks: int, specs: list) -> int:
     import pyspark
     from pyspark.sql import SparkSession
 
@@ -121,7 +124,7 @@ def main(keys_path: str, out_dir: str, min_tasks: int, sources: list) -> int:
     os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
     os.environ["PYSPARK_PYTHON"] = sys.executable
     builder = SparkSession.builder
-    if any(engine == "jvm" for _, engine in sources):
+    if any(":jvm:" in spec for spec in specs):
         import ribbon.spark_jvm
 
         builder = builder.config("spark.jars", ribbon.spark_jvm.jar_path())
@@ -141,10 +144,10 @@ def main(keys_path: str, out_dir: str, min_tasks: int, sources: list) -> int:
     session.sparkContext.setLogLevel("ERROR")
     keys = np.fromfile(keys_path, dtype="<u8").astype(np.int64)  # two's complement, as the CLI
     reports = {
-        f"{source}:{engine}": build_losing_an_executor(
-            session, keys, source, engine, os.path.join(out_dir, f"{source}-{engine}.ribbon"),
+        spec: build_losing_an_executor(
+            session, keys, spec, os.path.join(out_dir, spec.replace(":", "-") + ".ribbon"),
             min_tasks)
-        for source, engine in sources
+        for spec in specs
     }
     session.stop()
     print(json.dumps(reports))
@@ -152,5 +155,4 @@ def main(keys_path: str, out_dir: str, min_tasks: int, sources: list) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]),
-                  [tuple(spec.split(":")) for spec in sys.argv[4].split(",")]))
+    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(",")))

@@ -1,6 +1,6 @@
 """ribbon.spark.build on a local cluster that loses an executor mid-stage: Spark reruns the
 lost tasks (and the shuffle outputs that lived on it) on a replacement executor, and the
-file is still byte-identical to `ribbon build`'s.
+file is still byte-identical to `ribbon build`'s (filters) or ribbon.build's (values=).
 
 Runs spark_lost_executor.py in a process of its own (1.5-2 minutes: a local cluster
 starts its JVMs). Run alone: pytest python/tests/test_spark_cluster.py."""
@@ -25,28 +25,35 @@ CANNOT_START = 77
 RANGE_TASKS = 16
 # The source frame partitioned by the key (determinate rows per partition, in any order, as
 # after a join) and round robin (indeterminate rows per partition), routed in the JVM (where
-# ribbon.jar exists) and in Python.
+# ribbon.jar exists) and in Python; filters, and a retrieval structure (values=).
 
 
 def builds() -> list:
-    """(source, engine) of each build the helper runs."""
+    """SOURCE:ENGINE:KIND of each build the helper runs."""
     import ribbon.spark_jvm
 
     try:
         ribbon.spark_jvm.jar_path()
     except FileNotFoundError:
-        return [("hash", "python"), ("round-robin", "python")]
-    return [("hash", "jvm"), ("round-robin", "jvm"), ("round-robin", "python")]
+        return ["hash:python:filter", "round-robin:python:filter", "round-robin:python:values"]
+    return ["hash:jvm:filter", "round-robin:jvm:filter", "round-robin:python:filter",
+            "round-robin:jvm:values"]
 
 
 def test_a_lost_executor_is_replaced_and_the_file_unchanged(tmp_path):
     pytest.importorskip("pyspark")
     keys = random_u64(40000, seed=31)
-    expected = cli_build(keys, str(tmp_path), "-w", "32", "--shard-size", "1024")
+    import ribbon
+
+    expected = {
+        "filter": cli_build(keys, str(tmp_path), "-w", "32", "--shard-size", "1024"),
+        "values": ribbon.build(keys, values=keys & 0xFFF, bits=12, width=32,
+                               shard_size=1024).to_bytes(),
+    }
     keys_file = write_keys(keys, str(tmp_path / "keys.u64"))
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    specs = [f"{source}:{engine}" for source, engine in builds()]
+    specs = builds()
     run = subprocess.run([sys.executable, HELPER, keys_file, str(out_dir), str(RANGE_TASKS),
                           ",".join(specs)],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
@@ -64,7 +71,8 @@ def test_a_lost_executor_is_replaced_and_the_file_unchanged(tmp_path):
         # The cluster noticed: a new executor JVM took the lost one's place.
         assert report["killed_pid"] not in report["executors_after"], report
         assert len(set(report["executors_after"]) - set(report["executors_before"])) >= 1, report
-        assert (out_dir / f"{spec.replace(':', '-')}.ribbon").read_bytes() == expected, spec
+        built = (out_dir / f"{spec.replace(':', '-')}.ribbon").read_bytes()
+        assert built == expected[spec.split(":")[2]], spec
     assert [n for n in os.listdir(out_dir) if "ribbon-parts" in n or ".tmp-" in n] == []
 
 
