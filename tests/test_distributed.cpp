@@ -35,6 +35,7 @@ struct engine_options {
   std::uint64_t shuffle_seed = 1;      // order in which ranges are solved
   bool retry_every_range = false;      // solve each range twice (a retried task)
   std::uint64_t group_count = 0;       // a filter set's distinct groups
+  std::uint64_t task_slots = 1;        // range tasks at once (plan_layer)
 };
 
 /// What the engine did.
@@ -126,7 +127,8 @@ engine_report build_distributed(const ribbon::filter_params& p, const records& k
   }
   dist::ranged_layers walk = dist::ranged_layers_for(p, o.one_place_keys, keys.hashes.size());
   while (const dist::layer_step* step = walk.current()) {
-    const dist::layer_plan plan = dist::plan_layer(p, step->index, step->keys, o.range_keys);
+    const dist::layer_plan plan =
+        dist::plan_layer(p, step->index, step->keys, o.range_keys, o.task_slots);
     report.max_ranges = std::max(report.max_ranges, plan.num_ranges());
     records layer_records = layer;
     dist::to_layer_hashes(plan, layer_records.hashes.data(), layer_records.hashes.size());
@@ -183,6 +185,41 @@ TEST(Distributed, IntegerKeysEqualFilterBuild) {
   EXPECT_GE(report.max_ranges, 5u);          // several ranges per layer
   ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
   EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn")));
+}
+
+TEST(Distributed, TaskSlotsFillTheLastWaveAndLeaveTheFileUnchanged) {
+  const auto keys = ribbon_test::keys_range(3, 0, 60000);
+  const ribbon::build_options options = small_shards();
+  const auto p = dist::build_params(options, ribbon::key_kind::u64);
+  temp_dir dir;
+  ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
+  const auto expected = read_file(dir.file("f.rbn"));
+  for (std::uint64_t range_keys : {3000u, 7000u, 13000u, 100000u}) {
+    const dist::layer_plan alone = dist::plan_layer(p, 0, keys.size(), range_keys);
+    for (std::uint64_t slots = 1; slots <= 6; ++slots) {
+      const dist::layer_plan plan = dist::plan_layer(p, 0, keys.size(), range_keys, slots);
+      const std::uint64_t waves = (alone.num_ranges() + slots - 1) / slots;
+      // As many waves, no range larger, no fewer ranges (whole shards: not always more).
+      EXPECT_LE(plan.shards_per_range, alone.shards_per_range) << range_keys << " " << slots;
+      EXPECT_EQ((plan.num_ranges() + slots - 1) / slots, waves) << range_keys << " " << slots;
+      EXPECT_GE(plan.num_ranges(), alone.num_ranges()) << range_keys << " " << slots;
+      engine_options o;
+      o.range_keys = range_keys;
+      o.task_slots = slots;
+      build_distributed(p, integer_hashes(p, keys), dir.file("d.rbn"), o);
+      EXPECT_TRUE(read_file(dir.file("d.rbn")) == expected) << range_keys << " " << slots;
+    }
+  }
+  // Where shards are many, the last wave is filled: 7 ranges become 8 on 2 or 4 slots, 9 on 3.
+  const std::uint64_t many = 10'000'000;
+  const auto seven = [&](std::uint64_t slots) {
+    return dist::plan_layer(p, 0, many, many / 13 * 2, slots).num_ranges();
+  };
+  ASSERT_EQ(seven(1), 7u);
+  EXPECT_EQ(seven(2), 8u);
+  EXPECT_EQ(seven(3), 9u);
+  EXPECT_EQ(seven(4), 8u);
+  EXPECT_EQ(seven(7), 7u);
 }
 
 TEST(Distributed, FilterSetEqualsBuildSet) {

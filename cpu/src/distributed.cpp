@@ -158,7 +158,7 @@ ranged_layers ranged_layers_for(const filter_params& p, std::uint64_t one_place_
 }
 
 layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
-                      std::uint64_t range_keys) {
+                      std::uint64_t range_keys, std::uint64_t task_slots) {
   if (keys == 0) throw error("plan_layer: a layer without keys has nothing to plan");
   const layer_step step = layer_sequence::in_ranges(p, sizing_of(p), 0).at(layer, keys);
   if (!step.in_ranges) {
@@ -173,9 +173,14 @@ layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t
   const double keys_per_shard = static_cast<double>(keys) *
                                 static_cast<double>(plan.geometry.shard_size()) /
                                 static_cast<double>(plan.geometry.num_starts);
+  const std::uint64_t shards = plan.geometry.num_shards();
   plan.shards_per_range = std::clamp<std::uint64_t>(
       static_cast<std::uint64_t>(static_cast<double>(range_keys) / std::ceil(keys_per_shard)), 1,
-      plan.geometry.num_shards());
+      shards);
+  if (task_slots > 1) {  // fill the last wave: ranges up to a multiple of the slots
+    const std::uint64_t waves = detail::divide_round_up(plan.num_ranges(), task_slots);
+    plan.shards_per_range = detail::divide_round_up(shards, std::min(shards, waves * task_slots));
+  }
   return plan;
 }
 

@@ -332,6 +332,10 @@ def check_output_path(path: str) -> None:
 class Engine:
     """What :func:`run_build` needs from an engine (see the module's documentation)."""
 
+    #: How many range tasks run at once: a layer's ranges are cut so that its last wave of
+    #: tasks fills them (plan_layer's task_slots). The file does not depend on it.
+    task_slots: int = 1
+
     def count(self) -> int:
         raise NotImplementedError
 
@@ -546,7 +550,7 @@ def _solve_layers(engine: Engine, params, destination: Destination, rows: int, r
     walk = RangedLayers(params, one_place_keys, rows)
     while (step := walk.current) is not None:
         clock = time.monotonic()
-        plan = plan_layer(params, step.index, step.keys, range_keys)
+        plan = plan_layer(params, step.index, step.keys, range_keys, engine.task_slots)
         # A partial of a module function: engines pickle it to their workers.
         task = functools.partial(solve_task, params, plan, destination,
                                  skip_if_repeats=walk.counting, threads=threads)

@@ -393,6 +393,9 @@ class SparkEngine(dist.Engine):
         self.fail_first_attempt = fail_first_attempt
         self.persisted = []
         self._counts: Optional[_Counts] = None
+        # Range tasks at once: the session's cores (the default parallelism of local[n] and of
+        # a cluster's executors).
+        self.task_slots = max(1, self.spark.sparkContext.defaultParallelism)
 
     def counts(self) -> _Counts:
         """Rows, a filter set's distinct groups and a retrieval's smallest and largest value,

@@ -256,12 +256,14 @@ void bind_walk(nb::module_& m) {
 void bind_range_steps(nb::module_& m) {
   m.def(
       "plan_layer",
-      [](const filter_params& p, std::uint32_t layer, std::uint64_t keys,
-         std::uint64_t range_keys) {
-        return translating(failure::options,
-                           [&] { return dist::plan_layer(p, layer, keys, range_keys); });
+      [](const filter_params& p, std::uint32_t layer, std::uint64_t keys, std::uint64_t range_keys,
+         std::uint64_t task_slots) {
+        return translating(failure::options, [&] {
+          return dist::plan_layer(p, layer, keys, range_keys, task_slots);
+        });
       },
-      nb::arg("params"), nb::arg("layer"), nb::arg("keys"), nb::arg("range_keys"));
+      nb::arg("params"), nb::arg("layer"), nb::arg("keys"), nb::arg("range_keys"),
+      nb::arg("task_slots") = 1);
   m.def(
       "to_layer_hashes",
       [](const dist::layer_plan& plan, const hash_array& hashes) {

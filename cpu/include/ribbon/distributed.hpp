@@ -13,7 +13,7 @@
 ///   hash the keys as `ribbon build` does (hash_u64(key, seed_mix(seed)), hash_bytes(key, seed));
 ///   walk = ranged_layers_for(p, one_place_keys, rows);  // rows: key hashes, repeats included
 ///   while (step = walk.current()):
-///     plan = plan_layer(p, step->index, step->keys, range_keys);
+///     plan = plan_layer(p, step->index, step->keys, range_keys, task_slots);
 ///     the engine routes every layer-l hash (to_layer_hashes) to plan.range_of(hash) and runs
 ///     solve_range for each range (anywhere, any order, retried at will): it writes the
 ///     range's part file and returns the range's distinct and bumped hashes;
@@ -92,11 +92,14 @@ using ranged_layers = ribbon::ranged_layers;
 ranged_layers ranged_layers_for(const filter_params& p, std::uint64_t one_place_keys,
                                 std::uint64_t rows);
 
-/// Plans bumped layer `layer` for `keys` distinct keys in ranges of about `range_keys` keys
-/// (whole shards, at least one). Throws ribbon::error if the layer is not one in ranges
-/// (ranged_layers::current()).
+/// Plans bumped layer `layer` for `keys` distinct keys in ranges of at most about
+/// `range_keys` keys (whole shards, at least one). With `task_slots` (the range tasks that run
+/// at once) above 1, the ranges are cut smaller where that fills the last wave of tasks: as
+/// many waves, each range no larger, none idle for want of one (7 ranges on 2 slots become
+/// 8). The file does not depend on the ranges. Throws ribbon::error if the layer is not one in
+/// ranges (ranged_layers::current()).
 layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t keys,
-                      std::uint64_t range_keys);
+                      std::uint64_t range_keys, std::uint64_t task_slots = 1);
 
 /// Turns layer-(l-1) hashes (the bumped hashes a range returns) into layer-l hashes, in
 /// place; layer 0's hashes are the key hashes themselves (nothing to do).
