@@ -92,7 +92,7 @@ void add_u64_pairs(const build_settings& s, input_reader& reader, bulk_builder& 
           open_group.reset();
           ++first;
         }
-        const bool trailing = (c.byte_offset / 8 + c.key_count) % 2 == 1;
+        const bool trailing = c.key_count > 0 && (c.byte_offset / 8 + c.key_count) % 2 == 1;
         if (trailing) --last;
         builder.add_hashes(first, static_cast<std::size_t>(last - first));
         for (const std::uint64_t g : c.group_hashes) groups.add(g);
