@@ -36,8 +36,9 @@ def _solve(task, range_index, arrays):
 class ProcessPoolEngine(dist.Engine):
     """Batches of keys (numpy arrays) hashed, routed and solved in worker processes."""
 
-    def __init__(self, params, batches, pool: ProcessPoolExecutor):
+    def __init__(self, params, batches, pool: ProcessPoolExecutor, workers: int):
         self.params, self.batches, self.pool = params, list(batches), pool
+        self.task_slots = workers  # a layer's ranges are cut to fill the last wave of tasks
 
     def count(self) -> int:
         return sum(len(b) for b in self.batches)
@@ -65,7 +66,8 @@ def build(batches, path, *, key_kind="u64", workers=2, **options):
     params = dist.build_params(key_kind, **{k: options.pop(k) for k in list(options)
                                             if k in ("fpr", "bits", "width", "seed", "shard_size")})
     with ProcessPoolExecutor(workers) as pool:
-        return dist.run_build(ProcessPoolEngine(params, batches, pool), params, path, **options)
+        return dist.run_build(ProcessPoolEngine(params, batches, pool, workers), params, path,
+                              **options)
 
 
 if __name__ == "__main__":
