@@ -194,10 +194,11 @@ TEST(Distributed, TaskSlotsFillTheLastWave) {
     const dist::layer_plan alone = dist::plan_layer(p, 0, 60000, range_keys);
     for (std::uint64_t slots = 1; slots <= 6; ++slots) {
       const dist::layer_plan plan = dist::plan_layer(p, 0, 60000, range_keys, slots);
-      const std::uint64_t waves = (alone.num_ranges() + slots - 1) / slots;
+      const std::uint64_t waves = ribbon::detail::divide_round_up(alone.num_ranges(), slots);
       // As many waves, no range larger, no fewer ranges (whole shards: not always more).
       EXPECT_LE(plan.shards_per_range, alone.shards_per_range) << range_keys << " " << slots;
-      EXPECT_EQ((plan.num_ranges() + slots - 1) / slots, waves) << range_keys << " " << slots;
+      EXPECT_EQ(ribbon::detail::divide_round_up(plan.num_ranges(), slots), waves)
+          << range_keys << " " << slots;
       EXPECT_GE(plan.num_ranges(), alone.num_ranges()) << range_keys << " " << slots;
     }
   }

@@ -42,6 +42,16 @@ void add_group_key_lines(const build_settings& s, input_format key_format, input
       });
 }
 
+/// Where a chunk of --format u64 (group, key) pairs cuts them (each input holds whole pairs, so
+/// a chunk's integers alternate from its byte offset on): does it start with a key whose group
+/// ended the previous chunk, or end with a group whose key starts the next?
+bool starts_with_key(const input_chunk& c) {
+  return (c.byte_offset / 8) % 2 == 1;
+}
+bool ends_with_group(const input_chunk& c) {
+  return c.key_count > 0 && (c.byte_offset / 8 + c.key_count) % 2 == 1;
+}
+
 /// --format u64, the reader's parallel stage: each input holds (group, key) pairs of integers,
 /// so a chunk's integers alternate from its byte offset on. Rewrites c.values as: the hash of
 /// a leading key (its group ended the previous chunk), the pair hashes of the whole pairs,
@@ -50,7 +60,7 @@ void add_group_key_lines(const build_settings& s, input_format key_format, input
 /// the integers it was made from.
 void hash_u64_pairs(const set_hasher& hash, input_chunk& c) {
   const std::size_t n = c.values.size();
-  const std::size_t lead = (c.byte_offset / 8) % 2;  // 1: the chunk starts with a key
+  const std::size_t lead = starts_with_key(c) ? 1 : 0;
   std::vector<std::uint64_t>& v = c.values;
   c.group_hashes.clear();
   if (n == 0) return;
@@ -83,16 +93,15 @@ void add_u64_pairs(const build_settings& s, input_reader& reader, bulk_builder& 
       [&](input_chunk& c) {
         if (open_group && c.source != open_source)
           throw u64_pair_cut_error(reader.name(open_source));
-        const std::size_t lead = (c.byte_offset / 8) % 2;
         std::uint64_t* first = c.values.data();
         std::uint64_t* last = first + c.values.size();
-        if (lead == 1 && first != last) {
+        if (starts_with_key(c) && first != last) {
           const std::uint64_t pair = pair_hash(*open_group, *first);
           builder.add_hashes(&pair, 1);
           open_group.reset();
           ++first;
         }
-        const bool trailing = c.key_count > 0 && (c.byte_offset / 8 + c.key_count) % 2 == 1;
+        const bool trailing = ends_with_group(c);
         if (trailing) --last;
         builder.add_hashes(first, static_cast<std::size_t>(last - first));
         for (const std::uint64_t g : c.group_hashes) groups.add(g);
