@@ -3,12 +3,16 @@
 // with a message, where no GPU is present).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "ribbon/build_many.hpp"
 #include "ribbon/cuda/builder.hpp"
 #include "ribbon/filter.hpp"
 #include "test_util.hpp"
@@ -433,6 +437,142 @@ TEST(GpuPipeline, LayersTakeTheScheduledSalts) {
     EXPECT_EQ(ref.layers[last].salt,
               ribbon::layer_salt(o.seed, last, stats.plain_layer_attempts - 1));
   }
+}
+
+/// Keys of groups of these sizes laid out group after group (group g from key family g + 100,
+/// so no two groups share a key), and the groups' offsets.
+struct grouped_keys {
+  std::vector<std::uint64_t> keys;
+  std::vector<std::uint64_t> offsets{0};
+
+  explicit grouped_keys(const std::vector<std::uint64_t>& sizes) {
+    for (std::size_t g = 0; g < sizes.size(); ++g) {
+      for (std::uint64_t i = 0; i < sizes[g]; ++i) keys.push_back(ribbon_test::key_at(g + 100, i));
+      offsets.push_back(keys.size());
+    }
+  }
+  ribbon::key_groups groups(const std::uint64_t* order = nullptr) const {
+    return {offsets.data(), offsets.size() - 1, order};
+  }
+};
+
+/// The device's build_many writes every group's filter as the CPU's build_many does (each of
+/// those is filter::build of the group alone: test_build_many.cpp); every member is found.
+void expect_same_filters(const std::vector<std::uint64_t>& keys, const ribbon::key_groups& groups,
+                         const ribbon::build_options& o,
+                         const ribbon::cuda::device_options& device = {}) {
+  SCOPED_TRACE("groups=" + std::to_string(groups.num_groups) + " w=" + std::to_string(o.width) +
+               " variant=" + std::to_string(static_cast<int>(o.variant)));
+  ribbon::cuda::device_build_stats stats;
+  const std::vector<ribbon::filter> gpu =
+      ribbon::cuda::build_many(keys.data(), keys.size(), groups, o, &stats, device);
+  const std::vector<ribbon::filter> cpu = ribbon::build_many(keys.data(), keys.size(), groups, o);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  std::uint32_t most_layers = 0;
+  for (std::uint64_t g = 0; g < gpu.size(); ++g) {
+    ASSERT_TRUE(gpu[g].serialize() == cpu[g].serialize()) << "group " << g << " differs";
+    most_layers = std::max(most_layers, cpu[g].num_layers());
+    for (std::uint64_t i = groups.offsets[g]; i < groups.offsets[g + 1]; ++i) {
+      const std::uint64_t key = keys[groups.order ? groups.order[i] : i];
+      ASSERT_TRUE(gpu[g].contains(key)) << "group " << g << " lost a key";
+    }
+  }
+  EXPECT_EQ(stats.layers, most_layers);
+}
+
+TEST(GpuPipeline, BuildManyGivesEveryGroupTheCpuFilter) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // Empty groups, one key, two, the width, bucket edges, and a group of several shards.
+  const grouped_keys data(
+      {0, 1, 2, 64, 1000, 0, 3, ribbon_test::scaled(100'000, 20'000), 127, 128, 129, 5000});
+  ribbon::build_options o;
+  o.shard_size = 4096;  // several shards in the largest group
+  for (ribbon::filter_variant v : {ribbon::filter_variant::bumped, ribbon::filter_variant::standard,
+                                   ribbon::filter_variant::homogeneous}) {
+    o.variant = v;
+    expect_same_filters(data.keys, data.groups(), o);
+  }
+  o.variant = ribbon::filter_variant::bumped;
+  for (std::uint32_t width : {32u, 128u}) {
+    o.width = width;
+    o.shard_size = 32 * ribbon::detail::default_bucket_size(width);
+    expect_same_filters(data.keys, data.groups(), o);
+  }
+  ribbon::cuda::device_options small_batches;
+  small_batches.workspace_bytes = 1;  // a shard a batch
+  expect_same_filters(data.keys, data.groups(), ribbon::build_options{}, small_batches);
+}
+
+TEST(GpuPipeline, BuildManyRetriesOnlyTheGroupsThatFail) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  // Too little slack: standard layers fail at first, each group on its own schedule of tries.
+  const grouped_keys data({3000, 20'000, 0, 7000, 500, 12'000});
+  ribbon::build_options o;
+  o.variant = ribbon::filter_variant::standard;
+  o.width = 32;
+  o.slack = 0.002;
+  o.shard_size = 4096;
+  expect_same_filters(data.keys, data.groups(), o);
+  // The groups did need different numbers of tries (each group alone, on the CPU).
+  std::vector<std::uint32_t> tries;
+  for (std::uint64_t g = 0; g < data.offsets.size() - 1; ++g) {
+    if (data.offsets[g + 1] == data.offsets[g]) continue;
+    ribbon::build_stats stats;
+    (void)ribbon::filter::build(data.keys.data() + data.offsets[g],
+                                data.offsets[g + 1] - data.offsets[g], o, &stats);
+    tries.push_back(stats.standard_attempts);
+  }
+  EXPECT_GT(*std::max_element(tries.begin(), tries.end()), 1u);
+  EXPECT_NE(*std::max_element(tries.begin(), tries.end()),
+            *std::min_element(tries.begin(), tries.end()));
+}
+
+TEST(GpuPipeline, BuildManyTakesKeysInAnyOrderWithRepeats) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  grouped_keys data({4000, 1, 0, 9000, 250});  // group 2 gets its key below
+  const std::uint64_t laid_out = data.keys.size();
+  // Repeats: group 0's first 300 keys again; group 1's one key is also group 2's (two equal
+  // hashes side by side once sorted, in different groups) and one of group 3's.
+  data.keys.insert(data.keys.end(), data.keys.begin(), data.keys.begin() + 300);
+  data.keys.push_back(data.keys[4000]);
+  std::vector<std::uint64_t> order, offsets = {0};
+  auto add = [&](std::uint64_t first, std::uint64_t end) {
+    for (std::uint64_t i = first; i < end; ++i) order.push_back(i);
+  };
+  add(0, 4000);
+  add(laid_out, laid_out + 300);
+  offsets.push_back(order.size());
+  add(4000, 4001);
+  offsets.push_back(order.size());
+  add(laid_out + 300, laid_out + 301);
+  offsets.push_back(order.size());
+  add(4001, 13'001);
+  order.push_back(4000);
+  std::mt19937_64 shuffle(7);
+  std::shuffle(order.begin() + static_cast<std::ptrdiff_t>(offsets.back()), order.end(), shuffle);
+  offsets.push_back(order.size());
+  add(13'001, laid_out);
+  offsets.push_back(order.size());
+  const ribbon::key_groups groups{offsets.data(), offsets.size() - 1, order.data()};
+  expect_same_filters(data.keys, groups, ribbon::build_options{});
+  const std::vector<ribbon::filter> gpu =
+      ribbon::cuda::build_many(data.keys.data(), data.keys.size(), groups);
+  EXPECT_EQ(gpu[0].key_count(), 4000u);  // repeats counted once
+  EXPECT_EQ(gpu[2].key_count(), 1u);
+  EXPECT_EQ(gpu[3].key_count(), 9001u);
+}
+
+TEST(GpuPipeline, BuildManyRefusesBadGroups) {
+  RIBBON_SKIP_WITHOUT_DEVICE();
+  const std::vector<std::uint64_t> keys = ribbon_test::keys_range(5, 0, 10);
+  const std::vector<std::uint64_t> beyond = {0, 4, 11};
+  EXPECT_THROW(ribbon::cuda::build_many(keys.data(), keys.size(), {beyond.data(), 2, nullptr}),
+               ribbon::error);
+  const std::vector<std::uint64_t> offsets = {0, 10};
+  const std::vector<std::uint64_t> order = {0, 1, 2, 3, 4, 5, 6, 7, 8, 10};
+  EXPECT_THROW(
+      ribbon::cuda::build_many(keys.data(), keys.size(), {offsets.data(), 1, order.data()}),
+      ribbon::error);
 }
 
 TEST(GpuPipeline, RejectsBadOptions) {

@@ -162,8 +162,9 @@ int run_bulk_build(const build_settings& s, input_format format, filter_variant 
   return 0;
 }
 
-/// What --groups builds take: -o (a filter set) or --out-dir (a file per group), no values,
-/// the CPU; a memory limit only for a set (the files per group are built in memory).
+/// What --groups builds take: -o (a filter set) or --out-dir (a file per group, on the CPU or
+/// the GPU), no values; a memory limit only for a set (the files per group are built in
+/// memory).
 void check_groups_options(const build_settings& s, bool with_values, bool gpu,
                           std::uint64_t memory_limit) {
   if (s.output.empty() == s.out_dir.empty()) {
@@ -172,7 +173,9 @@ void check_groups_options(const build_settings& s, bool with_values, bool gpu,
         "filter file per group), not both");
   }
   if (with_values) throw error("--groups builds filters: --values and --value-file are not for it");
-  if (gpu) throw error("--groups builds on the CPU: leave out --backend gpu");
+  if (gpu && s.out_dir.empty()) {
+    throw error("--groups -o: a filter set builds on the CPU; leave out --backend gpu");
+  }
   if (memory_limit != 0 && !s.out_dir.empty()) {
     throw error(
         "--memory-limit: --groups --out-dir builds run in memory and cannot honour a limit; "
@@ -207,7 +210,7 @@ int run_build(build_settings s) {
       check_output(s);
       return run_set_build(s, format, variant, memory_limit, start, mode);
     }
-    return run_groups_build(s, format, variant, start, mode);
+    return run_groups_build(s, format, variant, gpu, start, mode);
   }
   if (!s.out_dir.empty()) throw error("--out-dir is for --groups builds (a file per group)");
   if (s.output.empty()) throw error("-o,--output is required: the filter file to write");

@@ -87,8 +87,9 @@ void note_memory_limit(const bulk_builder& builder, const bulk_options& options,
 int run_set_build(const build_settings& s, input_format format, filter_variant variant,
                   std::uint64_t memory_limit, clock_type::time_point start, progress_mode mode);
 
-/// A --groups build into s.out_dir, a file per group: the exit status.
-int run_groups_build(const build_settings& s, input_format format, filter_variant variant,
+/// A --groups build into s.out_dir, a file per group, on the GPU if `gpu` (the same files):
+/// the exit status.
+int run_groups_build(const build_settings& s, input_format format, filter_variant variant, bool gpu,
                      clock_type::time_point start, progress_mode mode);
 
 /// The error of a --groups --format u64 input `name` that ends inside a (group, key) pair: each

@@ -50,6 +50,11 @@ filter build_retrieval_on_gpu(const std::uint64_t*, const std::uint32_t*, std::u
   throw error(gpu_unavailable);
 }
 
+std::vector<filter> build_many_on_gpu(const std::uint64_t*, std::uint64_t, key_kind,
+                                      const key_groups&, const build_options&) {
+  throw error(gpu_unavailable);
+}
+
 #else
 
 void configure_gpu_build(bulk_options& options) {
@@ -73,6 +78,12 @@ void configure_gpu_build(bulk_options& options) {
 filter build_retrieval_on_gpu(const std::uint64_t* hashes, const std::uint32_t* values,
                               std::uint64_t count, key_kind keys, const build_options& options) {
   return cuda::build_from_hashes(hashes, values, count, keys, options);
+}
+
+std::vector<filter> build_many_on_gpu(const std::uint64_t* hashes, std::uint64_t count,
+                                      key_kind keys, const key_groups& groups,
+                                      const build_options& options) {
+  return cuda::build_many_from_hashes(hashes, count, keys, groups, options);
 }
 
 namespace {

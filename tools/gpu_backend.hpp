@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ribbon/build_many.hpp"
 #include "ribbon/bulk_builder.hpp"
 
 namespace ribbon::cli {
@@ -24,6 +25,12 @@ void configure_gpu_build(bulk_options& options);
 /// filter::build_from_hashes with values.
 filter build_retrieval_on_gpu(const std::uint64_t* hashes, const std::uint32_t* values,
                               std::uint64_t count, key_kind keys, const build_options& options);
+
+/// A filter per group (key hashes in group order, as ribbon::build_many_from_hashes) built on
+/// the GPU, every group in the same launches; the same files as the CPU's build_many.
+std::vector<filter> build_many_on_gpu(const std::uint64_t* hashes, std::uint64_t count,
+                                      key_kind keys, const key_groups& groups,
+                                      const build_options& options);
 
 /// `ribbon bench --backend gpu`: builds `keys` from device memory, checks and times batched
 /// GPU queries on device- and host-resident keys, prints a report (or JSON). Returns the exit

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "build_settings.hpp"
+#include "gpu_backend.hpp"
 #include "ribbon/build_many.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/options.hpp"
@@ -171,7 +172,7 @@ std::string group_file_name(std::string_view group) {
   return name + ".ribbon";
 }
 
-int run_groups_build(const build_settings& s, input_format format, filter_variant variant,
+int run_groups_build(const build_settings& s, input_format format, filter_variant variant, bool gpu,
                      clock_type::time_point start, progress_mode mode) {
   const build_options options = build_options_of(s, variant);
   (void)build_params(options, key_kind_of(format), false);  // bad options before any work
@@ -191,8 +192,9 @@ int run_groups_build(const build_settings& s, input_format format, filter_varian
   }
   const group_layout layout = layout_of(pairs);
   const key_groups groups{layout.offsets.data(), pairs.names.size(), layout.order.data()};
-  const std::vector<filter> filters = build_many_from_hashes(
-      pairs.hashes.data(), pairs.hashes.size(), key_kind_of(format), groups, options);
+  const auto build = gpu ? build_many_on_gpu : build_many_from_hashes;
+  const std::vector<filter> filters =
+      build(pairs.hashes.data(), pairs.hashes.size(), key_kind_of(format), groups, options);
   make_output_dir(s.out_dir);
   tbb::parallel_for(std::size_t{0}, filters.size(),
                     [&](std::size_t g) { filters[g].save(paths[g], file_layout_of(s.layout)); });

@@ -9,10 +9,8 @@
 #include "layered_builder.hpp"
 
 namespace ribbon {
-namespace {
 
-/// Throws ribbon::error for groups that do not describe positions in [0, key_count).
-void check_groups(const key_groups& groups, std::uint64_t key_count) {
+void detail::check_groups(const key_groups& groups, std::uint64_t key_count) {
   if (groups.num_groups == 0) return;
   if (groups.offsets == nullptr) throw error("build_many: no group offsets");
   if (groups.offsets[0] != 0) throw error("build_many: the first group offset must be 0");
@@ -37,6 +35,8 @@ void check_groups(const key_groups& groups, std::uint64_t key_count) {
     }
   }
 }
+
+namespace {
 
 /// The filters of every group; key_hash(i) is the hash of key position i.
 template <class KeyHash>
@@ -68,7 +68,7 @@ std::vector<filter> build_many_of(key_kind kind, std::uint64_t key_count, const 
                                   const build_options& options, const MakeHash& make_hash) {
   const filter_params p = detail::params_from(options, kind);
   (void)detail::sizing_from(options, p, 1);  // bad options fail before any work
-  check_groups(groups, key_count);
+  detail::check_groups(groups, key_count);
   return build_groups(p, options, groups, make_hash(p));
 }
 

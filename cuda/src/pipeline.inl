@@ -27,6 +27,7 @@
 
 #include "device_builder.inl"
 #include "key_ops.inl"
+#include "many_builder.inl"
 #include "pipeline_backend.inl"
 #include "range_solver.inl"
 #include "ribbon/cuda/builder.hpp"
@@ -117,7 +118,58 @@ Out build_integer_keys(const std::uint64_t* keys, const std::uint32_t* values, s
   });
 }
 
+/// Calls f(values, count) with the values at the groups' positions, in group order: `values`
+/// itself, or a copy gathered through the groups' order.
+template <class F>
+auto in_group_order(const std::uint64_t* values, const key_groups& groups, F&& f) {
+  const std::uint64_t positions = groups.num_groups == 0 ? 0 : groups.offsets[groups.num_groups];
+  if (groups.order == nullptr) return f(values, positions);
+  std::vector<std::uint64_t> gathered(positions);
+  for (std::uint64_t i = 0; i < positions; ++i) gathered[i] = values[groups.order[i]];
+  return f(gathered.data(), positions);
+}
+
+/// build_many() and build_many_from_hashes(): `hash` turns the uploaded values into hashes.
+template <class Hash>
+std::vector<filter> build_many_of(const std::uint64_t* values, std::uint64_t count, key_kind kind,
+                                  const key_groups& groups, const build_options& options,
+                                  device_build_stats* stats, const device_options& device,
+                                  const Hash& hash) {
+  const filter_params p = ribbon::detail::params_from(options, kind);
+  (void)ribbon::detail::sizing_from(options, p, 1);  // bad options fail before any work
+  ribbon::detail::check_groups(groups, count);
+  return in_group_order(values, groups, [&](const std::uint64_t* ordered, std::uint64_t n) {
+    return timed(stats, [&](device_build_stats& s, staging& stage) {
+      auto start = clock_type::now();
+      device_vector<std::uint64_t> hashes = pipeline::upload(stage, ordered, n);
+      s.upload_seconds = device_seconds_since(start);
+      start = clock_type::now();
+      hash(p, hashes);
+      s.hash_seconds = device_seconds_since(start);
+      return build_groups(p, options, groups, hashes, s, device, stage);
+    });
+  });
+}
+
 }  // namespace
+
+std::vector<filter> build_many(const std::uint64_t* keys, std::uint64_t key_count,
+                               const key_groups& groups, const build_options& options,
+                               device_build_stats* stats, const device_options& device) {
+  return build_many_of(keys, key_count, key_kind::u64, groups, options, stats, device,
+                       [](const filter_params& p, device_vector<std::uint64_t>& hashes) {
+                         thrust::transform(exec(), hashes.begin(), hashes.end(), hashes.begin(),
+                                           hash_u64_op{seed_mix(p.seed)});
+                       });
+}
+
+std::vector<filter> build_many_from_hashes(const std::uint64_t* hashes, std::uint64_t key_count,
+                                           key_kind keys, const key_groups& groups,
+                                           const build_options& options, device_build_stats* stats,
+                                           const device_options& device) {
+  return build_many_of(hashes, key_count, keys, groups, options, stats, device,
+                       [](const filter_params&, device_vector<std::uint64_t>&) {});
+}
 
 filter build(const std::uint64_t* keys, std::uint64_t count, const build_options& options,
              memory where, device_build_stats* stats, const device_options& device) {

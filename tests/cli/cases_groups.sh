@@ -52,6 +52,28 @@ case_groups_threads_do_not_matter() {
   done
 }
 
+case_groups_gpu_backend() {
+  # Where this build has CUDA and a GPU is present, --backend gpu writes the CPU's files
+  # (every group in the same launches); elsewhere it is an error that says why, and writes
+  # nothing. A filter set (-o) builds on the CPU only.
+  run build --groups -i "$D/groups/pairs.tsv" --out-dir "$D/groups/gpu" --backend gpu -q
+  if [[ $RC -eq 0 ]]; then
+    build_ok --groups -i "$D/groups/pairs.tsv" --out-dir "$D/groups/cpu" --backend cpu -q ||
+      return 1
+    local name
+    for name in "${GROUP_FILES[@]}"; do
+      same_file "$D/groups/gpu/$name" "$D/groups/cpu/$name" || return 1
+    done
+  else
+    rc_is 2 "build --groups --out-dir --backend gpu" || return 1
+    err_has "the GPU backend" || return 1
+    absent "$D/groups/gpu" || return 1
+  fi
+  run build --groups -i "$D/groups/pairs.tsv" -o "$D/groups/gpu-set.ribbon" --backend gpu
+  rc_is 2 "build --groups -o --backend gpu" || return 1
+  absent "$D/groups/gpu-set.ribbon"
+}
+
 case_groups_u64_pairs() {
   # (group, key) pairs of 8-byte integers, and the keys of group 5 alone.
   perl -e '
@@ -165,6 +187,7 @@ group_groups() {
   t groups.each_file_is_its_group_built_alone case_groups_each_file_is_its_group_built_alone
   t groups.threads_do_not_matter case_groups_threads_do_not_matter
   t groups.u64_pairs case_groups_u64_pairs
+  t groups.gpu_backend case_groups_gpu_backend
   t groups.bad_input_writes_nothing case_groups_bad_input_writes_nothing
   t groups.set_answers_every_pair case_groups_set_answers_every_pair
   t groups.set_of_u64_pairs case_groups_set_of_u64_pairs

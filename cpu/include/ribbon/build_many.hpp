@@ -41,4 +41,10 @@ std::vector<filter> build_many_from_hashes(const std::uint64_t* hashes, std::uin
                                            key_kind kind, const key_groups& groups,
                                            const build_options& options = {});
 
+namespace detail {
+/// Throws ribbon::error for groups that do not describe positions in [0, key_count) (what
+/// build_many() refuses before any work).
+void check_groups(const key_groups& groups, std::uint64_t key_count);
+}  // namespace detail
+
 }  // namespace ribbon

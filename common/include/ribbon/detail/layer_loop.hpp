@@ -33,6 +33,61 @@ decltype(auto) dispatch_layout(const filter_params& p, F&& f) {
   }
 }
 
+/// One filter's walk through its layers (layer_sequence), a try at a time: the loop of
+/// build_layers(), and what a builder of many filters in lockstep keeps one of per filter.
+/// current() is the try to solve now; layer() is the layer it fills, with input_keys, salt
+/// and geometry set.
+class layer_walk {
+ public:
+  layer_walk(const filter_params& p, const layer_sizing& sizing, std::uint32_t first_layer,
+             std::uint64_t keys)
+      : sequence_(p, sizing, first_layer) {
+    begin(sequence_.next(keys));
+  }
+
+  /// Whether every layer is built.
+  bool done() const { return !step_.has_value(); }
+  const layer_step& current() const { return try_; }
+  format::layer_image& layer() { return layer_; }
+  /// Tries of the current layer before this one (0: this is the first).
+  std::uint32_t attempt() const { return attempt_; }
+
+  /// Ends the current try. A solved layer (its bumped_keys set, except a plain layer's) joins
+  /// `layers` and the walk moves to the next layer, for its bumped keys; a failed standard or
+  /// plain layer is tried again with a fresh salt (sequence.retry(): it throws ribbon::error
+  /// once the tries are used up).
+  void end_try(bool solved, std::vector<format::layer_image>& layers) {
+    if (!solved) {
+      set_try(sequence_.retry(*step_, ++attempt_));
+      return;
+    }
+    if (step_->kind == layer_kind::plain) layer_.bumped_keys = 0;
+    layers.push_back(layer_);
+    begin(sequence_.next(layer_.bumped_keys));
+  }
+
+ private:
+  void begin(const std::optional<layer_step>& step) {
+    step_ = step;
+    attempt_ = 0;
+    if (!step_) return;
+    layer_ = format::layer_image{};
+    layer_.input_keys = step_->keys;
+    set_try(*step_);
+  }
+  void set_try(const layer_step& t) {
+    try_ = t;
+    layer_.salt = t.salt;
+    layer_.geometry = t.geometry;
+  }
+
+  layer_sequence sequence_;
+  std::optional<layer_step> step_;  // the layer being built; nothing once done
+  layer_step try_;
+  format::layer_image layer_;
+  std::uint32_t attempt_ = 0;
+};
+
 /// Builds layers first_layer, first_layer + 1, ... of layer_sequence for `keys` keys in one
 /// place and appends them to `layers`, retrying standard and plain layers until they solve.
 /// Counts the tries in stats.standard_attempts and stats.plain_layer_attempts.
@@ -52,29 +107,20 @@ template <class LayerSolver, class Stats>
 void build_layers(LayerSolver& solver, const filter_params& p, const layer_sizing& sizing,
                   std::uint32_t first_layer, std::uint64_t keys,
                   std::vector<format::layer_image>& layers, Stats& stats) {
-  layer_sequence sequence(p, sizing, first_layer);
-  std::uint64_t remaining = keys;
-  while (const std::optional<layer_step> step = sequence.next(remaining)) {
-    format::layer_image layer;
-    layer.input_keys = step->keys;
-    auto solve_try = [&](const layer_step& to_try) {
-      layer.salt = to_try.salt;
-      layer.geometry = to_try.geometry;
-      if (to_try.kind == layer_kind::plain) return solver.plain(to_try.index, layer);
-      if (to_try.kind == layer_kind::standard) return solver.standard(layer);
-      solver.bumped(to_try.index, layer);
-      return true;
-    };
-    std::uint32_t attempt = 0;
-    while (!solve_try(attempt == 0 ? *step : sequence.retry(*step, attempt))) ++attempt;
-    if (step->kind == layer_kind::plain) {
-      stats.plain_layer_attempts = attempt + 1;
-      layer.bumped_keys = 0;
-    } else if (step->kind == layer_kind::standard) {
-      stats.standard_attempts = attempt + 1;
+  for (layer_walk walk(p, sizing, first_layer, keys); !walk.done();) {
+    const layer_step& step = walk.current();
+    format::layer_image& layer = walk.layer();
+    bool solved = true;
+    if (step.kind == layer_kind::plain) {
+      solved = solver.plain(step.index, layer);
+      if (solved) stats.plain_layer_attempts = walk.attempt() + 1;
+    } else if (step.kind == layer_kind::standard) {
+      solved = solver.standard(layer);
+      if (solved) stats.standard_attempts = walk.attempt() + 1;
+    } else {
+      solver.bumped(step.index, layer);
     }
-    remaining = layer.bumped_keys;
-    layers.push_back(layer);
+    walk.end_try(solved, layers);
   }
 }
 

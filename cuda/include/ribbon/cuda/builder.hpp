@@ -16,7 +16,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "ribbon/build_many.hpp"
 #include "ribbon/bulk_builder.hpp"
 #include "ribbon/filter.hpp"
 
@@ -110,6 +112,24 @@ filter build_from_hashes(std::uint64_t count,
                          const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
                          const build_options& options = {}, device_build_stats* stats = nullptr,
                          const device_options& device = {});
+
+/// Builds one filter per group of integer `keys` in host memory, as ribbon::build_many: the
+/// same bytes, filter by filter. All groups are built at once: each round sorts, solves and
+/// compacts the next layer of every unfinished group in the same launches (one solve kernel
+/// over all their shards), so that thousands of small filters keep the device busy. A group
+/// of no keys gives an empty filter. `stats` sums the rounds (layers: the most any filter
+/// has). Throws ribbon::error for bad options or bad groups before any work.
+std::vector<filter> build_many(const std::uint64_t* keys, std::uint64_t key_count,
+                               const key_groups& groups, const build_options& options = {},
+                               device_build_stats* stats = nullptr,
+                               const device_options& device = {});
+
+/// build_many() from key hashes in host memory (as ribbon::build_many_from_hashes).
+std::vector<filter> build_many_from_hashes(const std::uint64_t* hashes, std::uint64_t key_count,
+                                           key_kind keys, const key_groups& groups,
+                                           const build_options& options = {},
+                                           device_build_stats* stats = nullptr,
+                                           const device_options& device = {});
 
 /// A solver for the shard ranges of ribbon::bulk_builder's out-of-core layers
 /// (bulk_options::range_solver): inputs larger than device memory are built one shard range
