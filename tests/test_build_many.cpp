@@ -70,6 +70,32 @@ TEST(BuildMany, EachGroupIsItsOwnFilterByteForByte) {
   }
 }
 
+TEST(BuildMany, FiltersOfOneShardSolvedTogetherAreEachTheirOwn) {
+  // At the default shard size, groups up to about 10^5 keys have a one-shard layer 0 with
+  // bumped keys, which build_many eliminates a few at a time on one thread; the rest, and
+  // groups of several shards, go the way of a lone build. Runs of such groups, broken by
+  // empty, tiny and large ones, and every variant (a standard layer 0 is not shared).
+  const grouped_keys data({3000, 10'000, 20'000, 0, 50'000, 7000, 1, scaled(300'000, 300'000),
+                           9000, 12'000, 4000, 2, 30'000, 60'000, 11'000});
+  for (ribbon::filter_variant variant :
+       {ribbon::filter_variant::bumped, ribbon::filter_variant::standard}) {
+    for (std::uint32_t threads : {1u, 2u}) {
+      ribbon::build_options o;
+      o.threads = threads;
+      o.variant = variant;
+      const auto filters =
+          ribbon::build_many(data.keys.data(), data.keys.size(), data.groups(), o);
+      ASSERT_EQ(filters.size(), data.offsets.size() - 1);
+      for (std::size_t g = 0; g < filters.size(); ++g) {
+        const std::vector<std::uint64_t> keys = data.group(g);
+        const ribbon::filter alone = ribbon::filter::build(keys.data(), keys.size(), o);
+        ASSERT_EQ(filters[g].serialize(), alone.serialize())
+            << "group " << g << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(BuildMany, KeysInAnyOrderThroughTheOrderArray) {
   // Pairs as they come: shuffled, then a stable sort by group gives `order`.
   const grouped_keys data({300, 0, 2000, 1, 70});

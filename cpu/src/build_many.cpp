@@ -1,9 +1,10 @@
 // build_many(): a filter per group, all groups in one oneTBB arena (layered_builder.hpp).
 #include "ribbon/build_many.hpp"
 
-#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "layered_builder.hpp"
@@ -38,6 +39,52 @@ void detail::check_groups(const key_groups& groups, std::uint64_t key_count) {
 
 namespace {
 
+/// The filters of groups [first, end) into `filters`, on this thread but for the shards of
+/// large groups. Groups whose layer 0 is one shard (up to about 10^5 keys) have it eliminated
+/// interleaved_shards at a time (solve_first_layers_together()): one shard's elimination
+/// alone leaves the core waiting on its chain of dependent loads.
+template <unsigned Width, class Result, class KeyHash>
+void build_range(const filter_params& p, const build_options& options, const key_groups& groups,
+                 const KeyHash& key_hash, std::uint64_t first, std::uint64_t end,
+                 std::vector<filter>& filters) {
+  using builder = detail::layered_builder<Width, Result, std::uint64_t>;
+  constexpr unsigned lanes = detail::interleaved_shards;
+  detail::workspace<Width, Result, std::uint64_t> ws;
+  build_stats stats[lanes];
+  std::optional<builder> builders[lanes];
+  typename builder::started_build started[lanes];
+  std::uint64_t owners[lanes];
+  unsigned waiting = 0;  // started builds whose layer 0 waits for the others'
+  auto finish_waiting = [&] {
+    format::layer_image layers[lanes];
+    std::vector<aligned_bytes> buffers[lanes];
+    detail::solve_first_layers_together<Width, Result, std::uint64_t>(p, started, waiting, ws,
+                                                                      layers, buffers);
+    for (unsigned i = 0; i < waiting; ++i) {
+      filters[owners[i]] = builders[i]->finish(started[i], &layers[i], std::move(buffers[i]));
+      builders[i].reset();
+    }
+    waiting = 0;
+  };
+  for (std::uint64_t g = first; g != end; ++g) {
+    const std::uint64_t offset = groups.offsets[g];
+    const std::uint64_t* order = groups.order;
+    auto group_hash = [&](std::uint64_t i) {
+      return key_hash(order ? order[offset + i] : offset + i);
+    };
+    builder& b = builders[waiting].emplace(p, options, stats[waiting], nullptr);
+    started[waiting] = b.start(groups.size(g), group_hash);
+    if (!builder::first_layer_is_one_shard(started[waiting])) {
+      filters[g] = b.finish(started[waiting], nullptr, {});
+      builders[waiting].reset();
+      continue;
+    }
+    owners[waiting] = g;
+    if (++waiting == lanes) finish_waiting();
+  }
+  if (waiting != 0) finish_waiting();
+}
+
 /// The filters of every group; key_hash(i) is the hash of key position i.
 template <class KeyHash>
 std::vector<filter> build_groups(const filter_params& p, const build_options& options,
@@ -46,19 +93,24 @@ std::vector<filter> build_groups(const filter_params& p, const build_options& op
   build_options one = options;
   one.progress = nullptr;
   detail::run_with_threads(options.threads, [&] {
-    // Many small groups to a task; a large group's shards spread over the arena from within.
-    tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, groups.num_groups),
-                      [&](const tbb::blocked_range<std::uint64_t>& range) {
-                        for (std::uint64_t g = range.begin(); g != range.end(); ++g) {
-                          const std::uint64_t first = groups.offsets[g];
-                          const std::uint64_t* order = groups.order;
-                          auto group_hash = [&](std::uint64_t i) {
-                            return key_hash(order ? order[first + i] : first + i);
-                          };
-                          filters[g] = detail::build_in_this_arena(p, one, groups.size(g),
-                                                                   group_hash, nullptr, nullptr);
-                        }
-                      });
+    detail::dispatch_layout(p, [&](auto width_tag, auto result_tag) {
+      constexpr unsigned width = decltype(width_tag)::value;
+      using result = decltype(result_tag);
+      // Many small groups to a task, in runs of whole lanes (at least four tasks a thread
+      // where there are groups enough); a large group's shards spread over the arena from
+      // within.
+      constexpr std::uint64_t lanes = detail::interleaved_shards;
+      const auto threads = static_cast<std::uint64_t>(tbb::this_task_arena::max_concurrency());
+      const std::uint64_t per_task =
+          lanes * std::clamp<std::uint64_t>(groups.num_groups / (4 * threads * lanes), 1, 8);
+      tbb::parallel_for(std::uint64_t{0}, detail::divide_round_up(groups.num_groups, per_task),
+                        [&](std::uint64_t task) {
+                          const std::uint64_t first = task * per_task;
+                          build_range<width, result>(p, one, groups, key_hash, first,
+                                                     std::min(groups.num_groups, first + per_task),
+                                                     filters);
+                        });
+    });
   });
   return filters;
 }

@@ -106,15 +106,50 @@ class layered_builder {
   /// In-memory build of every layer; layer 0's records are the distinct key_hash(i), i < n.
   template <class Source>
   filter build(std::uint64_t n, const Source& key_hash) {
-    const auto build_start = clock_type::now();
+    started_build b = start(n, key_hash);
+    return finish(b, nullptr, {});
+  }
+
+  /// build() in two halves around layer 0, for build_many(), which eliminates the layer 0 of
+  /// several one-shard filters together on one thread (solve_first_layers_together()), as
+  /// solve_range() interleaves the shards of one layer: a filter of up to about 10^5 keys
+  /// has one shard, whose elimination alone is a chain of dependent loads.
+  struct started_build {
+    clock_type::time_point start;
+    aligned_array<Record> records;  // the distinct key records, sorted
+    std::uint64_t distinct = 0;
+    std::optional<layer_step> layer0;  // nothing for no keys
+  };
+
+  /// The first half: the distinct key records, sorted, and layer 0 planned for them.
+  template <class Source>
+  started_build start(std::uint64_t n, const Source& key_hash) {
+    started_build b;
+    b.start = clock_type::now();
+    b.records = allocate_array<Record>(n);
+    b.distinct = n > 0 ? distinct_records(n, key_hash, b.records.get()) : 0;
+    size_for(n, b.distinct);
+    b.layer0 = layer_sequence(p_, sizing_).next(b.distinct);
+    return b;
+  }
+
+  /// The second half: the layers after `layer0`, solved by the caller (its sections in
+  /// `buffers`, the records of its bumped keys at the front of b.records), or, given no
+  /// layer0, every layer.
+  filter finish(started_build& b, const format::layer_image* layer0,
+                std::vector<aligned_bytes> buffers) {
     std::vector<format::layer_image> layers;
-    std::vector<aligned_bytes> buffers;
-    aligned_array<Record> records = allocate_array<Record>(n);
-    const std::uint64_t distinct = n > 0 ? distinct_records(n, key_hash, records.get()) : 0;
-    size_for(n, distinct);
-    build_rest(0, std::move(records), distinct, layers, buffers);
-    stats_.total_seconds = seconds_since(build_start);
-    return builder_access::make(p_, distinct, std::move(layers), std::move(buffers));
+    if (layer0) layers.push_back(*layer0);
+    build_rest(layer0 ? 1 : 0, std::move(b.records), layer0 ? layer0->bumped_keys : b.distinct,
+               layers, buffers);
+    stats_.total_seconds = seconds_since(b.start);
+    return builder_access::make(p_, b.distinct, std::move(layers), std::move(buffers));
+  }
+
+  /// Whether a started build's layer 0 is one bumped shard (what
+  /// solve_first_layers_together() takes).
+  static bool first_layer_is_one_shard(const started_build& b) {
+    return b.layer0 && b.layer0->kind == layer_kind::bumped && b.layer0->geometry.num_shards() == 1;
   }
 
   /// Records the key counts and sizes the layers for the distinct keys.
@@ -507,6 +542,49 @@ class layered_builder {
   std::atomic<std::int64_t> sort_ns_{0}, eliminate_ns_{0}, back_substitute_ns_{0};
   tbb::enumerable_thread_specific<workspace<Width, Result, Record>> workspaces_;
 };
+
+/// Solves layer 0 of `count` (at most interleaved_shards) started builds whose layer 0 is one
+/// bumped shard (layered_builder::first_layer_is_one_shard()) on this thread, their
+/// eliminations interleaved (shard_interleave.hpp). layers[i] and buffers[i] receive build
+/// i's layer 0 for finish(); the records of its bumped keys are left at the front of its
+/// records. Each layer is the one solve_range() makes of that shard alone.
+template <unsigned Width, class Result, class Record>
+void solve_first_layers_together(
+    const filter_params& p, typename layered_builder<Width, Result, Record>::started_build* builds,
+    unsigned count, workspace<Width, Result, Record>& ws, format::layer_image* layers,
+    std::vector<aligned_bytes>* buffers) {
+  using eliminator = shard_eliminator<Width, Result, Record>;
+  static_assert(std::is_trivially_destructible_v<eliminator>, "placed without destruction");
+  alignas(eliminator) unsigned char storage[interleaved_shards * sizeof(eliminator)];
+  auto* eliminators = reinterpret_cast<eliminator*>(storage);
+  aligned_bytes thresholds[interleaved_shards], solutions[interleaved_shards];
+  for (unsigned i = 0; i < count; ++i) {
+    const layer_step& step = *builds[i].layer0;
+    const layer_geometry& g = step.geometry;
+    layers[i] = format::layer_image{};
+    layers[i].input_keys = step.keys;
+    layers[i].salt = step.salt;
+    layers[i].geometry = g;
+    thresholds[i] = allocate_aligned(g.threshold_words(p.bucket_size) * 8);
+    solutions[i] = allocate_aligned(g.solution_bytes(p.width, p.result_bits));
+    new (eliminators + i) eliminator(p, g, 0, builds[i].records.get(), step.keys,
+                                     ws.lane(i, max_shard_columns(g, Width), p.bucket_size),
+                                     reinterpret_cast<std::uint64_t*>(thresholds[i].get()), 0);
+  }
+  interleave(eliminators, count);
+  for (unsigned i = 0; i < count; ++i) {
+    const shard_outcome outcome = eliminators[i].outcome();
+    if (!outcome.solved) throw error("internal error: a bumped layer failed to solve");
+    const auto view = ws.lane(i, 0, p.bucket_size);
+    back_substitute_shard<Width, Result>(p, layers[i].geometry, 0, view.coeffs, view.results,
+                                         reinterpret_cast<word_t<Width>*>(solutions[i].get()), 0);
+    layers[i].thresholds = thresholds[i].get();
+    layers[i].solution = solutions[i].get();
+    layers[i].bumped_keys = outcome.bumped;
+    buffers[i].push_back(std::move(thresholds[i]));
+    buffers[i].push_back(std::move(solutions[i]));
+  }
+}
 
 /// Runs f() in an arena of `threads` threads (0: all). An explicit count above the machine's
 /// is honoured too (tests use it to check that the output does not depend on it).

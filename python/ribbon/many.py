@@ -68,7 +68,8 @@ def build_many(groups, keys, **options: Any) -> Dict[Any, "_ribbon.Filter"]:
     (numpy, sequences) or of their first appearance (Arrow). keys: as :func:`ribbon.build`
     takes them (numpy, Arrow, sequences), read in place. options: those of
     :func:`ribbon.build` for filters (fpr, bits, width, variant, seed, threads, shard_size,
-    slack, success_probability, key_kind, threshold_codes)."""
+    slack, success_probability, backend, key_kind, threshold_codes); ``backend="gpu"`` builds
+    every group on the GPU in the same launches, the same bytes."""
     labels, offsets, order = group_positions(groups)
     filters = _ribbon._build_many(keys, offsets, order, **options)
     return dict(zip(labels, filters))

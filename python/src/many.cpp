@@ -13,6 +13,10 @@
 #include "options.hpp"
 #include "ribbon/build_many.hpp"
 
+#if defined(RIBBON_PYTHON_WITH_CUDA)
+#include "ribbon/cuda/builder.hpp"
+#endif
+
 namespace nb = nanobind;
 
 namespace ribbon::python {
@@ -21,7 +25,20 @@ namespace {
 using positions = nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 std::vector<filter> build_groups(const key_views& keys, const key_groups& groups,
-                                 const build_options& options) {
+                                 const build_options& options, bool gpu) {
+#if defined(RIBBON_PYTHON_WITH_CUDA)
+  if (gpu) {
+    if (keys.kind() == key_kind::u64) {
+      return cuda::build_many(keys.integers(), keys.size(), groups, options);
+    }
+    std::vector<std::uint64_t> hashes(keys.size());
+    hash_keys(keys, options.seed, hashes.data());
+    return cuda::build_many_from_hashes(hashes.data(), hashes.size(), key_kind::bytes, groups,
+                                        options);
+  }
+#else
+  (void)gpu;
+#endif
   if (keys.kind() == key_kind::u64) {
     return build_many(keys.integers(), keys.size(), groups, options);
   }
@@ -36,8 +53,9 @@ std::vector<filter> build_groups(const key_views& keys, const key_groups& groups
 
 nb::list build_many_filters(nb::handle keys, const positions& offsets,
                             const std::optional<positions>& order, const build_arguments& args,
-                            std::optional<std::string> kind) {
+                            const std::string& backend, std::optional<std::string> kind) {
   const build_options options = to_build_options(args);
+  const bool gpu = use_gpu(backend);
   std::optional<key_kind> expected;
   if (kind) expected = key_kind_from_name(*kind);
   const key_views views = to_arrow_key_views(keys, expected);
@@ -53,7 +71,7 @@ nb::list build_many_filters(nb::handle keys, const positions& offsets,
   std::vector<filter> filters;
   translating(failure::generic, [&] {
     nb::gil_scoped_release release;
-    filters = build_groups(views, groups, options);
+    filters = build_groups(views, groups, options, gpu);
   });
   nb::list out;
   for (filter& f : filters) out.append(nb::cast(std::move(f)));
@@ -71,19 +89,20 @@ void bind_many(nb::module_& m) {
          std::optional<double> fpr, std::optional<std::int64_t> bits, std::int64_t width,
          const std::string& variant, std::uint64_t seed, std::optional<std::int64_t> threads,
          std::optional<std::int64_t> shard_size, std::optional<double> slack,
-         std::optional<double> success_probability, std::optional<std::string> key_kind,
-         std::optional<std::string> threshold_codes) {
+         std::optional<double> success_probability, const std::string& backend,
+         std::optional<std::string> key_kind, std::optional<std::string> threshold_codes) {
         return build_many_filters(
             keys, offsets, order,
             build_arguments{fpr, bits, width, variant, seed, threads, shard_size, slack,
                             success_probability, threshold_codes},
-            key_kind);
+            backend, key_kind);
       },
       nb::arg("keys"), nb::arg("offsets"), nb::arg("order").none(), nb::kw_only(),
       nb::arg("fpr") = nb::none(), nb::arg("bits") = nb::none(), nb::arg("width") = 64,
       nb::arg("variant") = "bumped", nb::arg("seed") = 0, nb::arg("threads") = nb::none(),
       nb::arg("shard_size") = nb::none(), nb::arg("slack") = nb::none(),
-      nb::arg("success_probability") = nb::none(), nb::arg("key_kind") = nb::none(),
+      nb::arg("success_probability") = nb::none(), nb::arg("backend") = "cpu",
+      nb::arg("key_kind") = nb::none(),
       nb::arg("threshold_codes") = nb::none(),
       "The filters of groups of keys: group g holds keys[order[i]] (keys[i] where order is "
       "None) for i in [offsets[g], offsets[g + 1]) (ribbon.build_many makes offsets and order "

@@ -62,6 +62,21 @@ def test_equals_the_cli_groups_files(cli, tmp_path, random_words):
         assert bytes(f) == (tmp_path / "out" / (label.decode() + ".ribbon")).read_bytes(), label
 
 
+def test_gpu_backend_writes_the_cpu_filters_or_says_why(random_u64, random_words):
+    groups, keys = pairs(random_u64)
+    words = np.array(random_words(len(keys), seed=5), dtype=object)
+    for column in (keys, words):
+        try:
+            gpu = ribbon.build_many(groups, column, backend="gpu")
+        except ribbon.OptionsError as e:  # no CUDA in this module, or no device
+            assert "GPU" in str(e)
+            continue
+        cpu = ribbon.build_many(groups, column, backend="cpu")
+        assert {g: bytes(f) for g, f in gpu.items()} == {g: bytes(f) for g, f in cpu.items()}
+    with pytest.raises(ribbon.OptionsError, match="backend"):
+        ribbon.build_many(groups, keys, backend="tpu")
+
+
 def test_bad_groups_are_refused():
     with pytest.raises(ribbon.KeysError, match="entries for"):
         ribbon.build_many([1, 2], [1, 2, 3])
