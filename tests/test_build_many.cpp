@@ -12,34 +12,14 @@
 #include "ribbon/build_many.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
+#include "grouped_keys.hpp"
 #include "test_util.hpp"
 
 namespace {
 
-using ribbon_test::key_at;
+using ribbon_test::grouped_keys;
 using ribbon_test::rng;
 using ribbon_test::scaled;
-
-/// Groups of these sizes, keys of group g from key family g + 1 (so no two groups share a
-/// key), laid out group after group.
-struct grouped_keys {
-  std::vector<std::uint64_t> keys;
-  std::vector<std::uint64_t> offsets{0};
-
-  explicit grouped_keys(const std::vector<std::uint64_t>& sizes) {
-    for (std::size_t g = 0; g < sizes.size(); ++g) {
-      for (std::uint64_t i = 0; i < sizes[g]; ++i) keys.push_back(key_at(g + 1, i));
-      offsets.push_back(keys.size());
-    }
-  }
-  ribbon::key_groups groups(const std::uint64_t* order = nullptr) const {
-    return {offsets.data(), offsets.size() - 1, order};
-  }
-  std::vector<std::uint64_t> group(std::size_t g) const {
-    return {keys.begin() + static_cast<std::ptrdiff_t>(offsets[g]),
-            keys.begin() + static_cast<std::ptrdiff_t>(offsets[g + 1])};
-  }
-};
 
 /// Sizes around the structure's edges: empty, one key, two, the width, a few shards' worth.
 std::vector<std::uint64_t> edge_sizes() {
@@ -75,16 +55,15 @@ TEST(BuildMany, FiltersOfOneShardSolvedTogetherAreEachTheirOwn) {
   // bumped keys, which build_many eliminates a few at a time on one thread; the rest, and
   // groups of several shards, go the way of a lone build. Runs of such groups, broken by
   // empty, tiny and large ones, and every variant (a standard layer 0 is not shared).
-  const grouped_keys data({3000, 10'000, 20'000, 0, 50'000, 7000, 1, scaled(300'000, 300'000),
-                           9000, 12'000, 4000, 2, 30'000, 60'000, 11'000});
+  const grouped_keys data({3000, 10'000, 20'000, 0, 50'000, 7000, 1, scaled(300'000, 300'000), 9000,
+                           12'000, 4000, 2, 30'000, 60'000, 11'000});
   for (ribbon::filter_variant variant :
        {ribbon::filter_variant::bumped, ribbon::filter_variant::standard}) {
     for (std::uint32_t threads : {1u, 2u}) {
       ribbon::build_options o;
       o.threads = threads;
       o.variant = variant;
-      const auto filters =
-          ribbon::build_many(data.keys.data(), data.keys.size(), data.groups(), o);
+      const auto filters = ribbon::build_many(data.keys.data(), data.keys.size(), data.groups(), o);
       ASSERT_EQ(filters.size(), data.offsets.size() - 1);
       for (std::size_t g = 0; g < filters.size(); ++g) {
         const std::vector<std::uint64_t> keys = data.group(g);

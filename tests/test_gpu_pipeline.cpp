@@ -15,6 +15,7 @@
 #include "ribbon/build_many.hpp"
 #include "ribbon/cuda/builder.hpp"
 #include "ribbon/filter.hpp"
+#include "grouped_keys.hpp"
 #include "test_util.hpp"
 
 #if !defined(RIBBON_GPU_ON_TBB)
@@ -439,21 +440,10 @@ TEST(GpuPipeline, LayersTakeTheScheduledSalts) {
   }
 }
 
-/// Keys of groups of these sizes laid out group after group (group g from key family g + 100,
-/// so no two groups share a key), and the groups' offsets.
-struct grouped_keys {
-  std::vector<std::uint64_t> keys;
-  std::vector<std::uint64_t> offsets{0};
-
-  explicit grouped_keys(const std::vector<std::uint64_t>& sizes) {
-    for (std::size_t g = 0; g < sizes.size(); ++g) {
-      for (std::uint64_t i = 0; i < sizes[g]; ++i) keys.push_back(ribbon_test::key_at(g + 100, i));
-      offsets.push_back(keys.size());
-    }
-  }
-  ribbon::key_groups groups(const std::uint64_t* order = nullptr) const {
-    return {offsets.data(), offsets.size() - 1, order};
-  }
+/// Groups for build_many, from key families 100 on.
+struct grouped_keys : ribbon_test::grouped_keys {
+  explicit grouped_keys(const std::vector<std::uint64_t>& sizes)
+      : ribbon_test::grouped_keys(sizes, 100) {}
 };
 
 /// The device's build_many writes every group's filter as the CPU's build_many does (each of

@@ -102,8 +102,7 @@ void bind_many(nb::module_& m) {
       nb::arg("variant") = "bumped", nb::arg("seed") = 0, nb::arg("threads") = nb::none(),
       nb::arg("shard_size") = nb::none(), nb::arg("slack") = nb::none(),
       nb::arg("success_probability") = nb::none(), nb::arg("backend") = "cpu",
-      nb::arg("key_kind") = nb::none(),
-      nb::arg("threshold_codes") = nb::none(),
+      nb::arg("key_kind") = nb::none(), nb::arg("threshold_codes") = nb::none(),
       "The filters of groups of keys: group g holds keys[order[i]] (keys[i] where order is "
       "None) for i in [offsets[g], offsets[g + 1]) (ribbon.build_many makes offsets and order "
       "from a group column).");
