@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "grouped_keys.hpp"
 #include "ribbon/build_many.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
-#include "grouped_keys.hpp"
 #include "test_util.hpp"
 
 namespace {

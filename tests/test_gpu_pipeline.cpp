@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "grouped_keys.hpp"
 #include "ribbon/build_many.hpp"
 #include "ribbon/cuda/builder.hpp"
 #include "ribbon/filter.hpp"
-#include "grouped_keys.hpp"
 #include "test_util.hpp"
 
 #if !defined(RIBBON_GPU_ON_TBB)
