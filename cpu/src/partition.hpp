@@ -36,6 +36,19 @@ void partition_shard_range(std::uint64_t n, const Source& source, const layer_ge
   const std::uint64_t shards = end_shard - first_shard;
   const std::uint64_t chunk = partition_chunk_size(n);
   const std::uint64_t chunks = divide_round_up(n, chunk);
+  if (shards == 1) {  // nothing to group (a small filter's layer): one pass, each hash once
+    const auto start = std::chrono::steady_clock::now();
+    tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
+      const std::uint64_t end = std::min(n, (c + 1) * chunk);
+      for (std::uint64_t i = c * chunk; i < end; ++i) out[i] = source(i);
+    });
+    shard_offsets.assign({0, n});
+    if (scatter_seconds) {
+      *scatter_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    return;
+  }
   std::vector<std::uint64_t> counts(chunks * shards, 0);
   auto shard_of = [&](const Record& r) { return g.shard_of(record_hash(r)) - first_shard; };
   auto start = std::chrono::steady_clock::now();
