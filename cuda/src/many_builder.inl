@@ -253,7 +253,11 @@ class many_builder {
     thrust::transform(exec(), records.hashes.begin(), records.hashes.end(), records.owners.begin(),
                       work.hashes.begin(), mix_for_try_op{raw(tries)});
     work.owners = records.owners;
-    work.sort();
+    // The first round of bumped filters takes the key hashes as they are, sorted already.
+    const bool remixed =
+        std::any_of(tries_.begin(), tries_.end(), [](const group_try& t) { return t.remix; });
+    if (remixed || !records_sorted_) work.sort();
+    records_sorted_ = false;  // pass_on() appends the retried groups' records
     stats_.sort_seconds += device_seconds_since(start);
 
     start = clock_type::now();
@@ -294,7 +298,7 @@ class many_builder {
       t.retries = !solved;
       walks[g].end_try(solved, layers_[g]);
     }
-    pass_on(records, work, offsets, shard_of);
+    pass_on(records, work, offsets);
   }
 
   /// Solves every shard of the round in batches whose column arrays fit the workspace.
@@ -362,16 +366,15 @@ class many_builder {
   /// Replaces `records` by the next round's: the bumped records of the groups that go on, and
   /// the records of the groups that try again.
   void pass_on(group_records& records, group_records& work,
-               const device_vector<std::uint64_t>& offsets, const round_shard_op& shard_of) {
+               const device_vector<std::uint64_t>& offsets) {
     const auto start = clock_type::now();
     const device_vector<group_try> tries = pipeline::upload(stage_, tries_.data(), tries_.size());
-    round_shard_op solved_shard_of = shard_of;
-    solved_shard_of.tries = raw(tries);
+    const round_shard_op shard_of{raw(tries), raw(work.hashes), raw(work.owners)};
     group_records next;
     next.resize(records.size());  // each group passes on at most its own records
     auto end = thrust::copy_if(exec(), work.begin(), work.end(),
                                thrust::counting_iterator<std::uint64_t>(0), next.begin(),
-                               goes_on_op{solved_shard_of, raw(offsets), raw(bumped_counts_)});
+                               goes_on_op{shard_of, raw(offsets), raw(bumped_counts_)});
     end = thrust::copy_if(exec(), records.begin(), records.end(), records.owners.begin(), end,
                           retries_op{raw(tries)});
     next.resize(static_cast<std::uint64_t>(end - next.begin()));
@@ -394,6 +397,7 @@ class many_builder {
   device_vector<std::uint64_t> bumped_counts_;
   device_vector<std::uint64_t> thresholds_;
   device_vector<word> solution_;
+  bool records_sorted_ = true;  // by (group, hash): so drop_repeats() leaves them
 };
 
 /// The filters of every group in `groups`, from the hashes of their keys in group order
