@@ -142,16 +142,40 @@ TEST(BulkBuilder, StandardVariantsBeyondTheLimitAreAClearError) {
   o.build.variant = ribbon::filter_variant::standard;
   o.memory_limit = 1;
   o.tmp_dir = dir.path();
-  ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
   const auto keys = ribbon_test::keys_range(71, 0, 1000);
-  builder.add(keys.data(), keys.size());
-  try {
-    (void)builder.finish(dir.file("out.rbn"));
-    FAIL() << "a standard build went out of core";
-  } catch (const ribbon::error& e) {
-    EXPECT_NE(std::string(e.what()).find("in memory only"), std::string::npos) << e.what();
+  {
+    ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+    try {
+      // It fails where the keys first exceed the limit (here the first add), before it spills.
+      builder.add(keys.data(), keys.size());
+      (void)builder.finish(dir.file("out.rbn"));
+      FAIL() << "a standard build went out of core";
+    } catch (const ribbon::memory_limit_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("in memory only"), std::string::npos) << what;
+      EXPECT_NE(what.find("at least " + std::to_string(e.needed_limit()) + "M"), std::string::npos)
+          << what;
+      EXPECT_GT(e.needed_limit(), 0u);
+    }
+    EXPECT_TRUE(dir.entries().empty());
   }
-  EXPECT_TRUE(dir.entries().empty());
+  // With the key count known in advance (a file's size), at once; and the limit it names
+  // builds the keys.
+  o.expected_keys = keys.size();
+  std::uint64_t needed = 0;
+  try {
+    ribbon::bulk_builder refused(ribbon::key_kind::u64, o);
+    FAIL() << "a standard build of too many keys was started";
+  } catch (const ribbon::memory_limit_error& e) {
+    needed = e.needed_limit();
+  }
+  o.memory_limit = needed << 20;
+  {
+    ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+    builder.add(keys.data(), keys.size());
+    EXPECT_FALSE(builder.finish(dir.file("out.rbn")).out_of_core);
+  }
+  o.expected_keys = 0;
   // In memory the variants go through the bulk builder like the default.
   o.memory_limit = 0;
   for (auto v : {ribbon::filter_variant::standard, ribbon::filter_variant::homogeneous}) {
@@ -207,6 +231,57 @@ TEST(BulkBuilder, DuplicatesAndSkewedHashesOutOfCore) {
                               .serialize();
     EXPECT_TRUE(read_bytes(dir.file("out")) == expected);
   }
+}
+
+TEST(BulkBuilder, AShardBeyondTheLimitIsAClearErrorNamingTheLimitThatWorks) {
+  // At the floor the limit is honoured. Hashes crowded into one shard (more distinct ones
+  // than a pass holds) cannot be: the build fails, naming the smallest limit that holds the
+  // shard, and leaves nothing behind; at that limit it builds the in-memory file. A key
+  // repeated as often fits: its repeats go as they are read.
+  temp_dir dir;
+  ribbon::build_options build;
+  build.shard_size = 4096;
+  std::vector<std::uint64_t> crowded;
+  ribbon_test::rng random(5);
+  for (int i = 0; i < 60'000; ++i)
+    crowded.push_back(0x1234000000000000ULL + random.below(1ull << 44));
+  for (int i = 0; i < 20'000; ++i) crowded.push_back(random.next());
+  const std::vector<std::uint64_t> repeated(60'000, 42);
+  ribbon::bulk_options o;
+  o.build = build;
+  o.tmp_dir = dir.file("tmp");
+  std::filesystem::create_directory(o.tmp_dir);
+  o.memory_limit = 1;
+  o.memory_limit = ribbon::bulk_builder(ribbon::key_kind::u64, o).memory_floor();
+  auto build_into = [&](const std::vector<std::uint64_t>& hashes, const std::string& path) {
+    ribbon::bulk_builder builder(ribbon::key_kind::u64, o);
+    builder.add_hashes(hashes.data(), hashes.size());
+    return builder.finish(path);
+  };
+  auto in_memory = [&](const std::vector<std::uint64_t>& hashes) {
+    return ribbon::filter::build_from_hashes(hashes.data(), hashes.size(), ribbon::key_kind::u64,
+                                             build)
+        .serialize();
+  };
+  EXPECT_TRUE(build_into(repeated, dir.file("repeated")).out_of_core);
+  EXPECT_TRUE(read_bytes(dir.file("repeated")) == in_memory(repeated));
+  std::uint64_t needed = 0;
+  try {
+    (void)build_into(crowded, dir.file("crowded"));
+    FAIL() << "a shard of 60000 keys was solved within " << o.memory_limit << " bytes";
+  } catch (const ribbon::memory_limit_error& e) {
+    needed = e.needed_limit();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("too small"), std::string::npos) << what;
+    EXPECT_NE(what.find("at least " + std::to_string(needed) + "M"), std::string::npos) << what;
+  }
+  EXPECT_GT(needed << 20, o.memory_limit);
+  EXPECT_TRUE(dir.entries(dir.file("tmp")).empty());
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"repeated", "tmp"}));
+  o.memory_limit = needed << 20;
+  (void)build_into(crowded, dir.file("crowded"));
+  EXPECT_TRUE(read_bytes(dir.file("crowded")) == in_memory(crowded));
+  EXPECT_TRUE(dir.entries(dir.file("tmp")).empty());
 }
 
 TEST(BulkBuilder, ByteStringKeys) {

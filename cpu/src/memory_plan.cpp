@@ -51,6 +51,7 @@ std::uint64_t memory_plan::partition_buffer_bytes(std::uint64_t files) const {
 
 memory_plan plan_memory(const filter_params& p, std::uint64_t limit, std::uint32_t threads) {
   memory_plan plan;
+  plan.limit = limit;
   const std::uint64_t per_thread = solver_workspace_bytes(p);
   // One thread and the smallest pass, with the I/O buffers (3/64 of the limit) and the
   // partition files' buffers (1/8) on top.
@@ -72,6 +73,25 @@ memory_plan plan_memory(const filter_params& p, std::uint64_t limit, std::uint32
   plan.budget = working - fixed;
   plan.spill_budget = limit > fixed ? limit - fixed : 0;
   return plan;
+}
+
+std::uint64_t smallest_limit_mib(const filter_params& p, std::uint32_t threads,
+                                 const std::function<std::uint64_t(std::uint64_t)>& of_caller,
+                                 const std::function<bool(const memory_plan&)>& fits) {
+  auto fits_mib = [&](std::uint64_t mib) {
+    const std::uint64_t caller = mib << 20;
+    return fits(plan_memory(p, of_caller ? of_caller(caller) : caller, threads));
+  };
+  constexpr std::uint64_t most = std::uint64_t{1} << 40;
+  if (!fits_mib(most)) return 0;
+  // The budget grows with the limit but for small dips where another solver thread's
+  // workspace starts to fit: the limit found fits, and is the smallest one but for a dip.
+  std::uint64_t low = 0, high = most;  // fits(high); low does not (or is 0)
+  while (high - low > 1) {
+    const std::uint64_t mid = low + (high - low) / 2;
+    (fits_mib(mid) ? high : low) = mid;
+  }
+  return high;
 }
 
 }  // namespace detail

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "ribbon/detail/records.hpp"
 #include "ribbon/params.hpp"
@@ -41,6 +43,7 @@ inline std::uint64_t min_pass_keys(const filter_params& p) {
 /// does not count (code, libraries, thread stacks, small allocations) is the documented
 /// constant above the limit.
 struct memory_plan {
+  std::uint64_t limit = 0;            ///< the caller's limit
   std::uint64_t floor = 0;            ///< the smallest limit this build can honour
   std::uint32_t solver_threads = 1;   ///< threads whose solver workspaces fit
   std::uint64_t workspace_bytes = 0;  ///< all of their workspaces
@@ -58,9 +61,28 @@ struct memory_plan {
   }
   /// Write-buffer bytes of each of `files` partition files.
   std::uint64_t partition_buffer_bytes(std::uint64_t files) const;
+  /// Whether the caller's limit is honoured (at least the floor). Below the floor a build
+  /// works at the floor, as best it can (bulk_options::memory_limit).
+  bool strict() const { return limit >= floor; }
 };
 
 /// The plan for `limit` bytes and `threads` threads (0: all).
 memory_plan plan_memory(const filter_params& p, std::uint64_t limit, std::uint32_t threads);
+
+/// Finds the smallest limit (in whole MiB) whose plan fits: smallest_limit_mib() with the
+/// build's parameters, threads and caller.
+using limit_search = std::function<std::uint64_t(const std::function<bool(const memory_plan&)>&)>;
+
+/// "a memory limit of at least 123M", for memory_limit_error (0 MiB: none suffices).
+inline std::string needed_limit_text(std::uint64_t mib) {
+  return mib ? "a memory limit of at least " + std::to_string(mib) + "M"
+             : "more memory than any limit";
+}
+
+/// The smallest limit, in whole MiB, of the builder's caller (`of_caller` maps it to the
+/// builder's limit; empty: the same) whose plan `fits`; 0 if none up to 2^40 MiB does.
+std::uint64_t smallest_limit_mib(const filter_params& p, std::uint32_t threads,
+                                 const std::function<std::uint64_t(std::uint64_t)>& of_caller,
+                                 const std::function<bool(const memory_plan&)>& fits);
 
 }  // namespace ribbon::detail

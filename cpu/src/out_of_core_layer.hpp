@@ -8,11 +8,16 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
+
+#include <tbb/parallel_sort.h>
 
 #include "layered_builder.hpp"
 #include "memory_plan.hpp"
+#include "ribbon/bulk_builder.hpp"
 #include "ribbon/detail/records.hpp"
 #include "ribbon/detail/xxhash64.hpp"
 #include "ribbon/shard_range_solver.hpp"
@@ -37,9 +42,10 @@ class out_of_core_layer {
   out_of_core_layer(spill_directory& directory, const memory_plan& plan,
                     layered_builder<Width, Result, Record>& builder,
                     shard_range_solver* range_solver, const filter_params& p,
-                    const layer_step& step, bool provisional)
+                    const layer_step& step, bool provisional, limit_search smallest_limit)
       : directory_(directory),
         plan_(plan),
+        smallest_limit_(std::move(smallest_limit)),
         builder_(builder),
         range_solver_(range_solver),
         p_(p),
@@ -53,20 +59,28 @@ class out_of_core_layer {
     thresholds_.file = directory.create("thresholds", 0);
     solution_.file = directory.create("solution", 0);
     bumped_file_ = directory.create("bumped", plan.io_buffer_bytes);
-    // Keys per pass: the budget at the pass's bytes per key (loaded and partitioned records,
-    // its share of the sections); the floor leaves room for two shards' keys.
-    const double sections_per_key = static_cast<double>(g.solution_bytes(p_.width, p_.result_bits) +
-                                                        g.threshold_words(p_.bucket_size) * 8) /
-                                    static_cast<double>(n);
-    pass_keys_ = std::max(static_cast<std::uint64_t>(static_cast<double>(plan.budget) /
-                                                     (2.0 * sizeof(Record) + sections_per_key)),
-                          min_pass_keys(p_));
+    sections_per_key_ = static_cast<double>(g.solution_bytes(p_.width, p_.result_bits) +
+                                            g.threshold_words(p_.bucket_size) * 8) /
+                        static_cast<double>(n);
+    pass_keys_ = pass_keys(plan);
+    read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, plan.io_buffer_bytes / 8));
+  }
+
+  /// Keys per pass under `plan`: its budget at the pass's bytes per key (loaded and
+  /// partitioned records, its share of the sections); the floor leaves room for two shards'
+  /// keys. Nothing else of a pass grows with the layer: its shard counts are a few bytes a
+  /// shard of one partition file.
+  std::uint64_t pass_keys(const memory_plan& plan) const {
+    std::uint64_t keys =
+        std::max(static_cast<std::uint64_t>(static_cast<double>(plan.budget) /
+                                            (2.0 * sizeof(Record) + sections_per_key_)),
+                 min_pass_keys(p_));
     // With ranges in flight elsewhere while the next is read, the passes share the budget.
     if (range_solver_) {
-      pass_keys_ = std::max<std::uint64_t>(
-          pass_keys_ / (std::max(range_solver_->ranges_in_flight(), 1u) + 1), min_pass_keys(p_));
+      keys = std::max<std::uint64_t>(keys / (std::max(range_solver_->ranges_in_flight(), 1u) + 1),
+                                     min_pass_keys(p_));
     }
-    read_buffer_.resize(std::min<std::uint64_t>(pass_keys_, plan.io_buffer_bytes / 8));
+    return keys;
   }
 
   /// Solves the layer over `parts` (2^bits files): image() then describes it (both sections
@@ -186,6 +200,8 @@ class out_of_core_layer {
     std::vector<Record> keys;
     std::vector<std::uint64_t> shard_counts(hi - lo);
     bool overflow = false;
+    std::uint64_t dropped = 0;  // exact repeats dropped from one shard's keys to fit a pass
+    bool compacting = true;     // (at the floor, only until that does not help)
     auto take = [&](const Record* hashes, std::uint64_t count) {
       for (std::uint64_t i = 0; i < count; ++i) {
         const std::uint64_t shard = shard_of(record_hash(hashes[i]));
@@ -196,10 +212,19 @@ class out_of_core_layer {
           if (!overflow) keys.push_back(hashes[i]);
         }
       }
-      if (!overflow && keys.size() > pass_keys_ && hi - lo > 1) {
-        overflow = true;
-        keys = {};
+      if (overflow || keys.size() <= pass_keys_) return;
+      // One shard is not cut: its repeated keys (a multiset's) go now, and only more distinct
+      // keys than a pass holds make it too much, unless the build works at the floor.
+      if (hi - lo == 1) {
+        if (compacting) dropped += drop_exact_repeats(keys);
+        if (keys.size() <= pass_keys_) return;
+        if (!plan_.strict()) {
+          compacting = false;
+          return;
+        }
       }
+      overflow = true;
+      std::vector<Record>().swap(keys);  // freed: `keys = {}` would keep the capacity
     };
     // Room for all of them, or for a pass and the piece that shows it is too much: the
     // vector never grows past the budget by doubling.
@@ -208,9 +233,10 @@ class out_of_core_layer {
     take(carry.data(), carry.size());
     file.for_each_piece(read_buffer_, take);
     if (!overflow) {
-      if (lo < hi) solve_range(keys, lo, hi);
+      if (lo < hi) solve_range(keys, lo, hi, dropped);
       return;
     }
+    if (hi - lo == 1) throw_shard_too_big(lo, shard_counts[0]);
     // Skewed keys or a low estimate: solve the span in pieces that fit a pass. The carry
     // for the next file is complete already.
     for (std::uint64_t first = lo; first < hi;) {
@@ -224,18 +250,51 @@ class out_of_core_layer {
     }
   }
 
+  /// Drops the exact repeats of `keys` (records equal in hash and value: a key with two values
+  /// stays to be found), leaving them in another order; returns how many went.
+  static std::uint64_t drop_exact_repeats(std::vector<Record>& keys) {
+    const std::uint64_t before = keys.size();
+    if constexpr (std::is_same_v<Record, std::uint64_t>) {
+      tbb::parallel_sort(keys.begin(), keys.end());
+    } else {
+      tbb::parallel_sort(keys.begin(), keys.end(), [](const Record& a, const Record& b) {
+        return record_hash(a) != record_hash(b) ? record_hash(a) < record_hash(b)
+                                                : a.value < b.value;
+      });
+    }
+    keys.erase(std::unique(keys.begin(), keys.end(), record_equal{}), keys.end());
+    return before - keys.size();
+  }
+
+  /// A shard with more distinct keys than a pass holds (hashes crowded into it): the limit
+  /// that holds all `records` of it in one pass is named.
+  [[noreturn]] void throw_shard_too_big(std::uint64_t shard, std::uint64_t records) const {
+    const std::uint64_t mib =
+        smallest_limit_
+            ? smallest_limit_([&](const memory_plan& plan) { return pass_keys(plan) >= records; })
+            : 0;
+    throw memory_limit_error(
+        "the memory limit is too small for this input: shard " + std::to_string(shard) +
+            " of layer " + std::to_string(l_) + " holds " + std::to_string(records) +
+            " keys (more distinct ones than the " + std::to_string(pass_keys_) +
+            " a pass holds), and a shard is solved in one pass: it needs " + needed_limit_text(mib),
+        mib);
+  }
+
   /// Counts a range's distinct keys (n of them with repeats).
   void count_distinct(std::uint64_t distinct, std::uint64_t n) {
     distinct_ += distinct;
     if (distinct != n) repeats_ = true;
   }
 
-  void solve_range(std::vector<Record>& keys, std::uint64_t lo, std::uint64_t hi) {
+  /// Solves shards [lo, hi) over `keys`, which had `dropped` more (exact repeats).
+  void solve_range(std::vector<Record>& keys, std::uint64_t lo, std::uint64_t hi,
+                   std::uint64_t dropped) {
     if (stopped()) return;
     if constexpr (std::is_same_v<Record, std::uint64_t>) {  // solvers elsewhere take hashes
-      if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi);
+      if (range_solver_ && !counting_only()) return solve_range_elsewhere(keys, lo, hi, dropped);
     }
-    const std::uint64_t n = keys.size();
+    const std::uint64_t n = keys.size() + dropped;
     std::optional<range_windows> windows;  // made only when the range is solved
     auto make_windows = [&] {
       windows.emplace(layer_.geometry, p_, lo, hi);
@@ -258,13 +317,14 @@ class out_of_core_layer {
   /// solves, this thread reads the next partition file. Up to the solver's
   /// ranges_in_flight() ranges run at once (on a GPU their copies and kernels overlap); their
   /// outputs are written in order.
-  void solve_range_elsewhere(std::vector<Record>& keys, std::uint64_t lo, std::uint64_t hi) {
+  void solve_range_elsewhere(std::vector<Record>& keys, std::uint64_t lo, std::uint64_t hi,
+                             std::uint64_t dropped) {
     while (pending_.size() >= std::max(range_solver_->ranges_in_flight(), 1u)) {
       finish_oldest_range();
     }
     auto range = std::make_unique<pending_range>(layer_.geometry, p_, lo, hi);
     range->keys = std::move(keys);
-    range->input_keys = range->keys.size();
+    range->input_keys = range->keys.size() + dropped;
     pending_range* r = range.get();
     r->done = std::async(std::launch::async, [this, lo, hi, r] {
       r->distinct_keys =
@@ -303,6 +363,7 @@ class out_of_core_layer {
 
   spill_directory& directory_;
   const memory_plan& plan_;
+  limit_search smallest_limit_;
   layered_builder<Width, Result, Record>& builder_;
   shard_range_solver* range_solver_;
   filter_params p_;
@@ -315,6 +376,7 @@ class out_of_core_layer {
   format::layer_image layer_;
   spilled_section thresholds_, solution_;
   std::unique_ptr<spill_file> bumped_file_;
+  double sections_per_key_ = 0;
   std::uint64_t pass_keys_ = 0;
   std::uint64_t spilled_bytes_ = 0, ranges_ = 0;
   std::vector<Record> read_buffer_;

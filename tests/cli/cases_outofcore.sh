@@ -232,8 +232,42 @@ case_memory_limit_below_the_floor() {
   err_has "note: --memory-limit is below" || return 1
 }
 
+# A limit too small for the work (here: a variant built in memory only, beyond it) fails as
+# soon as that is known, naming the smallest limit that works: exit status 2, no output, no
+# temporary file left. From a file (the key count is known) before reading; from stdin once
+# the keys read pass the limit.
+case_memory_limit_too_small() {
+  local needed
+  mkdir -p "$D/tmp" "$D/small-out"
+  head -c $((8 * 2000000)) /dev/urandom >"$D/small.u64"
+  run build -i "$D/small.u64" --format u64 --variant standard -o "$D/small-out/s.rbn" \
+    --memory-limit 24M --tmp-dir "$D/tmp"
+  rc_is 2 "build --variant standard --memory-limit 24M (too small)" || return 1
+  err_has "in memory only" || return 1
+  needed=$(grep -o 'at least [0-9]*M' "$ERR" | grep -o '[0-9]*')
+  [[ -n $needed && $needed -gt 24 ]] || fail "no limit above 24M named: $(stderr_text)" ||
+    return 1
+  dir_holds "$D/small-out" || return 1
+  dir_holds "$D/tmp" || return 1
+  cat "$D/small.u64" | "$RIBBON" build --format u64 --variant standard -o "$D/small-out/s.rbn" \
+    --memory-limit 24M --tmp-dir "$D/tmp" 2>"$ERR"
+  RC=$?
+  rc_is 2 "build --variant standard --memory-limit 24M from stdin (too small)" || return 1
+  err_has "more than" || return 1
+  err_has "at least" || return 1
+  dir_holds "$D/small-out" || return 1
+  dir_holds "$D/tmp" || return 1
+  # The limit named works, and builds the bytes of a build without one.
+  build_ok -i "$D/small.u64" --format u64 --variant standard -o "$D/small-out/s.rbn" \
+    --memory-limit "${needed}M" --tmp-dir "$D/tmp" || return 1
+  build_ok -i "$D/small.u64" --format u64 --variant standard -o "$D/small-out/s0.rbn" || return 1
+  same_file "$D/small-out/s.rbn" "$D/small-out/s0.rbn" || return 1
+  dir_holds "$D/tmp"
+}
+
 group_memory() {
   make_line_keys
   t memory.limit_bounds_peak_rss case_memory_limit_bounds_peak_rss
   t memory.limit_below_the_floor case_memory_limit_below_the_floor
+  t memory.limit_too_small_is_a_clear_error case_memory_limit_too_small
 }
