@@ -382,6 +382,41 @@ BENCHMARK(BM_ManyFilters)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+/// "Which groups may hold these keys?" of a filter set of range(0) groups x range(1) keys each
+/// (w = 64, r = 8): range(2) keys (members of spread groups), one thread; a probe is one
+/// (group, key) pair, so time/key is the time over groups x keys.
+void BM_GroupsOf(benchmark::State& state) {
+  const auto groups = static_cast<std::uint64_t>(state.range(0));
+  const auto per_group = static_cast<std::uint64_t>(state.range(1));
+  const auto asked = static_cast<std::uint64_t>(state.range(2));
+  const auto keys = random_keys(groups * per_group, 9, true);
+  std::vector<std::uint64_t> group_of(keys.size());
+  for (std::uint64_t i = 0; i < keys.size(); ++i) group_of[i] = i / per_group;
+  ribbon::build_options options;
+  options.seed = member_seed;
+  const ribbon::filter set =
+      ribbon::filter::build_set(group_of.data(), keys.data(), keys.size(), options);
+  ribbon::filter f = ribbon::filter::from_bytes(set.serialize().data(), set.size_bytes());
+  f.set_query_threads(1);
+  std::vector<std::uint64_t> probes(asked);
+  for (std::uint64_t i = 0; i < asked; ++i) probes[i] = keys[(i * 7919) % keys.size()];
+  std::uint64_t matches = 0;
+  for (auto _ : state) {
+    const ribbon::filter::group_matches m = f.groups_of(probes.data(), probes.size());
+    matches = m.groups.size();
+    benchmark::DoNotOptimize(m.groups.data());
+  }
+  report_keys(state, groups * asked);  // time/key: the time of one (group, key) probe
+  state.counters["groups/key"] = static_cast<double>(matches) / static_cast<double>(asked);
+  state.counters["bits/pair"] = set.bits_per_key();
+}
+BENCHMARK(BM_GroupsOf)
+    ->ArgNames({"groups", "keys", "asked"})
+    ->Args({10'000, 1'000, 100})
+    ->Args({1'000, 1'000, 1'000})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // ---------------------------------------------------------------------------------------------
 // Queries on a 10^7-key w=64, r=8 filter (built once, on first use).
 

@@ -30,12 +30,13 @@ std::vector<unsigned char> read_file(const std::string& path) {
 
 /// How the test engine runs a build.
 struct engine_options {
-  std::uint64_t range_keys = 3000;     // keys per range: several ranges per layer
-  std::uint64_t one_place_keys = 300;  // layers this small are finished in one place
-  std::uint64_t shuffle_seed = 1;      // order in which ranges are solved
-  bool retry_every_range = false;      // solve each range twice (a retried task)
-  std::uint64_t group_count = 0;       // a filter set's distinct groups
-  std::uint64_t task_slots = 1;        // range tasks at once (plan_layer)
+  std::uint64_t range_keys = 3000;                   // keys per range: several ranges per layer
+  std::uint64_t one_place_keys = 300;                // layers this small are finished in one place
+  std::uint64_t shuffle_seed = 1;                    // order in which ranges are solved
+  bool retry_every_range = false;                    // solve each range twice (a retried task)
+  std::uint64_t group_count = 0;                     // a filter set's distinct groups
+  std::uint64_t task_slots = 1;                      // range tasks at once (plan_layer)
+  std::shared_ptr<const ribbon::group_names> names;  // a set's group names (version 7)
 };
 
 /// What the engine did.
@@ -149,7 +150,7 @@ engine_report build_distributed(const ribbon::filter_params& p, const records& k
       layer.with_values
           ? dist::finish_layers(p, first, layer.hashes.data(), layer.values.data(), rest_keys)
           : dist::finish_layers(p, first, layer.hashes.data(), rest_keys);
-  dist::assemble(path, p, key_count, layers, &rest, o.group_count);
+  dist::assemble(path, p, key_count, layers, &rest, o.group_count, o.names);
   return report;
 }
 
@@ -215,8 +216,9 @@ TEST(Distributed, TaskSlotsFillTheLastWave) {
 }
 
 TEST(Distributed, FilterSetEqualsBuildSet) {
-  // The pairs' hashes through the distributed steps, the group count in the header: the bytes
-  // of filter::build_set (and so of `ribbon build --groups -o`).
+  // The pairs' hashes through the distributed steps, the group count in the header and the
+  // groups' names after the layers: the bytes of filter::build_set (and so of `ribbon build
+  // --groups -o`); without names, those of version 6.
   const auto keys = ribbon_test::keys_range(7, 0, 60000);
   std::vector<std::uint64_t> groups(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) groups[i] = (i * i) % 997;
@@ -228,11 +230,20 @@ TEST(Distributed, FilterSetEqualsBuildSet) {
   engine_options o;
   o.group_count = std::set<std::uint64_t>(groups.begin(), groups.end()).size();
   temp_dir dir;
+  ribbon::build_options unnamed = options;
+  unnamed.group_names = false;
   EXPECT_GE(build_distributed(p, hashes, dir.file("d.rbn"), o).distributed_layers, 2u);
-  ribbon::filter::build_set(groups.data(), keys.data(), keys.size(), options)
+  ribbon::filter::build_set(groups.data(), keys.data(), keys.size(), unnamed)
       .save(dir.file("f.rbn"));
   EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn")));
   EXPECT_EQ(ribbon::filter::load(dir.file("d.rbn")).group_count(), o.group_count);
+  EXPECT_EQ(ribbon::filter::load(dir.file("d.rbn")).format_version(), 6u);
+  o.names = std::make_shared<const ribbon::group_names>(ribbon::group_names::of(groups));
+  build_distributed(p, hashes, dir.file("named.rbn"), o);
+  ribbon::filter::build_set(groups.data(), keys.data(), keys.size(), options)
+      .save(dir.file("f.rbn"));
+  EXPECT_TRUE(read_file(dir.file("named.rbn")) == read_file(dir.file("f.rbn")));
+  EXPECT_EQ(ribbon::filter::load(dir.file("named.rbn")).groups().size(), o.group_count);
   // A set whose group count does not fit its keys is refused, as the format's writer refuses.
   o.group_count = 0;
   EXPECT_THROW(build_distributed(p, hashes, dir.file("bad.rbn"), o), ribbon::error);

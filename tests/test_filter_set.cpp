@@ -1,4 +1,4 @@
-// Filter sets (filter::build_set, format version 6): every member of every group found, for
+// Filter sets (filter::build_set, format versions 6 and 7): every member of every group found, for
 // groups of 1 to 10^5 keys; a key asked under another group, an unknown group and a swapped
 // pair answer as non-members do (within 5 sigma of 2^-r); the four kinds of groups and keys;
 // byte-identical files whatever the threads and the order of the pairs; files round-trip as
@@ -207,8 +207,11 @@ struct set_file {
 };
 
 TEST(FilterSet, FilesRoundTripAsVersionSix) {
+  // Without group names (test_format_v7 has the sets with them).
   const pairs p = make_pairs({100, 2000, 5});
-  const ribbon::filter f = build(p);
+  ribbon::build_options unnamed = options();
+  unnamed.group_names = false;
+  const ribbon::filter f = build(p, unnamed);
   EXPECT_EQ(f.format_version(), ribbon::format::set_version);
   const std::vector<unsigned char> bytes = f.serialize();
   const ribbon::filter g = ribbon::filter::from_bytes(bytes.data(), bytes.size());
@@ -219,11 +222,13 @@ TEST(FilterSet, FilesRoundTripAsVersionSix) {
   for (std::size_t i = 0; i < p.keys.size(); ++i)
     ASSERT_TRUE(g.contains_in(p.groups[i], p.keys[i]));
   EXPECT_EQ(ribbon::summarize(g).group_count, 3u);
-  // A set is written in the standard layout only.
+  // Version 6 is the standard layout; a compact set is version 7.
   EXPECT_EQ(f.serialize(ribbon::format::layout_choice::standard), bytes);
-  EXPECT_THROW((void)f.serialize(ribbon::format::layout_choice::compact), ribbon::error);
+  const std::vector<unsigned char> compact = f.serialize(ribbon::format::layout_choice::compact);
+  EXPECT_EQ(ribbon::filter::from_bytes(compact.data(), compact.size()).format_version(), 7u);
   // The empty set.
-  const ribbon::filter empty = ribbon::filter::build_set(p.groups.data(), p.keys.data(), 0);
+  const ribbon::filter empty =
+      ribbon::filter::build_set(p.groups.data(), p.keys.data(), 0, unnamed);
   const std::vector<unsigned char> nothing = empty.serialize();
   const ribbon::filter h = ribbon::filter::from_bytes(nothing.data(), nothing.size());
   EXPECT_TRUE(h.is_set());
@@ -232,7 +237,9 @@ TEST(FilterSet, FilesRoundTripAsVersionSix) {
 }
 
 TEST(FilterSet, DamagedSetFieldsAreRefused) {
-  set_file valid{build(make_pairs({100, 200})).serialize()};
+  ribbon::build_options unnamed = options();
+  unnamed.group_names = false;  // version 6: the header of section 2 (test_format_v7: version 7)
+  set_file valid{build(make_pairs({100, 200}), unnamed).serialize()};
   ASSERT_EQ(valid.error_of(), "");
   auto refused = [&](const std::function<void(file_header&)>& change, const char* expected) {
     set_file damaged = valid;

@@ -126,9 +126,27 @@ streamed_build::streamed_build(const build_settings& s, input_format read_as,
   options.build = build_options_of(s, variant);
   options.layout = file_layout_of(s.layout);
   options.memory_limit = memory_limit - reader_bytes;
+  // The reader keeps an eighth: a limit the builder names is one of --memory-limit.
+  options.limit_of_caller = [](std::uint64_t limit) { return limit - limit / 8; };
   options.tmp_dir = s.tmp_dir;
   options.expected_keys = reader.estimated_keys();
   options.progress = &progress;
+  options.metadata = metadata_of(s);
+}
+
+std::shared_ptr<const std::string> metadata_of(const build_settings& s) {
+  if (s.metadata_file.empty()) return nullptr;
+  std::FILE* file = std::fopen(s.metadata_file.c_str(), "rb");
+  if (!file)
+    throw error("--metadata: cannot open " + s.metadata_file + ": " + std::strerror(errno));
+  std::string bytes;
+  char buffer[1 << 16];
+  std::size_t got;
+  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0) bytes.append(buffer, got);
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  if (failed) throw error("--metadata: cannot read " + s.metadata_file);
+  return std::make_shared<const std::string>(std::move(bytes));
 }
 
 namespace {
@@ -173,6 +191,8 @@ void check_groups_options(const build_settings& s, bool with_values, bool gpu,
         "filter file per group), not both");
   }
   if (with_values) throw error("--groups builds filters: --values and --value-file are not for it");
+  if (!s.out_dir.empty() && !s.metadata_file.empty())
+    throw error("--metadata is for one file (-o), not for --groups --out-dir");
   if (gpu && s.out_dir.empty()) {
     throw error("--groups -o: a filter set builds on the CPU; leave out --backend gpu");
   }
@@ -181,8 +201,10 @@ void check_groups_options(const build_settings& s, bool with_values, bool gpu,
         "--memory-limit: --groups --out-dir builds run in memory and cannot honour a limit; "
         "leave it out (a filter set, -o, can)");
   }
-  if (!s.output.empty() && file_layout_of(s.layout) == format::layout_choice::compact) {
-    throw error("--layout compact: a filter set is written in the standard layout");
+  if (!s.group_names && file_layout_of(s.layout) == format::layout_choice::compact) {
+    throw error(
+        "--layout compact with --no-group-names: a compact set is format version 7, and "
+        "--no-group-names is for readers of version 6 (standard layout only)");
   }
 }
 
@@ -238,6 +260,14 @@ void add_input_output_options(CLI::App* cmd, build_settings& s) {
                 "or hex64; split at the first tab) or, with --format u64, pairs of 8-byte "
                 "integers (group, key): with -o one filter set answering (group, key) (`ribbon "
                 "query --group`), with --out-dir one filter file per group");
+  cmd->add_flag("!--no-group-names", s.group_names,
+                "--groups -o: leave the groups' names out of the set (format version 6, for "
+                "readers of the release before version 7; `ribbon query --groups-of` then "
+                "cannot answer)");
+  cmd->add_option("--metadata", s.metadata_file,
+                  "a file whose bytes (e.g. JSON) are stored with the filter as they are and "
+                  "returned by every reader (`ribbon info` shows their size); the file is "
+                  "format version 7");
   cmd->add_option("--out-dir", s.out_dir,
                   "--groups: directory of the groups' files, GROUP.ribbon (bytes other than "
                   "letters, digits, _ - . written %XX; created if missing; files replaced "

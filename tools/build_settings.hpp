@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ struct build_settings {
   std::uint32_t check_bits = 0;  ///< retrieval: fingerprint bits stored above each value
   bool groups = false;           ///< inputs are (group, key) pairs: a set, or a filter per group
   std::string out_dir;           ///< --groups: the directory of the groups' files (else -o: a set)
+  bool group_names = true;       ///< --groups -o: write the groups' names (format version 7)
+  std::string metadata_file;     ///< --metadata: bytes stored with the file (format version 7)
   // Which options were given (set after parsing).
   bool bits_given = false;
   bool slack_given = false;
@@ -68,6 +71,9 @@ struct streamed_build {
   streamed_build& operator=(const streamed_build&) = delete;
 };
 
+/// The bytes of --metadata's file (null without --metadata); ribbon::error naming the file.
+std::shared_ptr<const std::string> metadata_of(const build_settings& s);
+
 /// Prints the one-line summary of a finished build (unless --quiet).
 void print_summary(const build_settings& s, const bulk_result& result, double seconds,
                    std::uint64_t input_bytes, bool gpu);
@@ -82,7 +88,8 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
 void note_memory_limit(const bulk_builder& builder, const bulk_options& options, bool gpu,
                        std::uint64_t memory_limit, std::uint64_t reader_bytes);
 
-/// A --groups build into s.output, one filter set (format version 6): the exit status. In
+/// A --groups build into s.output, one filter set (format version 7 with its groups' names,
+/// 6 without): the exit status. In
 /// memory, or out of core beyond `memory_limit` (not 0), as filter builds are.
 int run_set_build(const build_settings& s, input_format format, filter_variant variant,
                   std::uint64_t memory_limit, clock_type::time_point start, progress_mode mode);

@@ -63,6 +63,9 @@ std::string info_json(const filter_summary& x, const std::string& path) {
   field("key_count", u(x.key_count));
   field("group_kind", json_string(group_kind_name(p.groups)));
   field("group_count", u(x.group_count));
+  field("group_names", x.has_group_names ? u(x.group_names) : std::string("null"));
+  field("metadata_bytes", x.has_metadata ? u(x.metadata_bytes) : std::string("null"));
+  field("features", json_string(format::feature_names(x.features)));
   field("num_layers", u(x.layers.size()));
   field("bits_per_key", number(x.bits_per_key, "%.6f"));
   field("ideal_bits_per_key", number(x.ideal_bits_per_key, "%.6f"));
@@ -97,11 +100,16 @@ std::string info_text(const filter_summary& x, const std::string& path) {
   line("variant", variant_name(p.variant) +
                       (x.retrieval ? " (a static function: lookup returns the stored value)"
                                    : std::string(" filter")));
+  line("features", x.features ? format::feature_names(x.features) : std::string("none"));
   if (p.is_set()) {
-    line("filter set", u(x.group_count) + " groups named by " +
+    line("filter set", u(x.group_count) + " groups with keys, named by " +
                            (p.groups == group_kind::u64 ? "64-bit integers" : "byte strings") +
                            " (query with --group)");
+    line("group names", x.has_group_names
+                            ? u(x.group_names) + " (query with --groups-of)"
+                            : std::string("none (format version 6: --groups-of cannot answer)"));
   }
+  if (x.has_metadata) line("metadata", u(x.metadata_bytes) + " bytes");
   line("key kind", p.keys == key_kind::bytes ? "bytes (byte strings, query with --format lines)"
                                              : "u64 (64-bit integers, --format u64 or hex64)");
   line("width", u(p.width));

@@ -65,6 +65,7 @@ struct input_chunk {
   std::vector<std::uint32_t> looked_up;  ///< scratch for callers (retrieval lookups)
   std::vector<std::string_view> groups;  ///< groups of group<TAB>key lines (parse_group_key_lines)
   std::vector<std::uint64_t> group_hashes;  ///< scratch for callers (a filter set's groups)
+  std::vector<std::uint64_t> group_ids;     ///< scratch for callers (a set's integer groups)
 
   /// found[] with room for key_count entries.
   bool* found_buffer();

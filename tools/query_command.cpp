@@ -98,6 +98,28 @@ void query_chunk(const filter& f, input_format format, input_chunk& c,
   c.positives = static_cast<std::uint64_t>(std::count(found, found + c.key_count, true));
 }
 
+/// --groups-of: appends a line per key of the chunk to c.output, the key then each group that
+/// may hold it (TAB-separated, ascending); sets c.positives to the keys with any group.
+/// append_key(i, out) appends key i's text.
+template <class AppendKey>
+void groups_of_chunk(const filter& f, input_format format, input_chunk& c,
+                     const AppendKey& append_key) {
+  const group_names& names = f.groups();
+  const filter::group_matches m = format == input_format::lines
+                                      ? f.groups_of(c.texts.data(), c.key_count)
+                                      : f.groups_of(c.values.data(), c.key_count);
+  c.positives = 0;
+  for (std::uint64_t i = 0; i < c.key_count; ++i) {
+    append_key(i, c.output);
+    for (std::uint64_t j = m.offsets[i]; j < m.offsets[i + 1]; ++j) {
+      c.output += '\t';
+      c.output += names.text(m.groups[j]);
+    }
+    c.output += '\n';
+    c.positives += m.offsets[i + 1] > m.offsets[i];
+  }
+}
+
 /// looked_up[i] = the value stored for key i of the chunk (retrieval) and found[i] whether
 /// its check bits match (every key without check bits); sets c.positives to the found keys.
 void lookup_chunk(const filter& f, input_format format, input_chunk& c) {
@@ -169,6 +191,7 @@ struct query_settings {
   bool values = false;
   std::optional<std::string> absent;
   std::optional<std::string> group;
+  bool groups_of = false;
   bool progress = false;
 };
 
@@ -180,7 +203,13 @@ int run_query(query_settings s) {
     }
     s.inputs.push_back("-");
   }
-  filter f = load_for_format(s.filter_path, format, s.values, "query", s.group.has_value());
+  filter f =
+      load_for_format(s.filter_path, format, s.values, "query", s.group.has_value() || s.groups_of);
+  if (s.groups_of && !f.has_group_names()) {
+    throw error(s.filter_path +
+                ": --groups-of: this filter set has no group names (built with "
+                "--no-group-names, format version 6); rebuild it without that flag");
+  }
   const std::optional<query_group> group = group_for(f, s.group);
   if (s.absent && f.params().check_bits == 0) {
     throw error(s.filter_path +
@@ -200,6 +229,10 @@ int run_query(query_settings s) {
       positive += c.positives;
       append_lookups(
           c, s.absent, [&](std::uint64_t i, std::string& text) { text += s.keys[i]; }, out);
+    } else if (s.groups_of) {
+      groups_of_chunk(f, format, c, [&](std::uint64_t i, std::string& text) { text += s.keys[i]; });
+      positive += c.positives;
+      out.swap(c.output);
     } else {
       query_chunk(f, format, c, group);
       positive += c.positives;
@@ -227,6 +260,12 @@ int run_query(query_settings s) {
                 c, s.absent,
                 [&](std::uint64_t i, std::string& text) { append_key_text(c, format, i, text); },
                 c.output);
+            return;
+          }
+          if (s.groups_of) {
+            groups_of_chunk(f, format, c, [&](std::uint64_t i, std::string& text) {
+              append_key_text(c, format, i, text);
+            });
             return;
           }
           query_chunk(f, format, c, group);
@@ -405,6 +444,12 @@ std::function<int()> add_query_command(CLI::App& app) {
                   "filter sets (built with --groups -o): the group the keys are asked about "
                   "(text, or decimal where the set names groups by integers)")
       ->excludes(values);
+  cmd->add_flag("--groups-of", s->groups_of,
+                "filter sets with group names: print a line per key, the key then each group "
+                "that may hold it, TAB-separated (exit 0 if any key has a group)")
+      ->excludes(values)
+      ->excludes(count)
+      ->excludes("--group");
   cmd->add_flag("--progress", s->progress, "live progress line on stderr");
   return [s] { return run_query(*s); };
 }

@@ -315,6 +315,7 @@ int run_streamed_retrieval_build(const build_settings& s, input_format key_forma
   options.tmp_dir = s.tmp_dir;
   options.expected_keys = reader.estimated_keys();
   options.progress = &progress;
+  options.metadata = metadata_of(s);
   // If reading fails, finish() is never called and the builder's destructor removes its
   // temporary files: nothing is written.
   bulk_builder builder(key_kind_of(key_format), options);
@@ -356,6 +357,7 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
   build_options options = build_options_of(s, variant);
   // Fail on bad options before reading anything.
   (void)build_params(options, key_kind_of(key_format), true);
+  const std::shared_ptr<const std::string> metadata = metadata_of(s);
 
   build_progress progress;
   progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
@@ -377,6 +379,7 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
     throw error(conflict_message(s, key_format, reader, kv, e));
   }
   progress.current.store(build_progress::writing, std::memory_order_relaxed);
+  if (metadata) f.set_metadata(*metadata);
   f.save(s.output, file_layout_of(s.layout));
   progress.current.store(build_progress::finished, std::memory_order_relaxed);
   display.stop(true);

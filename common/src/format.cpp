@@ -14,13 +14,24 @@ struct section_layout {
   std::uint64_t threshold_offset, threshold_bytes, solution_offset, solution_bytes;
 };
 
+/// The sizes of a layout's frame: header, descriptor, section alignment.
+struct frame_shape {
+  std::uint64_t header_bytes, descriptor_bytes, alignment;
+  bool compact() const { return alignment == compact_section_alignment; }
+};
+
+frame_shape shape_of(bool compact, std::uint32_t version) {
+  if (!compact) return {sizeof(file_header), sizeof(layer_descriptor), section_alignment};
+  return {version == features_version ? sizeof(compact_header_v7) : sizeof(compact_header),
+          sizeof(compact_descriptor), compact_section_alignment};
+}
+
 /// The canonical placement of every section in either layout; the writer uses it and the
-/// reader insists on it. Returns the file size.
+/// reader insists on it. Returns where the layers' sections end.
 std::uint64_t layout(const filter_params& p, const layer_geometry* geometries,
-                     std::size_t num_layers, bool compact, section_layout* out) {
-  const std::uint64_t alignment = compact ? compact_section_alignment : section_alignment;
-  std::uint64_t offset = compact ? sizeof(compact_header) + num_layers * sizeof(compact_descriptor)
-                                 : sizeof(file_header) + num_layers * sizeof(layer_descriptor);
+                     std::size_t num_layers, const frame_shape& shape, section_layout* out) {
+  const std::uint64_t alignment = shape.alignment;
+  std::uint64_t offset = shape.header_bytes + num_layers * shape.descriptor_bytes;
   for (std::size_t l = 0; l < num_layers; ++l) {
     const layer_geometry& g = geometries[l];
     section_layout& s = out[l];
@@ -40,10 +51,10 @@ std::vector<layer_geometry> geometries_of(const filter_image& image) {
   return geometries;
 }
 
-std::vector<section_layout> sections_of(const filter_image& image, bool compact) {
+std::vector<section_layout> sections_of(const filter_image& image, const frame_shape& shape) {
   const std::vector<layer_geometry> geometries = geometries_of(image);
   std::vector<section_layout> sections(geometries.size());
-  layout(image.params, geometries.data(), geometries.size(), compact, sections.data());
+  layout(image.params, geometries.data(), geometries.size(), shape, sections.data());
   return sections;
 }
 
@@ -63,31 +74,130 @@ std::uint64_t checksum(const void* data, std::size_t bytes) {
   return detail::xxh64(data, bytes, 0);
 }
 
+const char* feature_name(unsigned bit) {
+  static const char* const names[] = {"compact",    "one_plus_bit_codes", "check_bits",
+                                      "filter_set", "group_names",        "metadata"};
+  return bit < sizeof(names) / sizeof(names[0]) ? names[bit] : nullptr;
+}
+
+std::string feature_names(std::uint32_t bits) {
+  std::string out;
+  for (unsigned bit = 0; bit < 32; ++bit) {
+    if (!((bits >> bit) & 1)) continue;
+    const char* name = feature_name(bit);
+    if (!out.empty()) out += ",";
+    out += name ? std::string(name) : "bit" + std::to_string(bit);
+  }
+  return out;
+}
+
+const version_rule* rule_of(std::uint32_t version) {
+  for (const version_rule& rule : version_rules) {
+    if (rule.version == version) return &rule;
+  }
+  return nullptr;
+}
+
+const char* feature_conflict(std::uint32_t features) {
+  namespace f = feature_bits;
+  if ((features & f::check_bits) && (features & f::filter_set))
+    return "check bits belong to retrieval structures, and a filter set is a set of filters";
+  if ((features & f::group_names) && !(features & f::filter_set))
+    return "group names belong to filter sets";
+  return nullptr;
+}
+
+std::uint32_t version_for_features(std::uint32_t features) {
+  if (const char* why = feature_conflict(features)) throw error(why);
+  for (const version_rule& rule : version_rules) {
+    if (rule.written && (features & ~rule.allowed) == 0 &&
+        (features & rule.required) == rule.required) {
+      return rule.version;
+    }
+  }
+  throw error("no format version holds features " + std::to_string(features));
+}
+
+std::uint32_t version_for(threshold_encoding codes, std::uint32_t check_bits, bool set) {
+  return version_for_features(
+      (codes == threshold_encoding::one_plus_bit ? feature_bits::one_plus_bit_codes : 0) |
+      (check_bits != 0 ? feature_bits::check_bits : 0) | (set ? feature_bits::filter_set : 0));
+}
+
+namespace {
+
+/// Features of a file's contents, its layout left out.
+std::uint32_t content_features(const filter_image& image) {
+  namespace f = feature_bits;
+  const threshold_encoding codes =
+      image.layers.empty() ? threshold_encoding::one_plus_bit : image.layers[0].geometry.codes;
+  return (codes == threshold_encoding::one_plus_bit ? f::one_plus_bit_codes : 0) |
+         (image.params.check_bits != 0 ? f::check_bits : 0) |
+         (image.params.is_set() ? f::filter_set : 0) | (image.names ? f::group_names : 0) |
+         (image.metadata ? f::metadata : 0);
+}
+
+}  // namespace
+
 bool is_compact(const filter_image& image) {
-  if (image.params.is_set()) {
-    if (image.layout == layout_choice::compact)
-      throw error("a filter set is written in the standard layout (format version 6)");
+  // A set without names or metadata stays in the standard layout of version 6, which readers
+  // of the release before version 7 read; with either it needs version 7 anyway.
+  const std::uint32_t needs_v7 = feature_bits::group_names | feature_bits::metadata;
+  if (image.params.is_set() && (content_features(image) & needs_v7) == 0 &&
+      image.layout != layout_choice::compact) {
     return false;
   }
   if (image.layout != layout_choice::automatic) return image.layout == layout_choice::compact;
   std::uint64_t section_bytes = 0;
-  for (const section_layout& s : sections_of(image, false))
+  for (const section_layout& s : sections_of(image, shape_of(false, 0)))
     section_bytes += s.threshold_bytes + s.solution_bytes;
   return section_bytes <= compact_max_section_bytes;
 }
 
-std::uint32_t version_of(const filter_image& image) {
-  if (is_compact(image)) return compact_version;
-  const threshold_encoding codes =
-      image.layers.empty() ? threshold_encoding::one_plus_bit : image.layers[0].geometry.codes;
-  return version_for(codes, image.params.check_bits, image.params.is_set());
+std::uint32_t features_of(const filter_image& image) {
+  return content_features(image) | (is_compact(image) ? feature_bits::compact : 0);
 }
+
+std::uint32_t version_of(const filter_image& image) {
+  return version_for_features(features_of(image));
+}
+
+namespace {
+
+/// The payloads of a version-7 image's trailing sections, in their order.
+std::vector<std::vector<unsigned char>> trailing_payloads(const filter_image& image) {
+  std::vector<std::vector<unsigned char>> payloads;
+  if (image.names) payloads.push_back(image.names->encode());
+  if (image.metadata) payloads.emplace_back(image.metadata->begin(), image.metadata->end());
+  return payloads;
+}
+
+/// The file's size: the layers' end, then each trailing section at the layout's alignment.
+std::uint64_t with_trailing(std::uint64_t layers_end, const frame_shape& shape,
+                            const std::vector<std::vector<unsigned char>>& payloads) {
+  std::uint64_t offset = layers_end;
+  for (const auto& payload : payloads)
+    offset = detail::round_up(offset, shape.alignment) + sizeof(trailing_frame) + payload.size();
+  return offset;
+}
+
+}  // namespace
+
+namespace {
+
+frame_shape shape_of(const filter_image& image) {
+  return shape_of(is_compact(image), version_of(image));
+}
+
+}  // namespace
 
 std::uint64_t image_bytes(const filter_image& image) {
   const std::vector<layer_geometry> geometries = geometries_of(image);
   std::vector<section_layout> sections(geometries.size());
-  return layout(image.params, geometries.data(), geometries.size(), is_compact(image),
-                sections.data());
+  const frame_shape shape = shape_of(image);
+  return with_trailing(
+      layout(image.params, geometries.data(), geometries.size(), shape, sections.data()), shape,
+      trailing_payloads(image));
 }
 
 namespace {
@@ -132,11 +242,16 @@ void fill_header(const filter_image& image, threshold_encoding encoding, std::ui
   const std::size_t n = descriptors.size();
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, magic, sizeof(magic));
-  h.format_version = version_for(encoding, p.check_bits, p.is_set());
+  const std::uint32_t features = features_of(image);
+  h.format_version = version_for_features(features);
+  if (h.format_version == features_version) {
+    h.features = features;
+  } else {
+    h.header_bytes = sizeof(file_header);
+  }
   h.check_bits = p.check_bits;
   h.group_count = image.group_count;
   h.group_kind = static_cast<std::uint32_t>(p.groups);
-  h.header_bytes = sizeof(file_header);
   h.file_bytes = file_bytes;
   h.variant = static_cast<std::uint32_t>(p.variant);
   h.extra_bit_fraction = p.extra_bit_fraction;
@@ -156,24 +271,78 @@ void fill_header(const filter_image& image, threshold_encoding encoding, std::ui
   h.header_checksum = checksum(&h, offsetof(file_header, header_checksum));
 }
 
-/// The compact layout's one checksum: XXH64 of its header (with the checksum field 0) and
-/// descriptors, followed by each layer's threshold and solution checksums (taken from the
-/// standard descriptors `sums`), so a writer that streams a section knows it beforehand.
-std::uint64_t compact_checksum(compact_header h, const compact_descriptor* descriptors,
+/// The compact layout's one checksum: XXH64 of its header (`header_bytes` bytes, the checksum
+/// field at `checksum_at` taken as 0) and descriptors, followed by each layer's threshold and
+/// solution checksums (taken from the standard descriptors `sums`), so a writer that streams
+/// a section knows it beforehand.
+std::uint64_t compact_checksum(const void* header, std::size_t header_bytes,
+                               std::size_t checksum_at, const compact_descriptor* descriptors,
                                const std::vector<layer_descriptor>& sums) {
-  h.checksum = 0;
   const std::size_t n = sums.size();
-  std::vector<unsigned char> bytes(sizeof(h) + n * (sizeof(compact_descriptor) + 16));
+  std::vector<unsigned char> bytes(header_bytes + n * (sizeof(compact_descriptor) + 16));
   unsigned char* out = bytes.data();
-  std::memcpy(out, &h, sizeof(h));
-  if (n) std::memcpy(out + sizeof(h), descriptors, n * sizeof(compact_descriptor));
-  out += sizeof(h) + n * sizeof(compact_descriptor);
+  std::memcpy(out, header, header_bytes);
+  std::memset(out + checksum_at, 0, 8);
+  if (n) std::memcpy(out + header_bytes, descriptors, n * sizeof(compact_descriptor));
+  out += header_bytes + n * sizeof(compact_descriptor);
   for (const layer_descriptor& d : sums) {
     std::memcpy(out, &d.threshold_checksum, 8);
     std::memcpy(out + 8, &d.solution_checksum, 8);
     out += 16;
   }
   return checksum(bytes.data(), bytes.size());
+}
+
+/// Version 7's compact header from version 5's fields and the features and group fields.
+compact_header_v7 to_v7(const compact_header& c, std::uint32_t features, std::uint8_t groups,
+                        std::uint64_t group_count) {
+  compact_header_v7 h;
+  std::memset(&h, 0, sizeof(h));
+  std::memcpy(h.magic, c.magic, sizeof(magic));
+  h.format_version = features_version;
+  h.features = features;
+  h.variant = c.variant;
+  h.key_kind = c.key_kind;
+  h.width = c.width;
+  h.result_bits = c.result_bits;
+  h.threshold_light = c.threshold_light;
+  h.seed = c.seed;
+  h.key_count = c.key_count;
+  h.checksum = c.checksum;
+  h.threshold_heavy = c.threshold_heavy;
+  h.extra_bit_fraction = c.extra_bit_fraction;
+  h.check_bits = c.check_bits;
+  h.bucket_bits = c.bucket_bits;
+  h.shard_bits = c.shard_bits;
+  h.threshold_encoding = c.threshold_encoding;
+  h.num_layers = c.num_layers;
+  h.group_kind = groups;
+  h.group_count = group_count;
+  return h;
+}
+
+/// And back: version 5's fields of a version-7 compact header (its version stays 7).
+compact_header from_v7(const compact_header_v7& h) {
+  compact_header c;
+  std::memset(&c, 0, sizeof(c));
+  std::memcpy(c.magic, h.magic, sizeof(magic));
+  c.format_version = h.format_version;
+  c.variant = h.variant;
+  c.key_kind = h.key_kind;
+  c.width = h.width;
+  c.result_bits = h.result_bits;
+  c.seed = h.seed;
+  c.key_count = h.key_count;
+  c.checksum = h.checksum;
+  c.threshold_light = h.threshold_light;
+  c.threshold_heavy = h.threshold_heavy;
+  c.extra_bit_fraction = h.extra_bit_fraction;
+  c.check_bits = h.check_bits;
+  c.bucket_bits = h.bucket_bits;
+  c.shard_bits = h.shard_bits;
+  c.threshold_encoding = h.threshold_encoding;
+  c.num_layers = h.num_layers;
+  return c;
 }
 
 /// The compact header and descriptors of `image`, whose standard descriptors are `full`.
@@ -209,10 +378,25 @@ std::vector<unsigned char> compact_frame(const filter_image& image, threshold_en
     descriptors[l].num_starts = static_cast<std::uint32_t>(full[l].num_starts);
     descriptors[l].kind = static_cast<std::uint8_t>(full[l].kind);
   }
-  h.checksum = compact_checksum(h, descriptors.data(), full);
-  std::vector<unsigned char> bytes(sizeof(h) + n * sizeof(compact_descriptor));
-  std::memcpy(bytes.data(), &h, sizeof(h));
-  if (n) std::memcpy(bytes.data() + sizeof(h), descriptors.data(), n * sizeof(compact_descriptor));
+  std::vector<unsigned char> bytes;
+  auto put = [&](auto& header) {
+    using header_type = std::decay_t<decltype(header)>;
+    header.checksum = compact_checksum(&header, sizeof(header), offsetof(header_type, checksum),
+                                       descriptors.data(), full);
+    bytes.resize(sizeof(header) + n * sizeof(compact_descriptor));
+    std::memcpy(bytes.data(), &header, sizeof(header));
+    if (n)
+      std::memcpy(bytes.data() + sizeof(header), descriptors.data(),
+                  n * sizeof(compact_descriptor));
+  };
+  const std::uint32_t features = features_of(image);
+  if (version_for_features(features) == features_version) {
+    compact_header_v7 v7 =
+        to_v7(h, features, static_cast<std::uint8_t>(p.groups), image.group_count);
+    put(v7);
+  } else {
+    put(h);
+  }
   return bytes;
 }
 
@@ -258,11 +442,19 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
     throw error("a filter set's group count (" + std::to_string(image.group_count) +
                 ") does not fit its " + std::to_string(image.key_count) + " keys");
   }
+  if (image.names &&
+      (image.names->kind() != image.params.groups || image.names->size() < image.group_count)) {
+    throw error("a filter set's group names (" + std::to_string(image.names->size()) +
+                ") must be of its group kind and at least its " +
+                std::to_string(image.group_count) + " groups with keys");
+  }
   const std::vector<layer_geometry> geometries = geometries_of(image);
   const bool compact = is_compact(image);
+  const frame_shape shape = shape_of(image);
   std::vector<section_layout> sections(n);
-  const std::uint64_t file_bytes =
-      layout(image.params, geometries.data(), n, compact, sections.data());
+  const std::uint64_t layers_end =
+      layout(image.params, geometries.data(), n, shape, sections.data());
+  const std::vector<std::vector<unsigned char>> payloads = trailing_payloads(image);
   const threshold_encoding encoding = shared_encoding(geometries);
 
   std::vector<layer_descriptor> descriptors(n);
@@ -273,7 +465,7 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
     out.emit(frame.data(), frame.size());
   } else {
     file_header h;
-    fill_header(image, encoding, file_bytes, descriptors, h);
+    fill_header(image, encoding, with_trailing(layers_end, shape, payloads), descriptors, h);
     out.emit(&h, sizeof(h));
     out.emit(descriptors.data(), n * sizeof(layer_descriptor));
   }
@@ -285,6 +477,15 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
     }
     out.pad_to(sections[l].solution_offset);
     out.emit_section(l, section::solution, li.solution, sections[l].solution_bytes);
+  }
+  std::uint64_t offset = layers_end;
+  for (const std::vector<unsigned char>& payload : payloads) {
+    offset = detail::round_up(offset, shape.alignment);
+    out.pad_to(offset);
+    const trailing_frame frame{payload.size(), checksum(payload.data(), payload.size())};
+    out.emit(&frame, sizeof(frame));
+    out.emit(payload.data(), payload.size());
+    offset += sizeof(frame) + payload.size();
   }
 }
 
@@ -315,7 +516,7 @@ filter_ref make_ref(const filter_image& image) {
 }
 
 filter_ref make_ref_at(const filter_image& image, const unsigned char* base) {
-  const std::vector<section_layout> sections = sections_of(image, is_compact(image));
+  const std::vector<section_layout> sections = sections_of(image, shape_of(image));
   filter_ref ref = make_ref(image);
   for (std::size_t l = 0; l < sections.size(); ++l) {
     ref.layers[l].thresholds =
@@ -341,23 +542,45 @@ filter_ref relocate(const filter_ref& ref, const unsigned char* from, const unsi
 
 namespace {
 
-/// The version of an image, after its magic: it says which layout the rest has.
-std::uint32_t read_version(const unsigned char* data, std::uint64_t size,
-                           const std::string& source) {
+/// What an image's first bytes say: its version, its layout and (version 7) its features.
+struct file_kind {
+  std::uint32_t version = 0;
+  std::uint32_t stated_features = 0;  ///< version 7's features word
+  bool compact = false;
+};
+
+/// The version of an image, after its magic, and in version 7 the features word: they say
+/// which layout the rest has. A feature this library does not know is refused by its bit.
+file_kind read_kind(const unsigned char* data, std::uint64_t size, const std::string& source) {
   constexpr std::uint64_t prefix = sizeof(magic) + sizeof(std::uint32_t);
   if (size < prefix) {
     fail(source,
          "truncated: " + std::to_string(size) + " bytes, too short for a ribbon filter header");
   }
   if (std::memcmp(data, magic, sizeof(magic)) != 0) fail(source, "not a ribbon filter (bad magic)");
-  std::uint32_t version;
-  std::memcpy(&version, data + sizeof(magic), sizeof(version));
-  if (version < oldest_readable_version || version > current_version) {
-    fail(source, "unsupported format version " + std::to_string(version) +
+  file_kind kind;
+  std::memcpy(&kind.version, data + sizeof(magic), sizeof(kind.version));
+  if (kind.version < oldest_readable_version || kind.version > current_version) {
+    fail(source, "unsupported format version " + std::to_string(kind.version) +
                      " (this library reads versions " + std::to_string(oldest_readable_version) +
                      " to " + std::to_string(current_version) + ")");
   }
-  return version;
+  if (kind.version != features_version) {
+    kind.compact = kind.version == compact_version;
+    return kind;
+  }
+  if (size < prefix + 4) fail(source, "truncated: format version 7 without its features word");
+  std::memcpy(&kind.stated_features, data + prefix, 4);
+  if (const std::uint32_t unknown = kind.stated_features & ~feature_bits::known) {
+    unsigned bit = 0;
+    while (!((unknown >> bit) & 1)) ++bit;
+    fail(source, "format version 7: needs feature bit " + std::to_string(bit) +
+                     ", which this reader does not know; upgrade ribbon");
+  }
+  if (const char* why = feature_conflict(kind.stated_features))
+    fail(source, std::string("format version 7: features that cannot be combined: ") + why);
+  kind.compact = (kind.stated_features & feature_bits::compact) != 0;
+  return kind;
 }
 
 void check_alignment(const unsigned char* data, std::uint64_t alignment,
@@ -367,23 +590,69 @@ void check_alignment(const unsigned char* data, std::uint64_t alignment,
   }
 }
 
-/// A filter set's header fields: a known group kind, a filter (not a retrieval structure),
-/// and at least one group for keys, no more groups than keys.
-void check_set_header(const file_header& h, const std::string& source) {
-  if (h.group_kind != static_cast<std::uint32_t>(group_kind::u64) &&
-      h.group_kind != static_cast<std::uint32_t>(group_kind::bytes)) {
-    fail(source, "format version 6 (a filter set) with an unknown group kind " +
-                     std::to_string(h.group_kind));
+/// The features the fields of a header imply: its encoding, check bits and group kind.
+std::uint32_t implied_features(const file_header& h) {
+  namespace f = feature_bits;
+  return (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::one_plus_bit)
+              ? f::one_plus_bit_codes
+              : 0) |
+         (h.check_bits != 0 ? f::check_bits : 0) | (h.group_kind != 0 ? f::filter_set : 0);
+}
+
+/// The header's fields against its version's rule (version_rules) and, in version 7, against
+/// the features word. Returns the file's features. Checked in the order of docs/format.md.
+std::uint32_t check_features(const file_header& h, const file_kind& kind,
+                             const std::string& source) {
+  namespace f = feature_bits;
+  const version_rule& rule = *rule_of(kind.version);
+  if (!valid_variant(static_cast<filter_variant>(h.variant)) ||
+      (!rule.any_variant && h.variant != static_cast<std::uint32_t>(filter_variant::bumped))) {
+    fail(source, "unknown filter variant " + std::to_string(h.variant));
   }
-  if (!group_count_fits(h.group_count, h.key_count)) {
+  if (h.reserved != 0 || (!rule.fraction_bits && h.extra_bit_fraction != 0))
+    fail(source, "reserved header fields are not zero");
+  if (h.threshold_encoding != static_cast<std::uint32_t>(threshold_encoding::two_bit) &&
+      h.threshold_encoding != static_cast<std::uint32_t>(threshold_encoding::one_plus_bit)) {
+    fail(source, "unknown threshold encoding " + std::to_string(h.threshold_encoding));
+  }
+  if (h.group_kind > static_cast<std::uint32_t>(group_kind::bytes))
+    fail(source, "unknown group kind " + std::to_string(h.group_kind));
+  const std::uint32_t layout = kind.compact ? f::compact : 0;
+  const std::uint32_t implied = implied_features(h) | layout;
+  const std::uint32_t features = kind.version == features_version ? kind.stated_features : implied;
+  const std::string version = "format version " + std::to_string(kind.version);
+  const std::uint32_t fields = f::one_plus_bit_codes | f::check_bits | f::filter_set | f::compact;
+  if (kind.version == features_version && (features & fields) != implied) {
+    const std::uint32_t differ = (features & fields) ^ implied;
+    unsigned bit = 0;
+    while (!((differ >> bit) & 1)) ++bit;
+    fail(source,
+         version + ": the features word and the header disagree on '" + feature_name(bit) + "'");
+  }
+  const std::uint32_t missing = rule.required & ~features;
+  const std::uint32_t extra = features & ~rule.allowed;
+  if ((extra | missing) & f::one_plus_bit_codes) {
+    fail(source,
+         "unknown threshold encoding " + std::to_string(h.threshold_encoding) + " for " + version);
+  }
+  if (missing & f::check_bits)
+    fail(source, version + " without check bits (files without them are versions 1-3)");
+  if (missing & f::filter_set)
+    fail(source, version + " (a filter set) with an unknown group kind 0");
+  if (extra & (f::check_bits | f::filter_set)) fail(source, "reserved header fields are not zero");
+  if (!(features & f::filter_set) && h.group_count != 0)
+    fail(source, "reserved header fields are not zero");
+  if ((features & f::filter_set) && !group_count_fits(h.group_count, h.key_count)) {
     fail(source, "inconsistent group count: " + std::to_string(h.group_count) + " groups for " +
                      std::to_string(h.key_count) + " keys");
   }
+  return features;
 }
 
-/// The standard header of an image (versions 1-4, 6): its own checksum and the fields that
+/// The standard header of an image (versions 1-4, 6, 7): its own checksum and the fields that
 /// need no parameters to check.
-file_header read_header(const unsigned char* data, std::uint64_t size, const std::string& source) {
+file_header read_header(const unsigned char* data, std::uint64_t size, const file_kind& kind,
+                        const std::string& source) {
   file_header h;
   if (size < sizeof(file_header)) {
     fail(source, "truncated: " + std::to_string(size) +
@@ -391,74 +660,65 @@ file_header read_header(const unsigned char* data, std::uint64_t size, const std
   }
   check_alignment(data, section_alignment, source);
   std::memcpy(&h, data, sizeof(h));
-  const bool version1 = h.format_version == 1;
   if (h.header_checksum != checksum(&h, offsetof(file_header, header_checksum))) {
     fail(source, "header checksum mismatch (corrupt file)");
   }
-  if (h.header_bytes != sizeof(file_header) || h.descriptor_bytes != sizeof(layer_descriptor)) {
+  if ((kind.version != features_version && h.header_bytes != sizeof(file_header)) ||
+      h.descriptor_bytes != sizeof(layer_descriptor)) {
     fail(source, "inconsistent header or descriptor size");
   }
   if (h.file_bytes != size) {
     fail(source, (size < h.file_bytes ? "truncated: " : "trailing bytes: ") + std::to_string(size) +
                      " bytes, header says " + std::to_string(h.file_bytes));
   }
-  if (!valid_variant(static_cast<filter_variant>(h.variant)) ||
-      (version1 && h.variant != static_cast<std::uint32_t>(filter_variant::bumped))) {
-    fail(source, "unknown filter variant " + std::to_string(h.variant));
-  }
-  const bool version4 = h.format_version == 4;
-  const bool set = h.format_version == set_version;
-  if ((!version4 && h.check_bits != 0) || (version1 && h.extra_bit_fraction != 0) ||
-      (!set && (h.group_count != 0 || h.group_kind != 0)) || h.reserved != 0) {
-    fail(source, "reserved header fields are not zero");
-  }
-  if (set) check_set_header(h, source);
-  if (version4 && h.check_bits == 0) {
-    fail(source, "format version 4 without check bits (files without them are versions 1-3)");
-  }
-  const bool known_encoding =
-      (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::two_bit) &&
-       (h.format_version <= 2 || version4 || set)) ||
-      (h.threshold_encoding == static_cast<std::uint32_t>(threshold_encoding::one_plus_bit) &&
-       h.format_version >= 3);
-  if (!known_encoding) {
-    fail(source, "unknown threshold encoding " + std::to_string(h.threshold_encoding) +
-                     " for format version " + std::to_string(h.format_version));
-  }
   return h;
 }
 
-/// A compact image's header and descriptors as they are in the file.
+/// A compact image's header and descriptors as they are in the file (version 7's header in
+/// version 5's terms, with its own fields beside).
 struct compact_frame_view {
-  compact_header header;
+  compact_header header{};
+  const unsigned char* raw_header = nullptr;  ///< as in the file, for the checksum
+  std::size_t header_bytes = 0;
+  std::size_t checksum_at = 0;
+  std::uint32_t group_kind = 0;
+  std::uint64_t group_count = 0;
   std::vector<compact_descriptor> layers;
 };
 
 compact_frame_view read_compact_frame(const unsigned char* data, std::uint64_t size,
-                                      const std::string& source) {
+                                      const file_kind& kind, const std::string& source) {
   compact_frame_view v;
   compact_header& c = v.header;
-  if (size < sizeof(compact_header)) {
+  const bool v7 = kind.version == features_version;
+  v.header_bytes = v7 ? sizeof(compact_header_v7) : sizeof(compact_header);
+  v.checksum_at = v7 ? offsetof(compact_header_v7, checksum) : offsetof(compact_header, checksum);
+  v.raw_header = data;
+  if (size < v.header_bytes) {
     fail(source, "truncated: " + std::to_string(size) +
-                     " bytes, too short for a compact ribbon filter header (56 bytes)");
+                     " bytes, too short for a compact ribbon filter header (" +
+                     std::to_string(v.header_bytes) + " bytes)");
   }
   check_alignment(data, compact_section_alignment, source);
-  std::memcpy(&c, data, sizeof(c));
-  if (!valid_variant(static_cast<filter_variant>(c.variant)))
-    fail(source, "unknown filter variant " + std::to_string(c.variant));
-  if (c.reserved != 0) fail(source, "reserved header fields are not zero");
-  if (c.threshold_encoding != static_cast<std::uint8_t>(threshold_encoding::two_bit) &&
-      c.threshold_encoding != static_cast<std::uint8_t>(threshold_encoding::one_plus_bit)) {
-    fail(source, "unknown threshold encoding " + std::to_string(c.threshold_encoding));
+  if (v7) {
+    compact_header_v7 h;
+    std::memcpy(&h, data, sizeof(h));
+    if (h.reserved != 0) fail(source, "reserved header fields are not zero");
+    c = from_v7(h);
+    v.group_kind = h.group_kind;
+    v.group_count = h.group_count;
+  } else {
+    std::memcpy(&c, data, sizeof(c));
+    if (c.reserved != 0) fail(source, "reserved header fields are not zero");
   }
   if (c.bucket_bits > 16 || c.shard_bits > 31) fail(source, "bad parameters: bucket or shard size");
   if (c.num_layers > max_layers) fail(source, "too many layers: " + std::to_string(c.num_layers));
   const std::uint64_t n = c.num_layers;
-  if (sizeof(compact_header) + n * sizeof(compact_descriptor) > size) {
+  if (v.header_bytes + n * sizeof(compact_descriptor) > size) {
     fail(source, "truncated layer descriptors");
   }
   v.layers.resize(n);
-  if (n) std::memcpy(v.layers.data(), data + sizeof(c), n * sizeof(compact_descriptor));
+  if (n) std::memcpy(v.layers.data(), data + v.header_bytes, n * sizeof(compact_descriptor));
   for (std::uint64_t l = 0; l < n; ++l) {
     for (std::uint8_t r : v.layers[l].reserved) {
       if (r != 0) fail(source, "layer " + std::to_string(l) + ": reserved fields are not zero");
@@ -474,7 +734,7 @@ void expand_compact_frame(const compact_frame_view& v, std::uint64_t size, file_
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, c.magic, sizeof(magic));
   h.format_version = c.format_version;
-  h.header_bytes = sizeof(compact_header);
+  h.header_bytes = static_cast<std::uint32_t>(v.header_bytes);
   h.file_bytes = size;
   h.variant = c.variant;
   h.key_kind = c.key_kind;
@@ -491,6 +751,8 @@ void expand_compact_frame(const compact_frame_view& v, std::uint64_t size, file_
   h.descriptor_bytes = sizeof(compact_descriptor);
   h.extra_bit_fraction = c.extra_bit_fraction;
   h.check_bits = c.check_bits;
+  h.group_kind = v.group_kind;
+  h.group_count = v.group_count;
   layers.assign(v.layers.size(), layer_descriptor{});
   std::uint64_t input = c.key_count;
   for (std::size_t l = 0; l < v.layers.size(); ++l) {
@@ -588,7 +850,7 @@ layer_geometry geometry_of(const layer_descriptor& d, std::uint64_t l, std::uint
   layer_geometry g = make_geometry(d.num_starts, d.shard_bits, kind, p);
   g.codes = static_cast<threshold_encoding>(h.threshold_encoding);
   // (The compact layout leaves the boundary out: it is implied.)
-  if (!version1 && h.format_version != compact_version &&
+  if (!version1 && h.descriptor_bytes == sizeof(layer_descriptor) &&
       d.upper_start_block != g.upper_start_block) {
     fail(source, which + "inconsistent fractional-bits boundary");
   }
@@ -715,8 +977,55 @@ void fill_compact_sections(const unsigned char* data, const std::vector<section_
 void check_compact_checksum(const compact_frame_view& frame,
                             const std::vector<layer_descriptor>& layers,
                             const std::string& source) {
-  if (compact_checksum(frame.header, frame.layers.data(), layers) != frame.header.checksum)
+  if (compact_checksum(frame.raw_header, frame.header_bytes, frame.checksum_at, frame.layers.data(),
+                       layers) != frame.header.checksum) {
     fail(source, "checksum mismatch (corrupt file)");
+  }
+}
+
+/// Version 7's trailing sections after the layers' end: each at the layout's alignment after
+/// zero bytes, its frame, its payload (checksummed where asked); the file ends with the last.
+void read_trailing_sections(const unsigned char* data, std::uint64_t size, std::uint64_t layers_end,
+                            const frame_shape& shape, std::uint32_t features, const file_header& h,
+                            bool verify_checksums, const std::string& source, parsed_image& out) {
+  std::uint64_t offset = layers_end;
+  auto next = [&](const char* what) -> std::string_view {
+    const std::uint64_t start = detail::round_up(offset, shape.alignment);
+    if (start > size || size - start < sizeof(trailing_frame))
+      fail(source, std::string("truncated: no room for the ") + what + " section");
+    for (std::uint64_t i = offset; i < start; ++i) {
+      if (data[i] != 0) fail(source, "non-zero padding at byte " + std::to_string(i));
+    }
+    trailing_frame frame;
+    std::memcpy(&frame, data + start, sizeof(frame));
+    const std::uint64_t at = start + sizeof(frame);
+    if (frame.payload_bytes > size - at)
+      fail(source, std::string("truncated: the ") + what + " section runs past the file's end");
+    if (verify_checksums && checksum(data + at, frame.payload_bytes) != frame.payload_checksum)
+      fail(source, std::string(what) + " section checksum mismatch (corrupt file)");
+    offset = at + frame.payload_bytes;
+    return {reinterpret_cast<const char*>(data + at),
+            static_cast<std::size_t>(frame.payload_bytes)};
+  };
+  if (features & feature_bits::group_names) {
+    const std::string_view payload = next("group names");
+    auto names = std::make_shared<group_names>(
+        group_names::decode(reinterpret_cast<const unsigned char*>(payload.data()), payload.size(),
+                            static_cast<group_kind>(h.group_kind), source));
+    if (names->size() < h.group_count) {
+      fail(source, "group names: " + std::to_string(names->size()) + " names for " +
+                       std::to_string(h.group_count) + " groups with keys");
+    }
+    out.names = std::move(names);
+  }
+  if (features & feature_bits::metadata) {
+    const std::string_view payload = next("metadata");
+    out.metadata = std::make_shared<const std::string>(payload);
+  }
+  if (offset != size) {
+    fail(source, (size < offset ? "truncated: " : "trailing bytes: ") + std::to_string(size) +
+                     " bytes, its sections take " + std::to_string(offset));
+  }
 }
 
 }  // namespace
@@ -724,13 +1033,17 @@ void check_compact_checksum(const compact_frame_view& frame,
 parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool verify_checksums,
                          const std::string& source) {
   parsed_image out;
-  const bool compact = read_version(data, size, source) == compact_version;
+  const file_kind kind = read_kind(data, size, source);
+  const bool compact = kind.compact;
+  const frame_shape shape = shape_of(compact, kind.version);
   compact_frame_view frame;
   if (compact) {
-    frame = read_compact_frame(data, size, source);
+    frame = read_compact_frame(data, size, kind, source);
     expand_compact_frame(frame, size, out.header, out.layers);
+    out.features = check_features(out.header, kind, source);
   } else {
-    out.header = read_header(data, size, source);
+    out.header = read_header(data, size, kind, source);
+    out.features = check_features(out.header, kind, source);
     out.layers = read_descriptors(data, size, out.header, source);
   }
   const file_header& h = out.header;
@@ -744,11 +1057,18 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
   }
   if (expected_input != 0) fail(source, "keys bumped out of the last layer");
   std::vector<section_layout> sections(n);
-  const std::uint64_t file_bytes = layout(p, geometries.data(), n, compact, sections.data());
-  if (file_bytes != size) {
-    fail(source, compact ? (size < file_bytes ? "truncated: " : "trailing bytes: ") +
+  const std::uint64_t layers_end = layout(p, geometries.data(), n, shape, sections.data());
+  if (kind.version == features_version) {
+    if (layers_end > size) {
+      fail(source, "truncated: " + std::to_string(size) + " bytes, its layers take " +
+                       std::to_string(layers_end));
+    }
+    read_trailing_sections(data, size, layers_end, shape, out.features, h, verify_checksums, source,
+                           out);
+  } else if (layers_end != size) {
+    fail(source, compact ? (size < layers_end ? "truncated: " : "trailing bytes: ") +
                                std::to_string(size) + " bytes, its layers take " +
-                               std::to_string(file_bytes)
+                               std::to_string(layers_end)
                          : std::string("section sizes do not add up to the file size"));
   }
   if (compact) {
@@ -756,8 +1076,7 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
     if (verify_checksums) check_compact_checksum(frame, out.layers, source);
     verify_checksums = false;  // a compact file has no checksum per section
   }
-  const std::uint64_t metadata_bytes =
-      n * h.descriptor_bytes + h.header_bytes;  // either layout's, as filled in above
+  const std::uint64_t metadata_bytes = shape.header_bytes + n * shape.descriptor_bytes;
   check_sections(data, out.layers, sections, metadata_bytes, verify_checksums, source);
   for (std::size_t l = 0; l < n; ++l) {
     if (geometries[l].bumping() && geometries[l].codes == threshold_encoding::one_plus_bit) {

@@ -44,6 +44,11 @@ filter_summary summarize(const format::filter_image& image, std::uint32_t format
       image.layers.empty() ? threshold_encoding::one_plus_bit : image.layers[0].geometry.codes;
   s.key_count = image.key_count;
   s.group_count = image.group_count;
+  s.features = format::features_of(image);
+  s.has_group_names = image.names != nullptr;
+  s.group_names = image.names ? image.names->size() : 0;
+  s.has_metadata = image.metadata != nullptr;
+  s.metadata_bytes = image.metadata ? image.metadata->size() : 0;
   s.file_bytes = format::image_bytes(image);
   s.retrieval = is_retrieval(p.variant);
   s.bits_per_key = s.key_count > 0

@@ -4,8 +4,12 @@
 #include <tbb/parallel_for.h>
 
 #include <cmath>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "layered_builder.hpp"
 #include "ribbon/bulk_builder.hpp"
@@ -239,6 +243,28 @@ std::uint64_t count_groups(const Group* groups, std::uint64_t count, const set_h
   return all.count();
 }
 
+/// The names of the groups among `count` given ones (group_names sorts and drops repeats); a
+/// group repeated in a run is taken once.
+template <class Group>
+group_names collect_group_names(const Group* groups, std::uint64_t count) {
+  using name = std::conditional_t<std::is_same_v<Group, std::uint64_t>, std::uint64_t, std::string>;
+  tbb::combinable<std::vector<name>> found;
+  tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, std::uint64_t{1} << 14),
+                    [&](const tbb::blocked_range<std::uint64_t>& r) {
+                      std::vector<name>& mine = found.local();
+                      for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
+                        if (i == r.begin() || !(groups[i] == groups[i - 1]))
+                          mine.emplace_back(groups[i]);
+                      }
+                    });
+  std::vector<name> all;
+  found.combine_each([&](std::vector<name>& some) {
+    all.insert(all.end(), std::make_move_iterator(some.begin()),
+               std::make_move_iterator(some.end()));
+  });
+  return group_names::of(std::move(all));
+}
+
 }  // namespace
 
 template <class Group, class Key>
@@ -253,6 +279,10 @@ filter filter::build_set(const Group* groups, const Key* keys, std::uint64_t cou
   auto pair = [&](std::uint64_t i) { return hash.pair(groups[i], keys[i]); };
   filter f = detail::build_in_memory(p, options, count, pair, stats, options.progress);
   builder_access::set_group_count(f, count_groups(groups, count, hash));
+  if (options.group_names) {
+    builder_access::set_group_names(
+        f, std::make_shared<const group_names>(collect_group_names(groups, count)));
+  }
   return f;
 }
 

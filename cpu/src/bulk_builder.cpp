@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,11 +30,18 @@ namespace {
 
 using namespace detail;  // this file's stages
 
-std::string too_many_for_in_memory_variant(std::uint64_t keys) {
-  return "the standard and homogeneous variants build in memory only (their layer 0 is "
-         "retried whole), and " +
-         std::to_string(keys) +
-         " keys exceed the memory limit: raise it, or use the bumped variant";
+/// The error of a standard or homogeneous build whose keys (`keys` of them, or more when
+/// `more`: the input is still being read) do not fit its limit in memory; `needed_mib`: the
+/// smallest limit that holds them.
+memory_limit_error too_many_for_in_memory_variant(std::uint64_t keys, bool more,
+                                                  std::uint64_t needed_mib) {
+  return memory_limit_error(
+      "the standard and homogeneous variants build in memory only (their layer 0 is retried "
+      "whole), and " +
+          std::string(more ? "more than " : "") + std::to_string(keys) +
+          " keys exceed the memory limit: they need " + needed_limit_text(needed_mib) +
+          (more ? " (more for the keys not yet read)" : "") + ", or use the bumped variant",
+      needed_mib);
 }
 
 }  // namespace
@@ -46,7 +54,8 @@ struct bulk_pipeline {
   bulk_options options;
   memory_plan plan;
   std::uint64_t count = 0;
-  std::uint64_t group_count = 0;  ///< filter sets
+  std::uint64_t group_count = 0;             ///< filter sets
+  std::shared_ptr<const group_names> names;  ///< filter sets: written where not null
   bool finished = false;
 
   virtual ~bulk_pipeline() = default;
@@ -83,6 +92,19 @@ struct bulk_pipeline_of final : bulk_pipeline {
   std::uint64_t shard_ranges = 0;
 
   bool spilled() const { return directory != nullptr; }
+
+  /// The smallest limit (MiB, the caller's) whose plan fits: for memory_limit_error.
+  std::uint64_t smallest_limit_mib(const std::function<bool(const memory_plan&)>& fits) const {
+    return detail::smallest_limit_mib(params, options.build.threads, options.limit_of_caller, fits);
+  }
+
+  /// The error of a standard or homogeneous build of more keys than fit in memory.
+  memory_limit_error in_memory_only(std::uint64_t keys, bool more) const {
+    return too_many_for_in_memory_variant(
+        keys, more, smallest_limit_mib([&](const memory_plan& larger) {
+          return keys * in_memory_bytes_per_key(params) <= larger.spill_budget;
+        }));
+  }
 
   void set_stage(build_progress::stage s, std::uint64_t total = 0) {
     if (!options.progress) return;
@@ -124,6 +146,9 @@ struct bulk_pipeline_of final : bulk_pipeline {
 
   /// Moves the in-memory hashes to partition files; later hashes go straight there.
   void spill() {
+    // A variant built in memory only fails as soon as its keys are known not to fit, before
+    // anything is spilled.
+    if (!uses_bumping(params.variant)) throw in_memory_only(count, true);
     set_stage(build_progress::spilling, count);
     directory = std::make_unique<spill_directory>(options.tmp_dir);
     // Without a hint (stdin), guess generously: more files cost only buffers, too few cost
@@ -211,6 +236,8 @@ struct bulk_pipeline_of final : bulk_pipeline {
     }
     result.key_count = f.key_count();
     builder_access::set_group_count(f, group_count);
+    builder_access::set_group_names(f, names);
+    if (options.metadata) f.set_metadata(*options.metadata);
     chunks.clear();
     set_stage(build_progress::writing, f.size_bytes());
     f.save(path, options.layout);
@@ -241,9 +268,7 @@ struct bulk_pipeline_of final : bulk_pipeline {
         owner.directory.reset();
       }
     } remove_spill{*this};
-    if (out_of_core && !uses_bumping(params.variant)) {
-      throw error(too_many_for_in_memory_variant(count));
-    }
+    if (out_of_core && !uses_bumping(params.variant)) throw in_memory_only(count, false);
     const auto start = clock_type::now();
     bulk_result result = run_with_threads(plan.solver_threads, [&] {
       if (!out_of_core) return finish_in_memory(path);
@@ -289,7 +314,10 @@ bulk_result bulk_pipeline_of<Record>::finish_out_of_core(const std::string& path
   while (const layer_step* step = walk.current()) {
     const auto layer_start = clock_type::now();
     out_of_core_layer<Width, Result, Record> layer_builder(
-        *directory, plan, builder, options.range_solver.get(), params, *step, walk.counting());
+        *directory, plan, builder, options.range_solver.get(), params, *step, walk.counting(),
+        [this](const std::function<bool(const memory_plan&)>& fits) {
+          return smallest_limit_mib(fits);
+        });
     for (auto& part : parts) part->flush();
     for (auto& part : parts) spilled_bytes += part->size();
     layer_builder.run(parts, bits);
@@ -320,7 +348,8 @@ bulk_result bulk_pipeline_of<Record>::finish_out_of_core(const std::string& path
   result.stats.total_seconds = seconds_since(build_start);
   const std::uint64_t distinct = layers.front().input_keys;
   builder.size_for(count, distinct);
-  const format::filter_image image{params, distinct, layers, options.layout, group_count};
+  const format::filter_image image{params,      distinct, layers,          options.layout,
+                                   group_count, names,    options.metadata};
   write_out_of_core(path, image, section_files);
   result.layers = layers;
   result.file_bytes = format::image_bytes(image);
@@ -390,7 +419,12 @@ bulk_builder::bulk_builder(key_kind keys, const bulk_options& options)
   b.plan = plan_memory(params, limit, options.build.threads);
   if (!uses_bumping(params.variant) &&
       options.expected_keys * in_memory_bytes_per_key(params) > b.plan.spill_budget) {
-    throw error(too_many_for_in_memory_variant(options.expected_keys));
+    throw too_many_for_in_memory_variant(
+        options.expected_keys, false,
+        smallest_limit_mib(
+            params, options.build.threads, options.limit_of_caller, [&](const memory_plan& plan) {
+              return options.expected_keys * in_memory_bytes_per_key(params) <= plan.spill_budget;
+            }));
   }
 #if defined(__GLIBC__)
   // Freed buffers must go back to the system for the limit to bound the resident size. By
@@ -419,6 +453,13 @@ void bulk_builder::set_group_count(std::uint64_t groups) {
     throw error("bulk_builder: set_group_count() is for filter sets (bulk_options::groups)");
   }
   impl_->pipeline->group_count = groups;
+}
+
+void bulk_builder::set_group_names(group_names names) {
+  if (impl_->pipeline->params.groups != names.kind()) {
+    throw error("bulk_builder: set_group_names() takes names of the set's group kind");
+  }
+  impl_->pipeline->names = std::make_shared<const group_names>(std::move(names));
 }
 
 namespace {

@@ -52,11 +52,9 @@ filter filter::adopt(const filter_params& params, std::uint64_t key_count,
 }
 
 format::filter_image filter::image(format::layout_choice layout) const {
-  if (layout == format::layout_choice::automatic && format_version_ != 0) {
-    layout = format_version_ == format::compact_version ? format::layout_choice::compact
-                                                        : format::layout_choice::standard;
-  }
-  return format::filter_image{ref_.params, ref_.key_count, layers_, layout, group_count_};
+  if (layout == format::layout_choice::automatic) layout = loaded_layout_;
+  return format::filter_image{ref_.params,  ref_.key_count, layers_,  layout,
+                              group_count_, names_,         metadata_};
 }
 
 void filter::adopt_image(const unsigned char* data, std::uint64_t size, const load_options& options,
@@ -65,7 +63,12 @@ void filter::adopt_image(const unsigned char* data, std::uint64_t size, const lo
   ref_ = parsed.ref;
   queries_ = detail::plan_queries(ref_);
   format_version_ = parsed.header.format_version;
+  loaded_layout_ = parsed.features & format::feature_bits::compact
+                       ? format::layout_choice::compact
+                       : format::layout_choice::standard;
   group_count_ = parsed.header.group_count;
+  names_ = parsed.names;
+  metadata_ = parsed.metadata;
   layers_.clear();
   for (std::uint32_t l = 0; l < ref_.num_layers; ++l) {
     format::layer_image layer;
@@ -118,6 +121,32 @@ double filter::bits_per_key() const {
 
 filter_summary summarize(const filter& f) {
   return summarize(f.image(), f.format_version());
+}
+
+const group_names& filter::groups() const {
+  if (!is_set()) throw error("this is not a filter set: it has no groups");
+  if (!names_) {
+    throw error(
+        "this filter set has no group names (it was written without them, format version 6): "
+        "rebuild it with group names to ask which groups may hold a key");
+  }
+  return *names_;
+}
+
+void filter::set_group_names(group_names names) {
+  if (!is_set()) throw error("this is not a filter set: it has no groups to name");
+  if (names.kind() != ref_.params.groups) {
+    throw error(
+        "group names of the wrong kind for this set (" +
+        std::string(ref_.params.groups == group_kind::u64 ? "64-bit integers" : "byte strings") +
+        ")");
+  }
+  if (names.size() < group_count_) {
+    throw error(std::to_string(names.size()) + " group names for a set of " +
+                std::to_string(group_count_) + " groups with keys");
+  }
+  names_ = std::make_shared<const group_names>(std::move(names));
+  format_version_ = 0;
 }
 
 void filter::throw_kind_mismatch(key_kind expected) const {

@@ -4,6 +4,8 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
+#include <memory>
 #include <string_view>
 
 #include "query_kernels.hpp"
@@ -13,17 +15,21 @@ namespace {
 
 using namespace detail::kernels;
 
-/// Runs run(begin, end) over [0, count), in parallel for large batches.
+/// Runs run(begin, end) over [0, count), in parallel for large batches: `probes_each` probes
+/// an item, tasks of about 2^14 probes.
 template <class Run>
-void run_batch(std::uint64_t count, std::uint32_t threads, const Run& run) {
+void run_batch(std::uint64_t count, std::uint32_t threads, const Run& run,
+               std::uint64_t probes_each = 1) {
   constexpr std::uint64_t parallel_threshold = std::uint64_t{1} << 16;
-  if (count < parallel_threshold || threads == 1) {
+  constexpr std::uint64_t task_probes = std::uint64_t{1} << 14;
+  if (count * probes_each < parallel_threshold || count < 2 || threads == 1) {
     run(0, count);
     return;
   }
+  const std::uint64_t grain = std::max<std::uint64_t>(1, task_probes / probes_each);
   tbb::task_arena arena(threads == 0 ? tbb::task_arena::automatic : static_cast<int>(threads));
   arena.execute([&] {
-    tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, std::uint64_t{1} << 14),
+    tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, grain),
                       [&](const tbb::blocked_range<std::uint64_t>& r) { run(r.begin(), r.end()); });
   });
 }
@@ -84,6 +90,43 @@ void filter::contains_in_group(const Group& group, const Key* keys, std::uint64_
   };
   membership_batch(ref_.params, queries_.plan, count, pair, out, query_threads_);
 }
+
+template <class Key>
+filter::group_matches filter::groups_of(const Key* keys, std::uint64_t count) const {
+  const group_names& names = groups();
+  check_set_query(ref_.params.groups, key_kind_for<Key>);
+  const set_hasher hash = set_hashes();
+  std::vector<std::uint64_t> mixed = names.hashes(hash);
+  for (std::uint64_t& g : mixed) g = group_mix(g);
+  const std::uint64_t num_groups = mixed.size();
+  // Each key's matches on their own, then joined: the keys run in parallel for large batches.
+  std::vector<std::vector<std::uint64_t>> matches(count);
+  run_batch(
+      count, query_threads_,
+      [&](std::uint64_t begin, std::uint64_t end) {
+        std::unique_ptr<bool[]> hits(new bool[num_groups]);
+        for (std::uint64_t k = begin; k < end; ++k) {
+          const std::uint64_t key_hash = hash.key(keys[k]);
+          auto pair = [&](std::uint64_t g) { return mixed_pair_hash(mixed[g], key_hash); };
+          membership_keys(ref_.params, queries_.plan, 0, num_groups, pair, hits.get());
+          for (std::uint64_t g = 0; g < num_groups; ++g) {
+            if (hits[g]) matches[k].push_back(g);
+          }
+        }
+      },
+      std::max<std::uint64_t>(num_groups, 1));
+  group_matches out;
+  out.offsets.reserve(count + 1);
+  out.offsets.push_back(0);
+  for (const std::vector<std::uint64_t>& m : matches) {
+    out.groups.insert(out.groups.end(), m.begin(), m.end());
+    out.offsets.push_back(out.groups.size());
+  }
+  return out;
+}
+
+template filter::group_matches filter::groups_of(const std::uint64_t*, std::uint64_t) const;
+template filter::group_matches filter::groups_of(const std::string_view*, std::uint64_t) const;
 
 // The batched set queries of every kind of group and key.
 template void filter::contains_in(const std::uint64_t*, const std::uint64_t*, std::uint64_t,

@@ -23,6 +23,10 @@ struct builder_access {
                      std::vector<format::layer_image> layers, std::vector<aligned_bytes> buffers);
   /// A filter set's distinct groups, which its builder counted.
   static void set_group_count(filter& f, std::uint64_t groups) { f.group_count_ = groups; }
+  /// A set's names, which its builder collected (trusted: no count check).
+  static void set_group_names(filter& f, std::shared_ptr<const group_names> names) {
+    f.names_ = std::move(names);
+  }
 };
 
 }  // namespace ribbon

@@ -296,9 +296,13 @@ case_corrupt_filter() {
 }
 
 case_newer_version() {
+  # A version no release wrote, and version 7 needing a feature this reader does not know.
+  cp "$D/keys.rbn" "$D/v8.rbn"
+  printf '\010' | dd of="$D/v8.rbn" bs=1 seek=8 conv=notrunc status=none
+  damaged_filter_fails "$D/v8.rbn" "unsupported format version 8" || return 1
   cp "$D/keys.rbn" "$D/v7.rbn"
-  printf '\007' | dd of="$D/v7.rbn" bs=1 seek=8 conv=notrunc status=none
-  damaged_filter_fails "$D/v7.rbn" "unsupported format version 7"
+  printf '\007\000\000\000\000\002' | dd of="$D/v7.rbn" bs=1 seek=8 conv=notrunc status=none
+  damaged_filter_fails "$D/v7.rbn" "needs feature bit 9, which this reader does not know; upgrade ribbon"
 }
 
 case_truncated_and_foreign() {

@@ -138,7 +138,8 @@ case_groups_set_answers_every_pair() {
   [[ ${positive} -le 40 ]] || { fail "3000 keys under an unknown group: ${positive} positive"; return 1; }
   run info "$D/groups/set.ribbon" --json
   out_has '"group_count": 7' || return 1
-  out_has '"format_version": 6' || return 1
+  out_has '"format_version": 7' || return 1
+  out_has '"group_names": 7' || return 1
   build_ok --groups -i "$D/groups/pairs.tsv" -o "$D/groups/set1.ribbon" -t 1 -q || return 1
   same_file "$D/groups/set.ribbon" "$D/groups/set1.ribbon" || return 1
   build_ok --groups -i "$D/groups/pairs.tsv" -o "$D/groups/set-ooc.ribbon" --memory-limit 1M \
@@ -165,9 +166,10 @@ case_groups_set_refusals() {
   run query "$D/groups/plain.ribbon" --group a g0-1
   rc_is 2 "query a filter with --group" || return 1
   err_has "filter sets" || return 1
-  run build --groups -i "$D/groups/pairs.tsv" -o "$D/groups/c.ribbon" --layout compact
-  rc_is 2 "build --groups -o --layout compact" || return 1
-  err_has "standard layout" || return 1
+  run build --groups -i "$D/groups/pairs.tsv" -o "$D/groups/c.ribbon" --layout compact \
+    --no-group-names
+  rc_is 2 "build --groups -o --layout compact --no-group-names" || return 1
+  err_has "a compact set is format version 7" || return 1
   absent "$D/groups/c.ribbon" || return 1
   # Bad input: an error naming it, and no set written (nor temporary files).
   run build --groups -i "$D/groups/bad.tsv" -o "$D/groups/bad.ribbon" --tmp-dir "$D/groups"

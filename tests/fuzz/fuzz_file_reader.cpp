@@ -48,6 +48,7 @@ void read(const unsigned char* data, std::size_t size, bool verify_checksums) {
     const format::parsed_image parsed =
         format::parse_image(data, size, verify_checksums, "fuzz input");
     query(parsed.ref);
+    if (parsed.names) (void)parsed.names->encode();  // names the reader let through re-encode
   } catch (const ribbon::error&) {
     // A rejected file: what the reader must do with bad bytes.
   }
@@ -58,7 +59,10 @@ void reseal(unsigned char* data, std::size_t size) {
   format::file_header h;
   if (size < sizeof(h)) return;
   std::memcpy(&h, data, sizeof(h));
-  if (h.format_version == format::compact_version) return;
+  const bool compact = h.format_version == format::compact_version ||
+                       (h.format_version == format::features_version &&
+                        (h.features & format::feature_bits::compact) != 0);
+  if (compact) return;
   const std::uint64_t descriptors = std::uint64_t{h.num_layers} * sizeof(format::layer_descriptor);
   if (h.num_layers <= ribbon::max_layers && sizeof(h) + descriptors <= size) {
     h.descriptors_checksum = format::checksum(data + sizeof(h), descriptors);

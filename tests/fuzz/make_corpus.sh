@@ -37,7 +37,9 @@ build standard-retrieval -i "${keys}/values.tsv" --values --variant standard
 build check-bits -i "${keys}/values.tsv" --values --check-bits 5 -w 32
 build empty -i /dev/null
 seq 1 200 | awk '{ printf "part-%d\tk%d\n", $1 % 3, $1 }' >"${keys}/pairs.tsv"
-build set --groups -i "${keys}/pairs.tsv"  # a filter set (format version 6)
+build set --groups -i "${keys}/pairs.tsv"  # a filter set with its groups' names (version 7)
+build set-v6 --groups --no-group-names -i "${keys}/pairs.tsv"  # without them (version 6)
+build set-standard --groups --layout standard -i "${keys}/pairs.tsv"  # version 7, standard layout
 
 # Key texts, one file per parser.
 printf '\000key\nother key\r\n\nlast' >"${out}/key_parsers/lines-hashes"

@@ -1,67 +1,118 @@
 /// @file format.hpp
-/// The one file format of every builder and reader.
+/// The one file format of every builder and reader (docs/format.md).
 ///
 /// Little-endian, in one of two layouts, so a file can be mapped and queried in place:
-/// - standard (versions 1 to 4): a 128-byte header, one 128-byte descriptor per layer, then
-///   per layer its threshold section (bumped layers) and its solution section, each 64-byte
-///   aligned and zero-padded; the header, the descriptors and every section carry an XXH64
-///   checksum;
-/// - compact (version 5), for small filters: a 56-byte header and a 24-byte descriptor per
-///   layer holding only what the geometry does not imply, sections 16-byte aligned, and one
-///   XXH64 that covers the header, the descriptors and every section's own XXH64.
-/// Files are written by the CPU library (filter::save), atomically.
+/// - standard (versions 1 to 4 and 6, and 7 without the compact feature): a 128-byte header,
+///   one 128-byte descriptor per layer, then per layer its threshold section (bumped layers)
+///   and its solution section, each 64-byte aligned and zero-padded; the header, the
+///   descriptors and every section carry an XXH64 checksum;
+/// - compact (version 5, and 7 with the compact feature), for small filters: a 56-byte header
+///   (72 in version 7) and a 24-byte descriptor per layer holding only what the geometry does
+///   not imply, sections 16-byte aligned, and one XXH64 that covers the header, the
+///   descriptors and every section's own XXH64.
+/// Version 7 states what a file needs of its reader as a word of features (feature_bits),
+/// and may end with trailing sections (a set's group names, application metadata), each with
+/// its own checksum. Files are written by the CPU library (filter::save), atomically.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ribbon/filter_ref.hpp"
+#include "ribbon/group_names.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"
 
 namespace ribbon::format {
 
 inline constexpr char magic[8] = {'R', 'I', 'B', 'B', 'O', 'N', 'F', 'L'};
-/// Version 2 added the variant (standard, homogeneous, retrieval) and fractional bits per key;
-/// version 3 the 1+-bit threshold encoding (threshold_codes.hpp); version 4 check bits in
-/// retrieval structures (filter_params::check_bits, at header offset 100), with either
-/// encoding. Files with 2-bit codes (the builders' choice at w = 32, and every older file)
-/// and no check bits are version 2 (or 1), with 1+-bit codes version 3, so older readers
-/// read every file that needs nothing newer; all are read, and re-saved files keep their
-/// version. Version 5 is the compact layout (any encoding, any check bits), which builders
-/// choose for filters whose sections take at most compact_max_section_bytes. Version 6 is a
-/// filter set (filter_params::groups): the standard layout, with the group kind and the
-/// number of groups in header words that earlier versions keep zero.
 inline constexpr std::uint32_t compact_version = 5;
 inline constexpr std::uint32_t set_version = 6;
-inline constexpr std::uint32_t current_version = 6;
+/// The last version number: what a file needs is its features word from here on.
+inline constexpr std::uint32_t features_version = 7;
+inline constexpr std::uint32_t current_version = 7;
 inline constexpr std::uint32_t oldest_readable_version = 1;
 inline constexpr std::uint64_t section_alignment = 64;
 inline constexpr std::uint64_t compact_section_alignment = 16;
 /// Where 128 + 128 bytes a layer stop mattering: at 1 MiB of sections they are 0.05 %.
 inline constexpr std::uint64_t compact_max_section_bytes = std::uint64_t{1} << 20;
 
+/// What a file needs of its reader, one bit a feature: stated in version 7's features word,
+/// implied by the header in versions 1 to 6. A reader refuses a bit it does not know.
+namespace feature_bits {
+inline constexpr std::uint32_t compact = 1u << 0;             ///< the compact layout
+inline constexpr std::uint32_t one_plus_bit_codes = 1u << 1;  ///< threshold_encoding 2
+inline constexpr std::uint32_t check_bits = 1u << 2;          ///< retrieval check bits
+inline constexpr std::uint32_t filter_set = 1u << 3;          ///< (group, key) pairs
+inline constexpr std::uint32_t group_names = 1u << 4;         ///< a set's names section
+inline constexpr std::uint32_t metadata = 1u << 5;            ///< application metadata
+inline constexpr std::uint32_t known = (1u << 6) - 1;
+}  // namespace feature_bits
+
+/// The name of feature bit `bit` (0 to 31) as docs/format.md writes it, or nullptr where this
+/// library does not know it.
+const char* feature_name(unsigned bit);
+
+/// The names of the features `bits` sets, comma-separated ("bitN" for an unknown one).
+std::string feature_names(std::uint32_t bits);
+
+/// What one version admits: the rows of docs/format.md's table. A file of `version` has
+/// every feature of `required` and none outside `allowed`.
+struct version_rule {
+  std::uint32_t version;
+  std::uint32_t allowed;
+  std::uint32_t required;
+  bool written;        ///< whether writers choose it (version 1 is read only)
+  bool any_variant;    ///< else bumped filters only (version 1)
+  bool fraction_bits;  ///< whether extra_bit_fraction may be non-zero (not in version 1)
+};
+
+inline constexpr version_rule version_rules[] = {
+    {1, 0, 0, false, false, false},
+    {2, 0, 0, true, true, true},
+    {3, feature_bits::one_plus_bit_codes, feature_bits::one_plus_bit_codes, true, true, true},
+    {4, feature_bits::one_plus_bit_codes | feature_bits::check_bits, feature_bits::check_bits, true,
+     true, true},
+    {5, feature_bits::compact | feature_bits::one_plus_bit_codes | feature_bits::check_bits,
+     feature_bits::compact, true, true, true},
+    {6, feature_bits::one_plus_bit_codes | feature_bits::filter_set, feature_bits::filter_set, true,
+     true, true},
+    {7, feature_bits::known, 0, true, true, true},
+};
+
+/// The rule of `version`, or nullptr for a version no release wrote.
+const version_rule* rule_of(std::uint32_t version);
+
+/// Why the features `features` cannot be one file (e.g. check bits on a set of filters), or
+/// nullptr where they can. Holds in every version.
+const char* feature_conflict(std::uint32_t features);
+
+/// The version writers give a file of `features`: the oldest written version whose rule
+/// admits them, so that readers of earlier releases keep reading what they read before.
+std::uint32_t version_for_features(std::uint32_t features);
+
 /// Which layout a writer uses: `automatic` is compact for filters whose sections take at most
 /// compact_max_section_bytes (and whose counts fit the compact fields), standard otherwise.
 enum class layout_choice : std::uint32_t { automatic = 0, standard = 1, compact = 2 };
 
 /// The version of the standard-layout files whose thresholds are encoded as `codes`, whose
-/// retrieval values carry `check_bits` check bits and that are (or not) filter sets.
-constexpr std::uint32_t version_for(threshold_encoding codes, std::uint32_t check_bits = 0,
-                                    bool set = false) {
-  return set                                         ? set_version
-         : check_bits != 0                           ? 4
-         : codes == threshold_encoding::one_plus_bit ? 3
-                                                     : 2;
-}
+/// retrieval values carry `check_bits` check bits and that are (or not) filter sets without
+/// names or metadata.
+std::uint32_t version_for(threshold_encoding codes, std::uint32_t check_bits = 0, bool set = false);
 
 struct file_header {
   char magic[8];
   std::uint32_t format_version;
-  std::uint32_t header_bytes;
+  union {
+    std::uint32_t header_bytes;  ///< versions 1 to 6: 128
+    std::uint32_t features;      ///< version 7: feature_bits (the header is 128 bytes)
+  };
   std::uint64_t file_bytes;
   std::uint32_t variant;  ///< a ribbon::filter_variant (readers reject unknown ones)
   std::uint32_t key_kind;
@@ -79,8 +130,8 @@ struct file_header {
   std::uint64_t descriptors_checksum;  ///< XXH64 of all layer descriptors
   std::uint32_t extra_bit_fraction;    ///< fractional bits per key (version 2; 0 in version 1)
   std::uint32_t check_bits;            ///< retrieval check bits (version 4; 0 before)
-  std::uint64_t group_count;           ///< filter sets: distinct groups (version 6; else 0)
-  std::uint32_t group_kind;            ///< filter sets: a ribbon::group_kind (version 6; else 0)
+  std::uint64_t group_count;           ///< filter sets: distinct groups with keys (else 0)
+  std::uint32_t group_kind;            ///< filter sets: a ribbon::group_kind (else 0)
   std::uint32_t reserved;
   std::uint64_t header_checksum;  ///< XXH64 of the 120 bytes before it
 };
@@ -128,6 +179,40 @@ struct compact_header {
 };
 static_assert(sizeof(compact_header) == 56);
 
+/// The header of the compact layout in version 7: version 5's fields, the features word after
+/// the version, and a set's group fields.
+struct compact_header_v7 {
+  char magic[8];
+  std::uint32_t format_version;  ///< 7
+  std::uint32_t features;        ///< feature_bits, compact among them
+  std::uint8_t variant;
+  std::uint8_t key_kind;
+  std::uint8_t width;
+  std::uint8_t result_bits;
+  std::uint32_t threshold_light;
+  std::uint64_t seed;
+  std::uint64_t key_count;
+  std::uint64_t checksum;  ///< as compact_header's
+  std::uint32_t threshold_heavy;
+  std::uint16_t extra_bit_fraction;
+  std::uint8_t check_bits;
+  std::uint8_t bucket_bits;
+  std::uint8_t shard_bits;
+  std::uint8_t threshold_encoding;
+  std::uint8_t num_layers;
+  std::uint8_t group_kind;
+  std::uint32_t reserved;
+  std::uint64_t group_count;
+};
+static_assert(sizeof(compact_header_v7) == 72);
+
+/// The frame of a trailing section (version 7): its payload's size and XXH64, then the payload.
+struct trailing_frame {
+  std::uint64_t payload_bytes;
+  std::uint64_t payload_checksum;
+};
+static_assert(sizeof(trailing_frame) == 16);
+
 /// A layer of the compact layout: its input keys, sections, offsets and shard bits follow from
 /// the header and the layers before it.
 struct compact_descriptor {
@@ -166,12 +251,33 @@ using section_source = std::function<void(std::size_t, section, const byte_sink&
 
 /// Everything the writer needs.
 struct filter_image {
+  filter_image() = default;
+  filter_image(const filter_params& params_, std::uint64_t key_count_,
+               std::vector<layer_image> layers_, layout_choice layout_ = layout_choice::automatic,
+               std::uint64_t group_count_ = 0, std::shared_ptr<const group_names> names_ = nullptr,
+               std::shared_ptr<const std::string> metadata_ = nullptr)
+      : params(params_),
+        key_count(key_count_),
+        layers(std::move(layers_)),
+        layout(layout_),
+        group_count(group_count_),
+        names(std::move(names_)),
+        metadata(std::move(metadata_)) {}
+
   filter_params params;
   std::uint64_t key_count = 0;
   std::vector<layer_image> layers;
   layout_choice layout = layout_choice::automatic;
-  std::uint64_t group_count = 0;  ///< filter sets (params.groups): distinct groups
+  std::uint64_t group_count = 0;  ///< filter sets (params.groups): distinct groups with keys
+  /// Filter sets: the names of every group the builder was given (null: none written, which
+  /// makes a standard-layout set version 6).
+  std::shared_ptr<const group_names> names;
+  /// Application metadata, written as it is (null: none).
+  std::shared_ptr<const std::string> metadata;
 };
+
+/// The features a file of `image` needs (feature_bits), its layout resolved.
+std::uint32_t features_of(const filter_image& image);
 
 /// Whether write_image() writes `image` in the compact layout (its choice resolved).
 bool is_compact(const filter_image& image);
@@ -196,6 +302,11 @@ struct parsed_image {
   /// format_version then 5 and every field the compact layout implies filled in).
   file_header header;
   std::vector<layer_descriptor> layers;
+  std::uint32_t features = 0;  ///< stated (version 7) or implied (feature_bits)
+  /// Version 7's trailing sections: a set's group names (decoded and checked; null where
+  /// absent) and the application metadata (a view into the image; null where absent).
+  std::shared_ptr<const group_names> names = nullptr;
+  std::shared_ptr<const std::string> metadata = nullptr;
 };
 
 /// Validates an image (64-byte aligned, `size` bytes; 16-byte aligned is enough for a compact

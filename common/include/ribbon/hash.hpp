@@ -119,9 +119,18 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t group_hash_bytes(const void* data, s
 /// The hash a filter set stores for key hash `key_hash` in the group of hash `group_hash`.
 /// For one group it is a bijection of the key hash (distinct keys stay distinct); the group
 /// enters through a mix of its own, so that (a, b) and (b, a) differ.
+/// The group's half of pair_hash(), which a query of many keys in one group computes once.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t group_mix(std::uint64_t group_hash) {
+  return mix64(group_hash + 0x9E3779B97F4A7C15ULL);
+}
+/// pair_hash() from the group's half.
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t mixed_pair_hash(std::uint64_t group_mixed,
+                                                            std::uint64_t key_hash) {
+  return mix64(key_hash ^ group_mixed);
+}
 RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t pair_hash(std::uint64_t group_hash,
                                                       std::uint64_t key_hash) {
-  return mix64(key_hash ^ mix64(group_hash + 0x9E3779B97F4A7C15ULL));
+  return mixed_pair_hash(group_mix(group_hash), key_hash);
 }
 
 /// The kind of keys, or of a filter set's groups, given as C++ type T: std::uint64_t (u64) or

@@ -36,7 +36,12 @@ struct filter_summary {
   bool compact_layout = false;  ///< the compact layout of small filters (version 5)
   threshold_encoding threshold_codes = threshold_encoding::one_plus_bit;
   std::uint64_t key_count = 0;    ///< distinct keys (filter sets: distinct (group, key) pairs)
-  std::uint64_t group_count = 0;  ///< filter sets (params.groups): distinct groups
+  std::uint64_t group_count = 0;  ///< filter sets (params.groups): distinct groups with keys
+  std::uint32_t features = 0;     ///< format::feature_bits the file needs
+  bool has_group_names = false;   ///< filter sets: the names section (version 7)
+  std::uint64_t group_names = 0;  ///< its names (groups without keys too)
+  bool has_metadata = false;      ///< the metadata section (version 7)
+  std::uint64_t metadata_bytes = 0;
   std::uint64_t file_bytes = 0;
   bool retrieval = false;
   double bits_per_key = 0;  ///< file bytes (header included) * 8 / key_count; 0 without keys

@@ -40,9 +40,16 @@ struct bulk_options {
   build_options build;  ///< width, r or target FPR, seed, threads, shard size
   /// Bytes the build may use; 0: default_memory_limit(). It bounds the peak resident memory
   /// of the process less bulk_memory_reserve: the buffers, solver workspaces (fewer solving
-  /// threads when they would not fit) and sections are sized from it. A limit below
-  /// memory_floor() spills as it says but works at the floor. See docs/cli.md, "Memory".
+  /// threads when they would not fit) and sections are sized from it, whatever the key count.
+  /// Where an input needs more (a standard variant's keys beyond it, a shard range that
+  /// cannot be cut to fit), the build throws memory_limit_error as soon as that is known. A
+  /// limit below memory_floor() spills as it says but works at the floor, as best it can.
+  /// See docs/cli.md, "Memory".
   std::uint64_t memory_limit = 0;
+  /// For callers that keep part of their own limit (the `ribbon` tool keeps an eighth of
+  /// --memory-limit for its reader): maps such a limit to the memory_limit it gives this
+  /// builder, so that memory_limit_error names the caller's limit. Empty: the same.
+  std::function<std::uint64_t(std::uint64_t)> limit_of_caller;
   std::string tmp_dir;                 ///< where partition files go; empty: $TMPDIR or /tmp
   std::uint64_t expected_keys = 0;     ///< a hint (e.g. from file sizes) to size the partitions
   build_progress* progress = nullptr;  ///< optional; must outlive the builder
@@ -63,6 +70,22 @@ struct bulk_options {
   /// pairs' hashes (set_hasher::pair), and set_group_count() the number of distinct groups
   /// before finish(). Filters only, on the CPU (in_memory must be empty).
   group_kind groups = group_kind::none;
+  /// Application metadata written with the file as it is (format version 7); null: none.
+  std::shared_ptr<const std::string> metadata;
+};
+
+/// Thrown by a bulk build whose memory limit is too small for its input (bulk_options::
+/// memory_limit), as soon as that is known: what() says why and names needed_limit(), the
+/// smallest limit that works (for the keys seen so far, where the rest is unknown), in whole
+/// MiB of the caller's limit (bulk_options::limit_of_caller); 0 where none does.
+class memory_limit_error : public error {
+ public:
+  memory_limit_error(const std::string& message, std::uint64_t needed_limit)
+      : error(message), needed_limit_(needed_limit) {}
+  std::uint64_t needed_limit() const { return needed_limit_; }
+
+ private:
+  std::uint64_t needed_limit_;
 };
 
 /// What finish() built.
@@ -149,6 +172,9 @@ class bulk_builder {
   /// Filter sets (bulk_options::groups): the distinct groups of the pairs added, which the
   /// file records.
   void set_group_count(std::uint64_t groups);
+  /// Filter sets: the names of every group given (those without keys too), which the file
+  /// records (format version 7); without them it is version 6.
+  void set_group_names(group_names names);
 
   /// The smallest memory limit this build can honour (one solving thread, the smallest
   /// pass and buffers); it depends on the width, r and the shard size.

@@ -47,6 +47,10 @@ struct build_options {
   std::uint32_t check_bits = 0;
   std::uint64_t seed = 0;     ///< hash seed; the file is a function of keys, params, seed
   std::uint32_t threads = 0;  ///< worker threads; 0: all hardware threads
+  /// Filter sets: write the names of the groups given (format version 7), so that the set
+  /// answers "which groups may hold this key?" (filter::groups_of); false writes version 6,
+  /// which readers of the release before version 7 read.
+  bool group_names = true;
   /// Optional (filter::build): progress counters, and the flag that cancels the build.
   build_progress* progress = nullptr;
 };
@@ -316,8 +320,50 @@ class filter {
   bool is_retrieval() const { return ribbon::is_retrieval(ref_.params.variant); }
   /// Is this a filter set (queried with contains_in())?
   bool is_set() const { return ref_.params.is_set(); }
-  /// A filter set's distinct groups (0 for any other file).
+  /// A filter set's distinct groups that hold keys (0 for any other file).
   std::uint64_t group_count() const { return group_count_; }
+  /// Does this set know the names of its groups (format version 7's names section)?
+  bool has_group_names() const { return names_ != nullptr; }
+  /// The names of every group the set's builder was given, sorted (those without keys too).
+  /// Throws ribbon::error for a set without names (version 6) and for any other filter.
+  const group_names& groups() const;
+  /// Replaces the names the set will be saved with (e.g. to list groups that have no keys):
+  /// of the set's group kind, and at least group_count() of them (checked). A builder gives a
+  /// set the names of its groups unless build_options::group_names is false.
+  void set_group_names(group_names names);
+  /// Removes them: the set is saved as format version 6, as by the release before version 7.
+  void clear_group_names() {
+    names_.reset();
+    format_version_ = 0;
+  }
+
+  /// For each of `count` keys, the groups that may hold it: the indices into groups() of the
+  /// groups g for which contains_in(g, key) is true, ascending. Every group that holds the key
+  /// is among them, and each other group with probability about 2^-r. Group hashes are
+  /// computed once and every (group, key) probe goes through the batched query pipeline,
+  /// keys in parallel for large batches. Key: std::uint64_t or std::string_view.
+  struct group_matches {
+    std::vector<std::uint64_t>
+        offsets;  ///< count + 1: key i's groups are [offsets[i], offsets[i+1])
+    std::vector<std::uint64_t> groups;  ///< indices into groups()
+  };
+  template <class Key>
+  group_matches groups_of(const Key* keys, std::uint64_t count) const;
+
+  /// Application metadata stored with the file (version 7), returned as it was given, or
+  /// nothing where the file has none.
+  std::optional<std::string_view> metadata() const {
+    return metadata_ ? std::optional<std::string_view>(*metadata_) : std::nullopt;
+  }
+  /// Sets the metadata the filter will be saved with (the file becomes version 7).
+  void set_metadata(std::string bytes) {
+    metadata_ = std::make_shared<const std::string>(std::move(bytes));
+    format_version_ = 0;
+  }
+  void clear_metadata() {
+    metadata_.reset();
+    format_version_ = 0;
+  }
 
   /// The plan every query of this filter goes through (built when it was built or opened).
   const detail::planned_queries& queries() const { return queries_; }
@@ -383,8 +429,12 @@ class filter {
   filter_ref ref_{};
   detail::planned_queries queries_;  // of ref_: set wherever ref_ is
   std::uint32_t query_threads_ = 0;
-  std::uint32_t format_version_ = 0;  // 0: built here, the version its codes are written in
-  std::uint64_t group_count_ = 0;     // filter sets: distinct groups
+  std::uint32_t format_version_ = 0;  // 0: built here or changed, the version it is saved as
+  // A loaded file's layout, which `automatic` keeps when it is saved again.
+  format::layout_choice loaded_layout_ = format::layout_choice::automatic;
+  std::uint64_t group_count_ = 0;                // filter sets: distinct groups
+  std::shared_ptr<const group_names> names_;     // filter sets: saved when not null
+  std::shared_ptr<const std::string> metadata_;  // saved when not null
 
   friend struct builder_access;
 };
