@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Java reader's answers against the C++ reader's: files of every variant, width, threshold
 # encoding (format versions 2 and 3), layout (the compact one of version 5 and the standard
-# one), fractional setting and key kind, and filter sets (version 6), built by `ribbon build`,
+# one), fractional setting and key kind, and filter sets (version 7 with group names in either
+# layout, asked --group and --groups-of; version 6 without), built by `ribbon build`,
 # and the version-1 golden files of tests/data, each queried with members and random
 # non-members by `ribbon query` and `java -jar ribbon.jar query`: output and exit status must
 # be identical (so the false positives are the same keys too).
@@ -161,8 +162,9 @@ compare_failing "hex64-bad-line" f.rbn --format hex64 -i probes.hex -i bad.hex
 compare_failing "u64-trailing-bytes" f.rbn --format u64 -i bad.u64
 compare_failing "missing-second-input" f.rbn --format hex64 12345 "$(head -n 1 probes.hex)" -i probes.hex -i missing.hex
 
-# Filter sets (version 6): (group, key) pairs of text lines and of integers, each queried in
-# a group that holds some of the probes and in one that was never given.
+# Filter sets (version 7 with names, compact and standard; version 6 without): (group, key)
+# pairs of text lines and of integers, each queried in a group that holds some of the probes
+# and in one that was never given, and for the groups of every probe (--groups-of).
 python3 - <<'PY'
 import struct
 lines = open("lines.txt", "rb").read().split(b"\n")[:-1]
@@ -170,13 +172,17 @@ open("pairs.tsv", "wb").write(b"".join(b"part-%d\t%s\n" % (i % 5, k) for i, k in
 ints = struct.unpack("<%dQ" % (len(open("keys.u64", "rb").read()) // 8), open("keys.u64", "rb").read())
 open("pairs.u64", "wb").write(b"".join(struct.pack("<QQ", i % 5, k) for i, k in enumerate(ints)))
 PY
+set_layouts=(--no-group-names "--layout compact" "--layout standard")
 for w in 32 64 128; do
-  "${ribbon}" build -q --groups -i pairs.tsv -o f.rbn -w "${w}" --seed "${w}"
+  layout=${set_layouts[$(( (w / 32 - 1) % 3 ))]}
+  "${ribbon}" build -q --groups -i pairs.tsv -o f.rbn -w "${w}" --seed "${w}" ${layout}
   for group in part-2 part-9; do compare "set-lines-w${w}-${group}" f.rbn --group "${group}" -i lines-probes.txt; done
-  "${ribbon}" build -q --groups --format u64 -i pairs.u64 -o f.rbn -w "${w}" -r 6
+  [[ ${layout} == --no-group-names ]] || compare "set-lines-w${w}-groups-of" f.rbn --groups-of -i lines-probes.txt
+  "${ribbon}" build -q --groups --format u64 -i pairs.u64 -o f.rbn -w "${w}" -r 6 ${layout}
   for group in 3 18446744073709551615; do
     compare "set-u64-w${w}-${group}" f.rbn --group "${group}" --format u64 -i probes.u64
   done
+  [[ ${layout} == --no-group-names ]] || compare "set-u64-w${w}-groups-of" f.rbn --groups-of --format u64 -i probes.u64
 done
 for args in "--format u64 -i probes.u64" "--group x --format u64 -i probes.u64"; do  # no group; a text one
   c_rc=0 j_rc=0

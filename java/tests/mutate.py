@@ -53,7 +53,19 @@ def xxh64(data, seed=0):
     return h ^ (h >> 32)
 
 
-def compact_sections(ribbon, path):
+def compact_frame(data):
+    """(header bytes, checksum offset, num_layers offset) of a compact file: version 5's
+    56-byte header, or version 7's 72-byte one (docs/format.md, sections 10 and 12); None for
+    the standard layout."""
+    version = struct.unpack_from("<I", data, 8)[0] if len(data) >= 12 else 0
+    if version == 5:
+        return 56, 32, 54
+    if version == 7 and len(data) >= 16 and struct.unpack_from("<I", data, 12)[0] & 1:
+        return 72, 40, 58
+    return None
+
+
+def compact_sections(ribbon, path, frame):
     """(offset, bytes) of every section of a compact file (docs/format.md, section 10), from the
     layers' section sizes that `ribbon info --json` reports."""
     info = json.loads(subprocess.run([ribbon, "info", "--json", path], check=True,
@@ -61,7 +73,7 @@ def compact_sections(ribbon, path):
     def align(x):
         return (x + 15) // 16 * 16
 
-    offset, sections = 56 + 24 * len(info["layers"]), []
+    offset, sections = frame[0] + 24 * len(info["layers"]), []
     for layer in info["layers"]:
         thresholds, solution = layer["threshold_bytes"], layer["solution_bytes"]
         at = align(offset) if thresholds else 0
@@ -71,24 +83,25 @@ def compact_sections(ribbon, path):
     return sections
 
 
-def recompact_checksum(b, sections):
+def recompact_checksum(b, sections, frame):
     """A compact file's one checksum: XXH64 of its header (checksum field 0) and descriptors,
     then the sections' checksums, taken where the unchanged file has its sections."""
-    layers = b[54]
-    if 56 + 24 * layers > len(b):
+    header, checksum_at, layers_at = frame
+    layers = b[layers_at]
+    if header + 24 * layers > len(b):
         return
-    covered = bytearray(b[:56 + 24 * layers])
-    covered[32:40] = bytes(8)
+    covered = bytearray(b[:header + 24 * layers])
+    covered[checksum_at:checksum_at + 8] = bytes(8)
     for offset, size in sections[:2 * layers]:
         covered += struct.pack("<Q", xxh64(bytes(b[offset:offset + size])))
-    struct.pack_into("<Q", b, 32, xxh64(bytes(covered)))
+    struct.pack_into("<Q", b, checksum_at, xxh64(bytes(covered)))
 
 
-def rechecksum(b, sections=None):
+def rechecksum(b, sections=None, frame=None):
     """Recomputes every checksum a file records (as far as its descriptors make sense);
-    `sections` for a compact file."""
+    `sections` and `frame` for a compact file. (Version 7's trailing sections keep theirs.)"""
     if sections is not None:
-        return recompact_checksum(b, sections)
+        return recompact_checksum(b, sections, frame)
     if len(b) < 128:
         return
     layers = struct.unpack_from("<I", b, 80)[0]
@@ -110,10 +123,10 @@ def main():
     for path in sys.argv[2:]:
         data = open(path, "rb").read()
         name = os.path.basename(path)
-        compact = len(data) >= 12 and struct.unpack_from("<I", data, 8)[0] == 5
-        if compact and not ribbon:
+        frame = compact_frame(data)
+        if frame and not ribbon:
             sys.exit("mutate.py: compact files need RIBBON_CLI (the ribbon tool) to find sections")
-        sections = compact_sections(ribbon, path) if compact else None
+        sections = compact_sections(ribbon, path, frame) if frame else None
         mutants = {}
         for k in range(24):
             b = bytearray(data)
@@ -125,7 +138,7 @@ def main():
             limit = len(b) if k % 3 == 0 else min(len(b), 128 * 4)
             bit = rng.randrange(limit * 8)
             b[bit // 8] ^= 1 << (bit % 8)
-            rechecksum(b, sections)
+            rechecksum(b, sections, frame)
             mutants["resum%d" % k] = b
         for k, size in enumerate(sorted({0, 7, 127, 128, len(data) - 1, len(data) // 2,
                                          rng.randrange(len(data))})):

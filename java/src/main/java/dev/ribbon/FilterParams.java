@@ -17,7 +17,7 @@ final class FilterParams {
     final boolean twoBitCodes;
     /** Retrieval: fingerprint bits of the key hash stored above each value (version 4; else 0). */
     final int checkBits;
-    /** Filter sets: 1 groups named by integers, 2 by byte strings (version 6; else 0). */
+    /** Filter sets: 1 groups named by integers, 2 by byte strings (version 6 or 7; else 0). */
     final int groupKind;
 
     private FilterParams(int width, int resultBits, int bucketSize, int thresholdLight,
@@ -46,13 +46,57 @@ final class FilterParams {
                 f.getInt(100), f.getInt(112));
     }
 
-    /** A compact header's fields (docs/format.md, section 10), unchecked; bucket and shard bits
-     *  below 32 and 64 (the parser checks them first). */
-    static FilterParams compact(MappedFile f, Variant variant) {
-        return new FilterParams(f.getByte(14) & 0xFF, f.getByte(15) & 0xFF, 1 << (f.getByte(51) & 0xFF),
-                f.getInt(40), f.getInt(44), f.getByte(53) == 1, 1L << (f.getByte(52) & 0xFF),
-                f.getLong(16), f.getByte(13) & 0xFF, variant,
-                (f.getByte(48) & 0xFF) | (f.getByte(49) & 0xFF) << 8, f.getByte(50) & 0xFF, 0);
+    /** A compact header's fields (docs/format.md, sections 10 and 12) at the offsets of its
+     *  version, unchecked; bucket and shard bits below 32 and 64 (the parser checks them first). */
+    static FilterParams compact(MappedFile f, Variant variant, CompactHeader h) {
+        return new FilterParams(f.getByte(h.width) & 0xFF, f.getByte(h.resultBits) & 0xFF,
+                1 << (f.getByte(h.bucketBits) & 0xFF), f.getInt(h.thresholdLight), f.getInt(h.thresholdHeavy),
+                f.getByte(h.thresholdEncoding) == 1, 1L << (f.getByte(h.shardBits) & 0xFF), f.getLong(h.seed),
+                f.getByte(h.keyKind) & 0xFF, variant,
+                (f.getByte(h.extraBitFraction) & 0xFF) | (f.getByte(h.extraBitFraction + 1) & 0xFF) << 8,
+                f.getByte(h.checkBits) & 0xFF, h.groupKind < 0 ? 0 : f.getByte(h.groupKind) & 0xFF);
+    }
+
+    /** Where a compact header keeps its fields: version 5's 56 bytes, version 7's 72. */
+    static final class CompactHeader {
+        final int bytes, variant, keyKind, width, resultBits, thresholdLight, seed, keyCount, checksum,
+                thresholdHeavy, extraBitFraction, checkBits, bucketBits, shardBits, thresholdEncoding,
+                numLayers, groupKind, groupCount;
+        /** The reserved field's offset and size in bytes (0 after it). */
+        final int reserved, reservedBytes;
+
+        private CompactHeader(int bytes, int variant, int keyKind, int width, int resultBits, int thresholdLight,
+                int seed, int keyCount, int checksum, int thresholdHeavy, int extraBitFraction, int checkBits,
+                int bucketBits, int shardBits, int thresholdEncoding, int numLayers, int groupKind,
+                int reserved, int reservedBytes, int groupCount) {
+            this.bytes = bytes;
+            this.variant = variant;
+            this.keyKind = keyKind;
+            this.width = width;
+            this.resultBits = resultBits;
+            this.thresholdLight = thresholdLight;
+            this.seed = seed;
+            this.keyCount = keyCount;
+            this.checksum = checksum;
+            this.thresholdHeavy = thresholdHeavy;
+            this.extraBitFraction = extraBitFraction;
+            this.checkBits = checkBits;
+            this.bucketBits = bucketBits;
+            this.shardBits = shardBits;
+            this.thresholdEncoding = thresholdEncoding;
+            this.numLayers = numLayers;
+            this.groupKind = groupKind;
+            this.reserved = reserved;
+            this.reservedBytes = reservedBytes;
+            this.groupCount = groupCount;
+        }
+
+        /** Version 5 (section 10): no group fields (-1). */
+        static final CompactHeader V5 = new CompactHeader(56, 12, 13, 14, 15, 40, 16, 24, 32, 44, 48, 50, 51, 52,
+                53, 54, -1, 55, 1, -1);
+        /** Version 7 (section 12). */
+        static final CompactHeader V7 = new CompactHeader(72, 16, 17, 18, 19, 20, 24, 32, 40, 48, 52, 54, 55, 56,
+                57, 58, 59, 60, 4, 64);
     }
 
     /** Bits of a stored value: r less the check bits. */

@@ -2,7 +2,10 @@ package dev.ribbon;
 
 import java.util.Arrays;
 
-/** {@code java -jar ribbon.jar query ...} (see {@link QueryCommand}) and {@code bench ...} (see {@link Bench}). */
+/**
+ * {@code java -jar ribbon.jar query ...} (see {@link QueryCommand}), {@code verify FILE ...},
+ * {@code check-cases DIR} (see {@link CheckCases}) and {@code bench ...} (see {@link Bench}).
+ */
 public final class Main {
     private Main() {}
 
@@ -14,11 +17,14 @@ public final class Main {
             status = QueryCommand.run(rest, System.out, System.err);
         } else if (args.length > 0 && args[0].equals("verify")) {
             status = verify(rest);
+        } else if (args.length > 0 && args[0].equals("check-cases")) {
+            status = CheckCases.run(rest, System.out);
         } else if (args.length > 0 && args[0].equals("bench")) {
             status = Bench.run(rest);
         } else {
             System.err.println("usage: java -jar ribbon.jar query FILTER [-i FILE ...|-] [--format lines|u64|hex64]"
-                    + " [--count] [--values] [KEY ...]\n       java -jar ribbon.jar verify FILTER ...\n       java -jar ribbon.jar bench FILTER KEYS.u64 [--rounds N]");
+                    + " [--count] [--values] [--group G | --groups-of] [KEY ...]\n       java -jar ribbon.jar verify FILTER ...\n"
+                    + "       java -jar ribbon.jar check-cases DIR\n       java -jar ribbon.jar bench FILTER KEYS.u64 [--rounds N]");
             status = 2;
         }
         System.exit(status);

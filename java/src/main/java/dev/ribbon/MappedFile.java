@@ -89,6 +89,18 @@ final class MappedFile {
         return chunks[(int) (offset >>> chunkBits)].get((int) (offset & chunkMask));
     }
 
+    /** Copies {@code dst.length} bytes at {@code offset} into {@code dst} (across windows). */
+    void read(long offset, byte[] dst) {
+        for (int done = 0; done < dst.length; ) {
+            long at = offset + done;
+            ByteBuffer chunk = chunks[(int) (at >>> chunkBits)];
+            int from = (int) (at & chunkMask);
+            int n = Math.min(dst.length - done, chunk.limit() - from);
+            chunk.duplicate().position(from).get(dst, done, n);
+            done += n;
+        }
+    }
+
     /** XXH64 with seed 0 of `length` bytes at `offset` (the format's checksum). */
     long checksum(long offset, long length) {
         int first = (int) (offset >>> chunkBits);

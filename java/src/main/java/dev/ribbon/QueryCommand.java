@@ -15,8 +15,11 @@ import java.util.OptionalInt;
 
 /**
  * {@code java -jar ribbon.jar query FILTER [-i FILE ...|-] [--format F] [--count] [--values
- * [--absent TEXT]] [--group G] [KEY ...]}: the options of {@code ribbon query} with its output and exit
+ * [--absent TEXT]] [--group G | --groups-of] [KEY ...]}: the options of {@code ribbon query} with its output and exit
  * status (0 a key positive, or found; 1 none; 2 an error, reported as {@code ribbon: ...}).
+ * With {@code --groups-of} (a filter set with group names) every key gets a line {@code
+ * KEY<TAB>GROUP<TAB>GROUP...}: the groups that may hold it, in the order of their names (integer
+ * groups in decimal, byte-string groups as their bytes), the key alone where none may.
  */
 public final class QueryCommand {
     /** The charset the JVM decoded the arguments with: encoding with it gives their bytes back. */
@@ -35,6 +38,10 @@ public final class QueryCommand {
     private String group;
     private byte[] groupBytes;
     private long groupNumber;
+    /** --groups-of: list each key's groups. */
+    private boolean groupsOf;
+    /** --groups-of: the set's group names as printed (decimal, or the name's bytes). */
+    private byte[][] groupTexts;
     private RibbonFilter filter;
     private OutputStream out;
     private long queried;
@@ -76,6 +83,8 @@ public final class QueryCommand {
                 count = true;
             } else if (a.equals("--values")) {
                 values = true;
+            } else if (a.equals("--groups-of")) {
+                groupsOf = true;
             } else if (!a.equals("--progress")) {
                 throw new RibbonException("unknown option " + a);
             }
@@ -84,6 +93,9 @@ public final class QueryCommand {
         if (count && values) throw new RibbonException("--count excludes --values");
         if (absent != null && !values) throw new RibbonException("--absent needs --values");
         if (group != null && values) throw new RibbonException("--group excludes --values");
+        if (groupsOf && (values || count || group != null)) {
+            throw new RibbonException("--groups-of excludes --values, --count and --group");
+        }
     }
 
     private void optionValue(String option, String value) {
@@ -165,7 +177,19 @@ public final class QueryCommand {
      */
     private void answer(KeyInput.Chunk c) throws IOException {
         byte[][] texts = Arrays.copyOf(c.texts, c.count);
-        if (values) {
+        if (groupsOf) {
+            int[][] groups = format == KeyInput.Format.LINES ? filter.groupsOf(texts)
+                    : filter.groupsOf(Arrays.copyOf(c.values, c.count));
+            for (int i = 0; i < c.count; i++) {
+                if (groups[i].length > 0) positive++;
+                out.write(text(c, i));
+                for (int j = 0; j < groups[i].length; j++) {
+                    out.write('\t');
+                    out.write(groupTexts[groups[i][j]]);
+                }
+                out.write('\n');
+            }
+        } else if (values) {
             for (int i = 0; i < c.count; i++) {
                 OptionalInt value = format == KeyInput.Format.LINES ? filter.find(texts[i]) : filter.find(c.values[i]);
                 if (value.isPresent()) positive++;
@@ -231,6 +255,25 @@ public final class QueryCommand {
         if (!f.isRetrieval() && values) {
             throw new RibbonException(path + ": --values is for retrieval structures (built with --values or "
                     + "--value-file); this file is a filter");
+        }
+        if (groupsOf) {
+            if (!f.isSet()) {
+                throw new RibbonException(path + ": --groups-of is for filter sets (built with `ribbon build --groups -o`)");
+            }
+            if (!f.hasGroupNames()) {
+                throw new RibbonException(path + ": --groups-of needs a filter set with group names (this one was "
+                        + "written without them: format version " + f.formatVersion() + "); ask with --group GROUP");
+            }
+            if (f.hasByteGroups()) {
+                groupTexts = f.groupsBytes();
+            } else {
+                long[] names = f.groupsLong();
+                groupTexts = new byte[names.length][];
+                for (int i = 0; i < names.length; i++) {
+                    groupTexts[i] = Long.toUnsignedString(names[i]).getBytes(StandardCharsets.US_ASCII);
+                }
+            }
+            return f;
         }
         if (f.isSet() && group == null) {
             throw new RibbonException(path + ": a filter set answers (group, key): give --group GROUP");

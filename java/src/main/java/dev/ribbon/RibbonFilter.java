@@ -1,6 +1,7 @@
 package dev.ribbon;
 
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.OptionalInt;
 
 /**
@@ -14,13 +15,35 @@ import java.util.OptionalInt;
  * }</pre>
  */
 public final class RibbonFilter {
+    /** Feature bit 0 (docs/format.md, section 12): the compact layout. */
+    public static final int FEATURE_COMPACT = VersionRules.COMPACT;
+    /** Feature bit 1: 1+-bit threshold codes. */
+    public static final int FEATURE_ONE_PLUS_BIT_CODES = VersionRules.ONE_PLUS_BIT_CODES;
+    /** Feature bit 2: retrieval check bits. */
+    public static final int FEATURE_CHECK_BITS = VersionRules.CHECK_BITS;
+    /** Feature bit 3: a filter set. */
+    public static final int FEATURE_FILTER_SET = VersionRules.FILTER_SET;
+    /** Feature bit 4: a filter set's group names. */
+    public static final int FEATURE_GROUP_NAMES = VersionRules.GROUP_NAMES;
+    /** Feature bit 5: application metadata. */
+    public static final int FEATURE_METADATA = VersionRules.METADATA;
+
     private final String source;
     private final FilterParams p;
     private final Layer[] layers;
     private final long keyCount;
     private final long groupCount;
     private final int version;
+    private final int features;
     private final long sizeBytes;
+    private final MappedFile file;
+    /** The checked group-names section, or null. */
+    private final GroupNames groupNames;
+    private final long metadataOffset;
+    private final long metadataBytes;
+    /** Decoded on first use: the names (long[] or byte[][]) and their group hashes. */
+    private volatile Object names;
+    private volatile long[] nameHashes;
     private final long seedMixed;
     /** What the file answers: KEYS_* | ANSWERS_* (one compare per call, not two field reads). */
     private final int kind;
@@ -42,7 +65,12 @@ public final class RibbonFilter {
         this.keyCount = parsed.keyCount;
         this.groupCount = parsed.groupCount;
         this.version = parsed.version;
+        this.features = parsed.features;
         this.sizeBytes = file.size();
+        this.file = file;
+        this.groupNames = parsed.groupNames;
+        this.metadataOffset = parsed.metadataOffset;
+        this.metadataBytes = parsed.metadataBytes;
         this.seedMixed = Hashing.seedMix(p.seed);
         this.kind = (p.byteKeys ? BYTE_KEYS : 0) | (p.variant.retrieval ? RETRIEVAL : 0)
                 | (p.groupKind != 0 ? SET : 0);
@@ -74,8 +102,61 @@ public final class RibbonFilter {
         return new RibbonFilter(path.toString(), FileParser.parse(file, path.toString()), file, heapBytes);
     }
 
-    /** The file's format version (1 to 6; 5 is the compact layout of small filters, 6 a filter set). */
+    /**
+     * The file's format version (1 to 7; 5 is the compact layout of small filters, 6 a filter
+     * set, 7 a file that states its {@link #features()}).
+     */
     public int formatVersion() { return version; }
+
+    /**
+     * What the file needs of its reader, as the word of feature bits of docs/format.md, section
+     * 12 ({@code FEATURE_*}): stated by a version-7 file, implied by the header of older ones
+     * (version 5: compact; threshold encoding 2: one_plus_bit_codes; check bits; a filter set).
+     */
+    public int features() { return features; }
+
+    /** True for a filter set that stores the names of its groups (format version 7). */
+    public boolean hasGroupNames() { return groupNames != null; }
+
+    /**
+     * The names of a filter set's groups named by integers, ascending as unsigned 64-bit
+     * integers: every group its builder was given, including groups that hold no key, so at
+     * least {@link #groupCount()} of them. A new array each call.
+     *
+     * @throws RibbonException if the file is not a set with integer group names
+     */
+    public long[] groupsLong() {
+        requireNames(false);
+        return ((long[]) decodedNames()).clone();
+    }
+
+    /**
+     * The names of a filter set's groups named by byte strings, ascending in unsigned byte
+     * order (as {@link #groupsLong()}). New arrays each call.
+     *
+     * @throws RibbonException if the file is not a set with byte-string group names
+     */
+    public byte[][] groupsBytes() {
+        requireNames(true);
+        byte[][] stored = (byte[][]) decodedNames();
+        byte[][] out = new byte[stored.length][];
+        for (int i = 0; i < out.length; i++) out[i] = stored[i].clone();
+        return out;
+    }
+
+    /**
+     * The application's metadata stored in the file (feature {@code metadata}), as written; null
+     * where the file has none. A new array each call.
+     */
+    public byte[] metadata() {
+        if (metadataOffset < 0) return null;
+        if (metadataBytes > Integer.MAX_VALUE - 8) {
+            throw new RibbonException(source + ": metadata of " + metadataBytes + " bytes, more than a Java array holds");
+        }
+        byte[] out = new byte[(int) metadataBytes];
+        file.read(metadataOffset, out);
+        return out;
+    }
 
     /** What the file stores. */
     public Variant variant() { return p.variant; }
@@ -101,7 +182,8 @@ public final class RibbonFilter {
     /** Distinct keys of the set (of a filter set: distinct (group, key) pairs). */
     public long keyCount() { return keyCount; }
 
-    /** True for a filter set (format version 6), queried with {@code containsIn}. */
+    /** True for a filter set (format version 6, or 7 with feature filter_set), queried with
+     *  {@code containsIn} (and, where it has group names, {@code groupsOf}). */
     public boolean isSet() { return p.groupKind != 0; }
 
     /** A filter set's groups are byte strings (true) or 64-bit integers (false). */
@@ -191,6 +273,108 @@ public final class RibbonFilter {
     public boolean containsIn(byte[] group, byte[] key) {
         requireSet(true, BYTE_KEYS);
         return containsHash(Hashing.pairHash(Hashing.groupHashBytes(group, p.seed), Hashing.hashBytes(key, p.seed)));
+    }
+
+    /**
+     * Filter sets with group names: the groups that may hold each integer key. {@code
+     * result[i]} lists, ascending, the indices into {@link #groupsLong()} (or {@link
+     * #groupsBytes()}) of the groups g with {@code containsIn(g, keys[i])}: every group that
+     * holds the key, and others with probability about 2^-r each. Each group's hash is computed
+     * once, then every (group, key) pair is probed.
+     *
+     * @throws RibbonException if the file is not a filter set of integer keys with group names
+     */
+    public int[][] groupsOf(long[] keys) {
+        requireGroupsOf(false);
+        long[] keyHashes = new long[keys.length];
+        for (int i = 0; i < keys.length; i++) keyHashes[i] = Hashing.hashLong(keys[i], seedMixed);
+        return groupsOfHashes(keyHashes);
+    }
+
+    /** As {@link #groupsOf(long[])}, for byte-string keys. */
+    public int[][] groupsOf(byte[][] keys) {
+        requireGroupsOf(true);
+        long[] keyHashes = new long[keys.length];
+        for (int i = 0; i < keys.length; i++) keyHashes[i] = Hashing.hashBytes(keys[i], p.seed);
+        return groupsOfHashes(keyHashes);
+    }
+
+    private int[][] groupsOfHashes(long[] keyHashes) {
+        long[] groups = groupHashes();
+        int block = Math.min(groups.length, Query64.BLOCK);
+        long[] hashes = new long[block];
+        long[] starts = new long[block];
+        boolean[] found = new boolean[groups.length];
+        int[] indices = new int[groups.length];
+        int[][] out = new int[keyHashes.length][];
+        for (int k = 0; k < keyHashes.length; k++) {
+            for (int from = 0; from < groups.length; from += block) {
+                int count = Math.min(block, groups.length - from);
+                for (int i = 0; i < count; i++) hashes[i] = Hashing.pairHash(groups[from + i], keyHashes[k]);
+                containsHashes(hashes, count, found, from, starts);
+            }
+            int n = 0;
+            for (int g = 0; g < groups.length; g++) {
+                if (found[g]) indices[n++] = g;
+            }
+            out[k] = Arrays.copyOf(indices, n);
+        }
+        return out;
+    }
+
+    /** The names, decoded once (long[] or byte[][]). */
+    private Object decodedNames() {
+        Object decoded = names;
+        if (decoded == null) {
+            java.util.function.Function<String, RibbonException> fail = what -> new RibbonException(source + ": " + what);
+            decoded = groupNames.groupKind == 2 ? groupNames.bytes(fail) : groupNames.longs(fail);
+            names = decoded;
+        }
+        return decoded;
+    }
+
+    /** The hash of every named group (section 11), computed once. */
+    private long[] groupHashes() {
+        long[] hashes = nameHashes;
+        if (hashes == null) {
+            Object decoded = decodedNames();
+            if (decoded instanceof long[]) {
+                long[] groups = (long[]) decoded;
+                hashes = new long[groups.length];
+                for (int i = 0; i < groups.length; i++) hashes[i] = Hashing.groupHashLong(groups[i], seedMixed);
+            } else {
+                byte[][] groups = (byte[][]) decoded;
+                hashes = new long[groups.length];
+                for (int i = 0; i < groups.length; i++) hashes[i] = Hashing.groupHashBytes(groups[i], p.seed);
+            }
+            nameHashes = hashes;
+        }
+        return hashes;
+    }
+
+    /** A filter set with group names (of this kind). */
+    private void requireNames(boolean byteGroups) {
+        if ((kind & SET) == 0) {
+            throw new RibbonException(source + ": this is not a filter set: it has no groups");
+        }
+        if (groupNames == null) {
+            throw new RibbonException(source + ": this filter set has no group names (format version " + version
+                    + ", written without them): ask it about a group you name (containsIn)");
+        }
+        if (hasByteGroups() != byteGroups) {
+            throw new RibbonException(source + ": this filter set names its groups by "
+                    + (hasByteGroups() ? "byte strings (groupsBytes)" : "64-bit integers (groupsLong)"));
+        }
+    }
+
+    /** A filter set with group names and keys of this kind. */
+    private void requireGroupsOf(boolean byteKeys) {
+        requireNames(hasByteGroups());
+        if (p.byteKeys != byteKeys) {
+            throw new RibbonException(source + ": the filter set was built from "
+                    + (p.byteKeys ? "byte-string keys" : "64-bit integer keys")
+                    + " and cannot be queried with " + (byteKeys ? "byte-string keys" : "integer keys"));
+        }
     }
 
     /** Membership of every key: {@code result[i] = contains(keys[i])}. */
