@@ -343,6 +343,14 @@ class Engine:
         """A filter set's distinct groups (asked after count(); only of set builds)."""
         raise NotImplementedError
 
+    def group_names(self):
+        """A filter set's distinct groups themselves (integers or bytes, any order; numpy,
+        pyarrow or a list), which the file names (format version 7); asked after
+        count_groups() of set builds that keep names."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot list a filter set's groups: build with "
+            "group_names=False (format version 6), or give the engine a group_names()")
+
     def solve_layer(self, plan: LayerPlan, source: Any, task) -> Tuple[List[RangeResult], Any]:
         raise NotImplementedError
 
@@ -464,9 +472,10 @@ def _placements(windows: dict, holes) -> List[List[Tuple[Window, int]]]:
 
 
 def assemble_file(engine: Engine, params, destination: Destination, key_count: int,
-                  layers, rest, stats: "BuildStats") -> None:
+                  layers, rest, stats: "BuildStats", group_names=None) -> None:
     """Writes the file from the solved layers' parts and the finished layers: complete under
-    its name (a rename, or a move once whole) or not at all."""
+    its name (a rename, or a move once whole) or not at all. ``group_names``: a filter set's
+    groups (None: none written)."""
     windows = section_windows(params, destination, layers)
     sections = [windows[key] for plan, _ in layers for key in ((plan.layer, 0), (plan.layer, 1))]
 
@@ -475,7 +484,8 @@ def assemble_file(engine: Engine, params, destination: Destination, key_count: i
                 for i, (plan, bumped) in enumerate(layers)]
 
     def frame(sums):
-        return frame_file(params, key_count, described(sums), rest, group_count=stats.groups)
+        return frame_file(params, key_count, described(sums), rest, group_count=stats.groups,
+                          group_names=group_names)
 
     file_bytes, _, holes = frame([0] * len(sections))
     temp = destination.temp_path()
@@ -593,6 +603,15 @@ def _raise_conflicts(engine: Engine, params, results: Sequence[RangeResult]) -> 
     raise error
 
 
+def as_group_names(names) -> Any:
+    """Distinct groups as the file names them: integers as their 64-bit patterns (a negative
+    long is the u64 the pairs were hashed with), byte strings as they are."""
+    names = list(names)
+    if names and isinstance(names[0], int):
+        return np.array(names, dtype=np.int64 if min(names) < 0 else np.uint64).view(np.uint64)
+    return names
+
+
 def run_build(
     engine: Engine,
     params: DistributedParams,
@@ -602,12 +621,14 @@ def run_build(
     one_place_keys: int = DEFAULT_ONE_PLACE_KEYS,
     threads: int = 0,
     filesystem: Optional[pafs.FileSystem] = None,
+    group_names: bool = True,
 ) -> BuildStats:
     """The driver's loop: plan each layer, let the engine solve its ranges, finish the small
     last layers here, assemble the file. Layer 0 is planned for the row count; if the ranges
     find repeated keys, it is planned again for the distinct count. ``path``: a local path or
     a URI (``filesystem``: the file system it is on). The parts directory is removed whatever
-    happens."""
+    happens. A filter set names its groups (``engine.group_names()``, format version 7)
+    unless ``group_names`` is False (version 6)."""
     if range_keys < 1 or one_place_keys < 0:
         raise ValueError("range_keys must be at least 1 and one_place_keys at least 0")
     destination = path if isinstance(path, Destination) else Destination(path, filesystem)
@@ -615,8 +636,11 @@ def run_build(
     stats = BuildStats()
     clock = time.monotonic()
     stats.rows = engine.count()
+    names = None
     if params.group_kind is not None:
         stats.groups = engine.count_groups()
+        if group_names:
+            names = engine.group_names()
     stats.seconds["count"] = time.monotonic() - clock
     destination.check_size(stats.rows * params.result_bits // 8)
     destination.make_parts_directory()
@@ -635,7 +659,7 @@ def run_build(
             engine.release(source)
         stats.seconds["one_place_layers"] = time.monotonic() - clock
         clock = time.monotonic()
-        assemble_file(engine, params, destination, stats.keys, layers, rest, stats)
+        assemble_file(engine, params, destination, stats.keys, layers, rest, stats, names)
         stats.seconds["assemble"] = time.monotonic() - clock
     finally:
         destination.remove_parts()
@@ -668,7 +692,7 @@ class LocalEngine(Engine):
     def count(self) -> int:
         return sum(len(keys) for _, keys, _ in self.batches)
 
-    def count_groups(self) -> int:
+    def group_names(self) -> list:
         seen = set()
         for groups, _, _ in self.batches:  # each batch's distinct groups, as the file names them
             if isinstance(groups, (pa.Array, pa.ChunkedArray)):
@@ -678,7 +702,10 @@ class LocalEngine(Engine):
             else:
                 seen.update(g.encode() if isinstance(g, str) else g
                             for g in np.unique(np.asarray(groups)).tolist())
-        return len(seen)
+        return as_group_names(seen)
+
+    def count_groups(self) -> int:
+        return len(self.group_names())
 
     def _previous(self, source) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray]]]:
         if source is None:  # layer 0: hash the keys (or pairs), the values as given

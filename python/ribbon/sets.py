@@ -1,5 +1,6 @@
-"""Filter sets: "may group g hold key k?" for many groups in one file (format version 6):
-:func:`build_set`, :func:`load_set`, :class:`FilterSet`."""
+"""Filter sets: "may group g hold key k?" and "which groups may hold k?" for many groups in
+one file (format version 7 with the groups' names, 6 without): :func:`build_set`,
+:func:`load_set`, :class:`FilterSet`."""
 
 from __future__ import annotations
 
@@ -34,17 +35,46 @@ class FilterSet:
         any iterable, as ``keys``)."""
         return self._filter.contains_in(groups, keys)
 
+    def groups(self):
+        """The names of every group the set was built with (those without keys too), sorted:
+        a numpy uint64 array (integer groups) or a list of bytes. QueryError for a set built
+        with ``group_names=False`` (format version 6)."""
+        return self._filter.groups()
+
+    def groups_of(self, keys):
+        """Which groups may hold each key: ``(offsets, indices)``, numpy uint64 arrays; key i's
+        groups are ``groups()[indices[offsets[i]:offsets[i + 1]]]``, ascending. Every group
+        holding the key is there, any other with probability about 2^-bits. One probe per
+        (group, key), group hashes computed once, batched; keys as for :meth:`contains`."""
+        return self._filter.groups_of(keys)
+
+    def groups_of_key(self, key) -> list:
+        """The names of the groups that may hold one key (a list)."""
+        _, indices = self._filter.groups_of([key])
+        names = self._filter.groups()
+        return [names[int(i)] for i in indices]
+
+    @property
+    def has_group_names(self) -> bool:
+        """Whether the set knows its groups' names (format version 7)."""
+        return self._filter.has_group_names
+
+    @property
+    def metadata(self) -> Optional[bytes]:
+        """The application metadata stored with the set, or None."""
+        return self._filter.metadata
+
     def __getitem__(self, group) -> "GroupView":
         """The set as one group sees it: ``fs[g].contains(keys)``, ``key in fs[g]``."""
         return GroupView(self, group)
 
     def __len__(self) -> int:
-        """The number of groups."""
+        """The number of groups that hold keys."""
         return self._filter.group_count
 
     @property
     def group_count(self) -> int:
-        """Distinct groups."""
+        """Distinct groups that hold keys (``len(groups())`` counts those without keys too)."""
         return self._filter.group_count
 
     @property
@@ -87,7 +117,7 @@ class FilterSet:
         return self._filter.info()
 
     def save(self, path: os.PathLike | str) -> None:
-        """Writes the file atomically (standard layout, format version 6)."""
+        """Writes the file atomically (format version 7 with group names, 6 without)."""
         self._filter.save(path)
 
     def to_bytes(self) -> bytes:
@@ -138,12 +168,16 @@ def build_set(groups, keys, **options: Any) -> FilterSet:
     groups, keys: numpy arrays, pyarrow arrays or iterables of int, bytes or str, of equal
     length (a repeated pair counts once). options: as :func:`ribbon.build` for filters (fpr,
     bits, width, variant, seed, threads, shard_size, slack, success_probability,
-    threshold_codes, key_kind) and group_kind ("u64" or "bytes", for empty inputs). The same
-    pairs and options give the file of ``ribbon build --groups -o`` (groups of text lines are
-    byte strings; of ``--format u64`` integers)."""
+    threshold_codes, key_kind) and group_kind ("u64" or "bytes", for empty inputs);
+    group_names (default True: the file names every group, so :meth:`FilterSet.groups_of`
+    answers; False writes format version 6, for readers of the release before); all_groups
+    (a collection of further group names, groups that hold no key, e.g. an empty data file);
+    metadata (bytes stored with the file as they are). The same pairs and options give the
+    file of ``ribbon build --groups -o`` (groups of text lines are byte strings; of
+    ``--format u64`` integers)."""
     return FilterSet(_ribbon._build_set(groups, keys, **options))
 
 
 def load_set(path: os.PathLike | str, *, verify: bool = True, mmap: bool = True) -> FilterSet:
-    """Opens a filter set file (format version 6); see :func:`ribbon.load`."""
+    """Opens a filter set file (format version 6 or 7); see :func:`ribbon.load`."""
     return FilterSet(_ribbon.load(path, verify=verify, mmap=mmap))

@@ -433,6 +433,13 @@ class SparkEngine(dist.Engine):
     def count_groups(self) -> int:
         return self.counts().groups
 
+    def group_names(self):
+        column = self.df.select(self.columns[0]).distinct()
+        names = [row[0] for row in column.collect()]
+        return dist.as_group_names(n.encode() if isinstance(n, str) else bytes(n)
+                                   if isinstance(n, (bytearray, memoryview)) else n
+                                   for n in names)
+
     def find_key(self, key_hash: int):
         """The first key of the input whose hash is ``key_hash`` (a pass over the key column,
         hashed in Python workers: only to name a key given twice with two values)."""
@@ -580,6 +587,7 @@ def build_set(
     batch_keys: int = ROUTE_BATCH_KEYS,
     filesystem=None,
     engine: str = "auto",
+    group_names: bool = True,
     _fail_first_attempt: Sequence[Tuple[int, int, str]] = (),
 ) -> dist.BuildStats:
     """Builds the filter set of the pairs (``df[group_column]``, ``df[key_column]``) into
@@ -590,14 +598,16 @@ def build_set(
     partitioning. Groups and keys are each integers (long, int, short, byte) or byte strings
     (string, binary); neither may be null. The returned stats count the groups. Options,
     engines, retries and the output as for :func:`build`; the JVM route hashes the pairs in
-    the executors' JVMs."""
+    the executors' JVMs. The file names every group (format version 7, so that
+    ``FilterSet.groups_of`` answers; the driver collects the distinct groups) unless
+    ``group_names`` is False (version 6, for readers of the release before)."""
     return _build(df, [group_column, key_column], ["group", "key"], path, check_bits=0,
                   **_options(locals()))
 
 
 _BUILD_OPTIONS = ("fpr", "bits", "width", "seed", "shard_size", "threshold_codes", "range_keys",
                   "one_place_keys", "batch_keys", "filesystem", "engine", "_fail_first_attempt",
-                  "check_bits")
+                  "check_bits", "group_names")
 
 
 def _options(arguments: dict) -> dict:
@@ -606,7 +616,7 @@ def _options(arguments: dict) -> dict:
 
 def _build(df, columns, roles, path, *, fpr, bits, width, seed, shard_size, threshold_codes,
            check_bits, range_keys, one_place_keys, batch_keys, filesystem, engine,
-           _fail_first_attempt) -> dist.BuildStats:
+           _fail_first_attempt, group_names=True) -> dist.BuildStats:
     """build() and build_set(): ``columns`` in their ``roles`` ("key"; "group", "key";
     "key", "value")."""
     _check_engine(engine)
@@ -654,6 +664,7 @@ def _build(df, columns, roles, path, *, fpr, bits, width, seed, shard_size, thre
                 range_keys=range_keys,
                 one_place_keys=one_place_keys,
                 threads=threads,
+                group_names=group_names,
             )
         stats.seconds["count"] += counting  # run_build's count() found it done
         stats.layer0_route = "jvm" if spark_engine.route_in_jvm else "python"

@@ -122,6 +122,13 @@ group_kind group_kind_named(const std::optional<std::string>& name) {
   return key_kind_from_name(*name) == key_kind::u64 ? group_kind::u64 : group_kind::bytes;
 }
 
+/// A set's group names (a collection of its group kind), or none (None: format version 6).
+std::shared_ptr<const group_names> names_for(const filter_params& p, nb::handle names) {
+  if (names.is_none()) return nullptr;
+  if (!p.is_set()) raise(failure::options, "group_names are for filter sets");
+  return std::make_shared<const group_names>(to_group_names(names, p.groups));
+}
+
 void bind_params(nb::module_& m) {
   nb::class_<filter_params>(m, "DistributedParams",
                             "The parameters of a distributed build (what `ribbon build` uses).")
@@ -378,16 +385,17 @@ void bind_finish_steps(nb::module_& m) {
       [](const std::string& path, const filter_params& p, std::uint64_t key_count,
          const std::vector<std::tuple<dist::layer_plan, std::uint64_t, std::vector<std::string>>>&
              layers,
-         const dist::finished_layers* rest, std::uint64_t group_count) {
+         const dist::finished_layers* rest, std::uint64_t group_count, nb::handle names) {
         std::vector<dist::solved_layer> solved;
         for (const auto& [plan, bumped, parts] : layers) solved.push_back({plan, bumped, parts});
+        const std::shared_ptr<const group_names> set_names = names_for(p, names);
         translating(failure::file, [&] {
           nb::gil_scoped_release release;
-          dist::assemble(path, p, key_count, solved, rest, group_count);
+          dist::assemble(path, p, key_count, solved, rest, group_count, set_names);
         });
       },
       nb::arg("path"), nb::arg("params"), nb::arg("key_count"), nb::arg("layers"),
-      nb::arg("rest").none(), nb::arg("group_count") = 0,
+      nb::arg("rest").none(), nb::arg("group_count") = 0, nb::arg("group_names") = nb::none(),
       "Writes the file from (plan, bumped_keys, part paths) per distributed layer and the "
       "finished layers.");
 }
@@ -399,15 +407,16 @@ void bind_frame_steps(nb::module_& m) {
       [](const filter_params& p, std::uint64_t key_count,
          const std::vector<
              std::tuple<dist::layer_plan, std::uint64_t, std::uint64_t, std::uint64_t>>& layers,
-         const dist::finished_layers* rest, std::uint64_t group_count) {
+         const dist::finished_layers* rest, std::uint64_t group_count, nb::handle names) {
         std::vector<dist::solved_layer> solved;
         std::vector<dist::section_checksums> checksums;
+        const std::shared_ptr<const group_names> set_names = names_for(p, names);
         for (const auto& [plan, bumped, threshold_sum, solution_sum] : layers) {
           solved.push_back({plan, bumped, {}});
           checksums.push_back({threshold_sum, solution_sum});
         }
         dist::file_frame frame = translating(failure::generic, [&] {
-          return dist::frame_file(p, key_count, solved, checksums, rest, group_count);
+          return dist::frame_file(p, key_count, solved, checksums, rest, group_count, set_names);
         });
         std::vector<std::tuple<std::uint64_t, nb::bytes>> pieces;
         for (const auto& piece : frame.pieces) {
@@ -421,7 +430,7 @@ void bind_frame_steps(nb::module_& m) {
         return std::make_tuple(frame.file_bytes, pieces, holes);
       },
       nb::arg("params"), nb::arg("key_count"), nb::arg("layers"), nb::arg("rest").none(),
-      nb::arg("group_count") = 0,
+      nb::arg("group_count") = 0, nb::arg("group_names") = nb::none(),
       "The file around its distributed sections, from (plan, bumped_keys, threshold checksum, "
       "solution checksum) per distributed layer: (file_bytes, [(offset, bytes)], [(offset, "
       "size, layer, section: 0 thresholds, 1 solution)]).");

@@ -47,6 +47,9 @@ nb::dict info(const filter& f) {
   d["key_count"] = x.key_count;
   d["group_kind"] = group_kind_name(p.groups);
   d["group_count"] = x.group_count;
+  d["group_names"] = x.has_group_names ? nb::cast(x.group_names) : nb::none();
+  d["metadata_bytes"] = x.has_metadata ? nb::cast(x.metadata_bytes) : nb::none();
+  d["features"] = format::feature_names(x.features);
   d["num_layers"] = x.layers.size();
   d["bits_per_key"] = x.bits_per_key;
   d["ideal_bits_per_key"] = x.ideal_bits_per_key;

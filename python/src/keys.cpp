@@ -427,6 +427,26 @@ std::optional<key_kind> kind_named(const std::optional<std::string>& name) {
   return key_kind_from_name(*name);
 }
 
+group_names to_group_names(nb::handle names, group_kind kind) {
+  const key_kind wanted = kind == group_kind::u64 ? key_kind::u64 : key_kind::bytes;
+  const key_views v = to_key_views(names);
+  if (v.size() > 0 && v.kind() != wanted) {
+    raise(failure::query, std::string("group names of the wrong kind: this set names its groups "
+                                      "by ") +
+                              (kind == group_kind::u64 ? "integers" : "byte strings"));
+  }
+  if (v.size() == 0)
+    return kind == group_kind::u64 ? group_names::of(std::vector<std::uint64_t>{})
+                                   : group_names::of(std::vector<std::string>{});
+  if (kind == group_kind::u64) {
+    return group_names::of(std::vector<std::uint64_t>(v.integers(), v.integers() + v.size()));
+  }
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (std::uint64_t i = 0; i < v.size(); ++i) out.emplace_back(v.strings()[i]);
+  return group_names::of(std::move(out));
+}
+
 }  // namespace ribbon::python
 
 void bind_keys(nb::module_& m) {

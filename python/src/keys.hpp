@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ribbon/group_names.hpp"
 #include "ribbon/hash.hpp"
 
 namespace ribbon::python {
@@ -97,6 +98,10 @@ void hash_keys(const key_views& keys, std::uint64_t seed, std::uint64_t* out);
 /// set_hasher::pair gives; groups.size() == keys.size()). No GIL needed.
 void hash_pairs(const key_views& groups, const key_views& keys, std::uint64_t seed,
                 std::uint64_t* out);
+
+/// A filter set's group names of kind `kind` from a collection (numpy, pyarrow or any
+/// iterable of int, str or bytes), sorted and each once. Make it with the GIL held.
+group_names to_group_names(nanobind::handle names, group_kind kind);
 
 /// The key_kind named "u64" or "bytes"; raises ribbon.OptionsError for other names.
 key_kind key_kind_from_name(const std::string& name);

@@ -1,11 +1,14 @@
-// ribbon._build_set and Filter.contains_in: filter sets (ribbon::filter::build_set, format
-// version 6). The Python class ribbon.FilterSet (python/ribbon/sets.py) wraps a Filter that is
-// a set.
+// ribbon._build_set, Filter.contains_in and Filter.groups_of: filter sets
+// (ribbon::filter::build_set; format version 7 with their groups' names, 6 without). The Python
+// class ribbon.FilterSet (python/ribbon/sets.py) wraps a Filter that is a set.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "arrays.hpp"
 #include "bindings.hpp"
@@ -40,10 +43,30 @@ bool is_one_group(nb::handle groups) {
   return nb::hasattr(groups, "ndim") && nb::cast<int>(groups.attr("ndim")) == 0;
 }
 
+/// A built set's names with `more` (groups without keys) added.
+void add_group_names(filter& f, nb::handle more) {
+  group_names all = to_group_names(more, f.params().groups);
+  if (f.params().groups == group_kind::u64) {
+    std::vector<std::uint64_t> names = all.integers();
+    names.insert(names.end(), f.groups().integers().begin(), f.groups().integers().end());
+    all = group_names::of(std::move(names));
+  } else {
+    std::vector<std::string> names = all.strings();
+    names.insert(names.end(), f.groups().strings().begin(), f.groups().strings().end());
+    all = group_names::of(std::move(names));
+  }
+  f.set_group_names(std::move(all));
+}
+
 filter build_set(nb::handle groups, nb::handle keys, const build_arguments& args,
                  std::optional<std::string> key_kind_name,
-                 std::optional<std::string> group_kind_name) {
-  const build_options options = to_build_options(args);
+                 std::optional<std::string> group_kind_name, bool with_names, nb::handle all_groups,
+                 std::optional<nb::bytes> metadata) {
+  build_options options = to_build_options(args);
+  options.group_names = with_names;
+  if (!with_names && !all_groups.is_none()) {
+    raise(failure::options, "all_groups names groups: it needs group_names=True");
+  }
   std::optional<key_kind> keys_expected, groups_expected;
   if (key_kind_name) keys_expected = key_kind_from_name(*key_kind_name);
   if (group_kind_name) groups_expected = key_kind_from_name(*group_kind_name);
@@ -64,7 +87,40 @@ filter build_set(nb::handle groups, nb::handle keys, const build_arguments& args
       });
     });
   });
+  translating(failure::keys, [&] {
+    if (!all_groups.is_none()) add_group_names(result, all_groups);
+  });
+  if (metadata) result.set_metadata(std::string(metadata->c_str(), metadata->size()));
   return result;
+}
+
+/// The names of a set's groups: a numpy uint64 array, or a list of bytes.
+nb::object groups_of_set(const filter& f) {
+  const group_names& names =
+      translating(failure::query, [&]() -> const group_names& { return f.groups(); });
+  if (names.kind() == group_kind::u64) {
+    return nb::cast(new_array<std::uint64_t>(names.size(), [&](std::uint64_t* out) {
+      std::copy(names.integers().begin(), names.integers().end(), out);
+    }));
+  }
+  nb::list out;
+  for (const std::string& name : names.strings()) out.append(nb::bytes(name.data(), name.size()));
+  return out;
+}
+
+/// groups_of(): (offsets, indices) as numpy uint64 arrays.
+nb::tuple groups_of(const filter& f, nb::handle keys) {
+  const key_views key_views_ = to_key_views(keys, f.params().keys);
+  filter::group_matches m;
+  translating(failure::query, [&] {
+    nb::gil_scoped_release release;
+    m = with_items(key_views_, [&](const auto* k) { return f.groups_of(k, key_views_.size()); });
+  });
+  auto to_array = [](const std::vector<std::uint64_t>& v) {
+    return new_array<std::uint64_t>(
+        v.size(), [&](std::uint64_t* out) { std::copy(v.begin(), v.end(), out); });
+  };
+  return nb::make_tuple(to_array(m.offsets), to_array(m.groups));
 }
 
 nb::ndarray<nb::numpy, bool, nb::ndim<1>> contains_in(const filter& f, nb::handle groups,
@@ -106,18 +162,20 @@ void bind_sets(nb::module_& m) {
          std::uint64_t seed, std::optional<std::int64_t> threads,
          std::optional<std::int64_t> shard_size, std::optional<double> slack,
          std::optional<double> success_probability, std::optional<std::string> key_kind,
-         std::optional<std::string> group_kind, std::optional<std::string> threshold_codes) {
+         std::optional<std::string> group_kind, std::optional<std::string> threshold_codes,
+         bool group_names, nb::handle all_groups, std::optional<nb::bytes> metadata) {
         return build_set(groups, keys,
                          build_arguments{fpr, bits, width, variant, seed, threads, shard_size,
                                          slack, success_probability, threshold_codes},
-                         key_kind, group_kind);
+                         key_kind, group_kind, group_names, all_groups, metadata);
       },
       nb::arg("groups"), nb::arg("keys"), nb::kw_only(), nb::arg("fpr") = nb::none(),
       nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("variant") = "bumped",
       nb::arg("seed") = 0, nb::arg("threads") = nb::none(), nb::arg("shard_size") = nb::none(),
       nb::arg("slack") = nb::none(), nb::arg("success_probability") = nb::none(),
       nb::arg("key_kind") = nb::none(), nb::arg("group_kind") = nb::none(),
-      nb::arg("threshold_codes") = nb::none(),
+      nb::arg("threshold_codes") = nb::none(), nb::arg("group_names") = true,
+      nb::arg("all_groups") = nb::none(), nb::arg("metadata") = nb::none(),
       "The filter set (a Filter answering contains_in) of the pairs (groups[i], keys[i]); "
       "ribbon.build_set wraps it in a FilterSet.");
 }
@@ -127,7 +185,39 @@ void bind_set_queries(nb::class_<ribbon::filter>& c) {
   c.def("contains_in", &contains_in, nb::arg("groups"), nb::arg("keys"),
         "Filter sets: may group groups[i] hold keys[i]? A numpy bool array. groups: one group "
         "(int, str or bytes) for every key, or one per key.")
-      .def_prop_ro("is_set", &ribbon::filter::is_set, "True for a filter set (format version 6).")
+      .def("groups", &groups_of_set,
+           "A filter set's group names, sorted (those without keys too): a numpy uint64 array "
+           "or a list of bytes. QueryError for a set written without names (version 6).")
+      .def("groups_of", &groups_of, nb::arg("keys"),
+           "For each key, the groups that may hold it: (offsets, indices), numpy uint64 "
+           "arrays; key i's groups are groups()[indices[offsets[i]:offsets[i + 1]]].")
+      .def_prop_ro("has_group_names", &ribbon::filter::has_group_names,
+                   "True for a filter set that knows its groups' names (format version 7).")
+      .def_prop_ro(
+          "metadata",
+          [](const ribbon::filter& f) -> nb::object {
+            const std::optional<std::string_view> m = f.metadata();
+            if (!m) return nb::none();
+            return nb::bytes(m->data(), m->size());
+          },
+          "The application metadata stored with the file (bytes), or None.")
+      .def(
+          "with_metadata",
+          [](const ribbon::filter& f, std::optional<nb::bytes> metadata) {
+            const std::vector<unsigned char> bytes = f.serialize();
+            ribbon::filter copy = ribbon::filter::from_bytes(bytes.data(), bytes.size());
+            if (metadata) {
+              copy.set_metadata(std::string(metadata->c_str(), metadata->size()));
+            } else {
+              copy.clear_metadata();
+            }
+            return copy;
+          },
+          nb::arg("metadata").none(),
+          "A copy of the filter that saves `metadata` (bytes) with it (format version 7), or "
+          "none (None).")
+      .def_prop_ro("is_set", &ribbon::filter::is_set,
+                   "True for a filter set (format versions 6, 7).")
       .def_prop_ro("group_count", &ribbon::filter::group_count,
                    "A filter set's distinct groups (0 for other files).")
       .def_prop_ro(

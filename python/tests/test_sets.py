@@ -100,7 +100,7 @@ def test_files_and_pickling(tmp_path, random_u64):
     fs = ribbon.build_set(groups, keys)
     fs.save(tmp_path / "s.ribbon")
     loaded = ribbon.load_set(tmp_path / "s.ribbon")
-    assert bytes(loaded) == bytes(fs) and loaded.info()["format_version"] == 6
+    assert bytes(loaded) == bytes(fs) and loaded.info()["format_version"] == 7
     assert loaded.info()["group_count"] == len(SIZES)
     again = pickle.loads(pickle.dumps(fs))
     assert isinstance(again, ribbon.FilterSet) and bytes(again) == bytes(fs)
