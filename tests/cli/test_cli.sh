@@ -4,14 +4,14 @@
 # a message naming the file and place, no output file, no temporary file left).
 #
 # Usage: test_cli.sh RIBBON_BINARY SCRATCH_DIR [GROUP...]
-#   GROUP: lines integers query errors files outofcore variants reliability memory groups (default: all). Each case prints
-#   PASS, FAIL or SKIP; the script exits 1 if any case failed.
+#   GROUP: lines integers query errors files outofcore variants reliability memory groups corpus
+#   (default: all). Each case prints PASS, FAIL or SKIP; the script exits 1 if any case failed.
 # RIBBON_TEST_SCALE (default 1) scales the number of keys (CI uses 0.1 under sanitizers).
 #
 # This file parses the arguments and runs the groups; lib.sh holds the shared helpers and
 # cases_*.sh the cases: cases_keys.sh (lines, integers, query), cases_errors.sh (errors, files),
-# cases_outofcore.sh (outofcore, memory), cases_variants.sh, cases_reliability.sh and
-# cases_groups.sh.
+# cases_outofcore.sh (outofcore, memory), cases_variants.sh, cases_reliability.sh,
+# cases_groups.sh and cases_corpus.sh (the golden corpus of tests/data/corpus).
 
 # `shellcheck -a test_cli.sh` checks the sourced files too (in context; see .shellcheckrc).
 # shellcheck source-path=SCRIPTDIR
@@ -25,7 +25,7 @@ RIBBON=$(realpath "$1")
 SCRATCH=$2
 shift 2
 SELECTED=("$@")
-[[ ${#SELECTED[@]} -eq 0 ]] && SELECTED=(lines integers query errors files outofcore variants reliability memory groups)
+[[ ${#SELECTED[@]} -eq 0 ]] && SELECTED=(lines integers query errors files outofcore variants reliability memory groups corpus)
 
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
@@ -54,13 +54,15 @@ source "$CLI_DIR/cases_variants.sh"
 source "$CLI_DIR/cases_reliability.sh"
 # shellcheck source=cases_groups.sh
 source "$CLI_DIR/cases_groups.sh"
+# shellcheck source=cases_corpus.sh
+source "$CLI_DIR/cases_corpus.sh"
 
 # ------------------------------------------------------------------------------------------
 
 echo "ribbon: $RIBBON, $N keys per set"
 for group in "${SELECTED[@]}"; do
   case "$group" in
-    lines | integers | query | errors | files | outofcore | variants | reliability | memory | groups)
+    lines | integers | query | errors | files | outofcore | variants | reliability | memory | groups | corpus)
       echo "== $group"
       "group_$group"
       ;;
