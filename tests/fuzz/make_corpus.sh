@@ -40,6 +40,9 @@ seq 1 200 | awk '{ printf "part-%d\tk%d\n", $1 % 3, $1 }' >"${keys}/pairs.tsv"
 build set --groups -i "${keys}/pairs.tsv"  # a filter set with its groups' names (version 7)
 build set-v6 --groups --no-group-names -i "${keys}/pairs.tsv"  # without them (version 6)
 build set-standard --groups --layout standard -i "${keys}/pairs.tsv"  # version 7, standard layout
+printf '{"table": "t", "files": [1, 2]}' >"${keys}/metadata.json"
+build metadata -i "${keys}/lines.txt" -r 7 --metadata "${keys}/metadata.json"  # version 7, compact
+build metadata-standard -i "${keys}/lines.txt" --layout standard --metadata "${keys}/metadata.json"
 
 # Key texts, one file per parser.
 printf '\000key\nother key\r\n\nlast' >"${out}/key_parsers/lines-hashes"
