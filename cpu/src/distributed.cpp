@@ -395,11 +395,13 @@ format::filter_image image_of(const filter_params& p, std::uint64_t key_count,
                               const std::vector<solved_layer>& layers,
                               const std::vector<section_checksums>& checksums,
                               const finished_layers* rest, std::uint64_t group_count,
-                              std::shared_ptr<const group_names> names) {
+                              std::shared_ptr<const group_names> names,
+                              std::shared_ptr<const std::string> metadata) {
   if (checksums.size() != layers.size()) throw error("assemble: a checksum pair per layer");
   format::filter_image image{p, key_count, {}};
   image.group_count = group_count;
   image.names = std::move(names);
+  image.metadata = std::move(metadata);
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const solved_layer& layer = layers[l];
     format::layer_image li;
@@ -421,7 +423,8 @@ format::filter_image image_of(const filter_params& p, std::uint64_t key_count,
 
 void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
               const std::vector<solved_layer>& layers, const finished_layers* rest,
-              std::uint64_t group_count, std::shared_ptr<const group_names> names) {
+              std::uint64_t group_count, std::shared_ptr<const group_names> names,
+              std::shared_ptr<const std::string> metadata) {
   check_chain(key_count, layers, rest, true);
   std::vector<section_checksums> checksums(layers.size());
   std::vector<unsigned char> buffer(4 << 20);
@@ -436,8 +439,8 @@ void assemble(const std::string& path, const filter_params& p, std::uint64_t key
           sum.digest();
     }
   }
-  const format::filter_image image =
-      image_of(p, key_count, layers, checksums, rest, group_count, std::move(names));
+  const format::filter_image image = image_of(p, key_count, layers, checksums, rest, group_count,
+                                              std::move(names), std::move(metadata));
   detail::write_file_atomically(
       path, image, [&](std::size_t l, format::section which, const format::byte_sink& sink) {
         stream_section(p, layers.at(l), which, buffer, sink);
@@ -447,10 +450,11 @@ void assemble(const std::string& path, const filter_params& p, std::uint64_t key
 file_frame frame_file(const filter_params& p, std::uint64_t key_count,
                       const std::vector<solved_layer>& layers,
                       const std::vector<section_checksums>& checksums, const finished_layers* rest,
-                      std::uint64_t group_count, std::shared_ptr<const group_names> names) {
+                      std::uint64_t group_count, std::shared_ptr<const group_names> names,
+                      std::shared_ptr<const std::string> metadata) {
   check_chain(key_count, layers, rest, false);
-  const format::filter_image image =
-      image_of(p, key_count, layers, checksums, rest, group_count, std::move(names));
+  const format::filter_image image = image_of(p, key_count, layers, checksums, rest, group_count,
+                                              std::move(names), std::move(metadata));
   file_frame frame;
   // An external section passes a null pointer of its size to the sink: a hole, which breaks
   // the bytes around it into pieces (write_image hands the sink's pointers through as given).

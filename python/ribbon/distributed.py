@@ -472,10 +472,10 @@ def _placements(windows: dict, holes) -> List[List[Tuple[Window, int]]]:
 
 
 def assemble_file(engine: Engine, params, destination: Destination, key_count: int,
-                  layers, rest, stats: "BuildStats", group_names=None) -> None:
+                  layers, rest, stats: "BuildStats", group_names=None, metadata=None) -> None:
     """Writes the file from the solved layers' parts and the finished layers: complete under
     its name (a rename, or a move once whole) or not at all. ``group_names``: a filter set's
-    groups (None: none written)."""
+    groups, ``metadata``: bytes to store with it (None: none written)."""
     windows = section_windows(params, destination, layers)
     sections = [windows[key] for plan, _ in layers for key in ((plan.layer, 0), (plan.layer, 1))]
 
@@ -485,7 +485,7 @@ def assemble_file(engine: Engine, params, destination: Destination, key_count: i
 
     def frame(sums):
         return frame_file(params, key_count, described(sums), rest, group_count=stats.groups,
-                          group_names=group_names)
+                          group_names=group_names, metadata=metadata)
 
     file_bytes, _, holes = frame([0] * len(sections))
     temp = destination.temp_path()
@@ -622,13 +622,15 @@ def run_build(
     threads: int = 0,
     filesystem: Optional[pafs.FileSystem] = None,
     group_names: bool = True,
+    metadata: Optional[bytes] = None,
 ) -> BuildStats:
     """The driver's loop: plan each layer, let the engine solve its ranges, finish the small
     last layers here, assemble the file. Layer 0 is planned for the row count; if the ranges
     find repeated keys, it is planned again for the distinct count. ``path``: a local path or
     a URI (``filesystem``: the file system it is on). The parts directory is removed whatever
     happens. A filter set names its groups (``engine.group_names()``, format version 7)
-    unless ``group_names`` is False (version 6)."""
+    unless ``group_names`` is False (version 6); ``metadata`` (bytes) is stored with the file
+    as it is (version 7)."""
     if range_keys < 1 or one_place_keys < 0:
         raise ValueError("range_keys must be at least 1 and one_place_keys at least 0")
     destination = path if isinstance(path, Destination) else Destination(path, filesystem)
@@ -659,7 +661,8 @@ def run_build(
             engine.release(source)
         stats.seconds["one_place_layers"] = time.monotonic() - clock
         clock = time.monotonic()
-        assemble_file(engine, params, destination, stats.keys, layers, rest, stats, names)
+        assemble_file(engine, params, destination, stats.keys, layers, rest, stats, names,
+                      metadata)
         stats.seconds["assemble"] = time.monotonic() - clock
     finally:
         destination.remove_parts()
@@ -764,12 +767,15 @@ def build(
     one_place_keys: int = DEFAULT_ONE_PLACE_KEYS,
     order_seed: int = 0,
     filesystem: Optional[pafs.FileSystem] = None,
+    group_names: bool = True,
+    metadata: Optional[bytes] = None,
 ) -> BuildStats:
     """A distributed build run in this process (:class:`LocalEngine`): the same file as
     ``ribbon build`` over the distinct keys of ``batches``; with ``group_kind``, the filter
-    set of the (groups, keys) batches, as ``ribbon build --groups -o`` builds it; with
-    ``values``, the retrieval structure of the (keys, values) batches (``bits`` value bits,
-    ``check_bits``), as ``ribbon build --values`` builds it."""
+    set of the (groups, keys) batches, as ``ribbon build --groups -o`` builds it (with the
+    groups' names unless ``group_names`` is False); with ``values``, the retrieval structure
+    of the (keys, values) batches (``bits`` value bits, ``check_bits``), as ``ribbon build
+    --values`` builds it. ``metadata``: bytes stored with the file (format version 7)."""
     params = build_params(
         key_kind,
         fpr=fpr,
@@ -790,4 +796,6 @@ def build(
         range_keys=range_keys,
         one_place_keys=one_place_keys,
         filesystem=filesystem,
+        group_names=group_names,
+        metadata=metadata,
     )

@@ -588,6 +588,7 @@ def build_set(
     filesystem=None,
     engine: str = "auto",
     group_names: bool = True,
+    metadata: Optional[bytes] = None,
     _fail_first_attempt: Sequence[Tuple[int, int, str]] = (),
 ) -> dist.BuildStats:
     """Builds the filter set of the pairs (``df[group_column]``, ``df[key_column]``) into
@@ -600,14 +601,15 @@ def build_set(
     engines, retries and the output as for :func:`build`; the JVM route hashes the pairs in
     the executors' JVMs. The file names every group (format version 7, so that
     ``FilterSet.groups_of`` answers; the driver collects the distinct groups) unless
-    ``group_names`` is False (version 6, for readers of the release before)."""
+    ``group_names`` is False (version 6, for readers of the release before); ``metadata``
+    (bytes) is stored with the file as ``ribbon.build_set(metadata=)`` stores it."""
     return _build(df, [group_column, key_column], ["group", "key"], path, check_bits=0,
                   **_options(locals()))
 
 
 _BUILD_OPTIONS = ("fpr", "bits", "width", "seed", "shard_size", "threshold_codes", "range_keys",
                   "one_place_keys", "batch_keys", "filesystem", "engine", "_fail_first_attempt",
-                  "check_bits", "group_names")
+                  "check_bits", "group_names", "metadata")
 
 
 def _options(arguments: dict) -> dict:
@@ -616,7 +618,7 @@ def _options(arguments: dict) -> dict:
 
 def _build(df, columns, roles, path, *, fpr, bits, width, seed, shard_size, threshold_codes,
            check_bits, range_keys, one_place_keys, batch_keys, filesystem, engine,
-           _fail_first_attempt, group_names=True) -> dist.BuildStats:
+           _fail_first_attempt, group_names=True, metadata=None) -> dist.BuildStats:
     """build() and build_set(): ``columns`` in their ``roles`` ("key"; "group", "key";
     "key", "value")."""
     _check_engine(engine)
@@ -665,6 +667,7 @@ def _build(df, columns, roles, path, *, fpr, bits, width, seed, shard_size, thre
                 one_place_keys=one_place_keys,
                 threads=threads,
                 group_names=group_names,
+                metadata=metadata,
             )
         stats.seconds["count"] += counting  # run_build's count() found it done
         stats.layer0_route = "jvm" if spark_engine.route_in_jvm else "python"
@@ -854,3 +857,54 @@ def lookup(column, filter, *, spark=None, engine: str = "auto"):
     keys).
     ``engine`` as for :func:`contains`."""
     return _query_column("lookup", "long", [column], filter, spark, engine)
+
+
+# ---------------------------------------------------------------------------------------
+# ribbon.lake on Spark: the index's build (its engine="spark") and reads through it.
+
+
+def _build_set_naming(df, group_column: str, key_column: str, path, names, **options):
+    """:func:`build_set` whose file names exactly ``names`` (every group: the groups of the
+    pairs and those without any, e.g. a table's empty files) instead of collecting the
+    distinct groups: ribbon.lake's Spark engine, the bytes of ``ribbon.build_set(...,
+    all_groups=names)``."""
+    global SparkEngine
+    base = SparkEngine
+
+    class _Naming(base):
+        def group_names(self):
+            return dist.as_group_names(names)
+
+    SparkEngine = _Naming
+    try:
+        return build_set(df, group_column, key_column, path, **options)
+    finally:
+        SparkEngine = base
+
+
+def read_indexed(spark, table, column: str, keys, index):
+    """A DataFrame of the rows of Parquet ``table`` whose ``column`` is one of ``keys``,
+    scanning only the files ``ribbon.lake.candidate_files`` names through ``index`` (a path
+    or a ``ribbon.lake.LakeIndex``): the index's candidates and every file it does not know or
+    that changed; a full scan, with a warning, if the index cannot answer for this table and
+    column. The rows are a full scan's (``column IN keys`` is applied)."""
+    from pyspark.sql import functions as F
+
+    from . import lake
+
+    source, files = lake.candidate_files(table, column, keys, index)
+    everything = files or list(lake.list_files(source))[:1]
+    if not everything:
+        raise lake.LakeError(f"table {source.id} has no Parquet files")
+    df = (spark.read.option("basePath", lake.spark_path(source.uri("")).rstrip("/"))
+          .parquet(*[lake.spark_path(source.uri(r)) for r in everything]))
+    if not files:
+        return df.where(F.lit(False))
+    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        keys = keys.to_pylist()
+    elif isinstance(keys, np.ndarray):
+        keys = keys.tolist()
+    elif isinstance(keys, (str, bytes, int)):
+        keys = [keys]
+    keys = [k.decode() if isinstance(k, bytes) else k for k in keys]
+    return df.where(F.col("`" + column.replace("`", "``") + "`").isin(list(keys)))

@@ -129,6 +129,12 @@ std::shared_ptr<const group_names> names_for(const filter_params& p, nb::handle 
   return std::make_shared<const group_names>(to_group_names(names, p.groups));
 }
 
+/// Application metadata (bytes), or none (None).
+std::shared_ptr<const std::string> metadata_for(const std::optional<nb::bytes>& metadata) {
+  if (!metadata) return nullptr;
+  return std::make_shared<const std::string>(metadata->c_str(), metadata->size());
+}
+
 void bind_params(nb::module_& m) {
   nb::class_<filter_params>(m, "DistributedParams",
                             "The parameters of a distributed build (what `ribbon build` uses).")
@@ -385,17 +391,20 @@ void bind_finish_steps(nb::module_& m) {
       [](const std::string& path, const filter_params& p, std::uint64_t key_count,
          const std::vector<std::tuple<dist::layer_plan, std::uint64_t, std::vector<std::string>>>&
              layers,
-         const dist::finished_layers* rest, std::uint64_t group_count, nb::handle names) {
+         const dist::finished_layers* rest, std::uint64_t group_count, nb::handle names,
+         std::optional<nb::bytes> metadata) {
         std::vector<dist::solved_layer> solved;
         for (const auto& [plan, bumped, parts] : layers) solved.push_back({plan, bumped, parts});
         const std::shared_ptr<const group_names> set_names = names_for(p, names);
+        const std::shared_ptr<const std::string> bytes = metadata_for(metadata);
         translating(failure::file, [&] {
           nb::gil_scoped_release release;
-          dist::assemble(path, p, key_count, solved, rest, group_count, set_names);
+          dist::assemble(path, p, key_count, solved, rest, group_count, set_names, bytes);
         });
       },
       nb::arg("path"), nb::arg("params"), nb::arg("key_count"), nb::arg("layers"),
       nb::arg("rest").none(), nb::arg("group_count") = 0, nb::arg("group_names") = nb::none(),
+      nb::arg("metadata") = nb::none(),
       "Writes the file from (plan, bumped_keys, part paths) per distributed layer and the "
       "finished layers.");
 }
@@ -407,16 +416,19 @@ void bind_frame_steps(nb::module_& m) {
       [](const filter_params& p, std::uint64_t key_count,
          const std::vector<
              std::tuple<dist::layer_plan, std::uint64_t, std::uint64_t, std::uint64_t>>& layers,
-         const dist::finished_layers* rest, std::uint64_t group_count, nb::handle names) {
+         const dist::finished_layers* rest, std::uint64_t group_count, nb::handle names,
+         std::optional<nb::bytes> metadata) {
         std::vector<dist::solved_layer> solved;
         std::vector<dist::section_checksums> checksums;
         const std::shared_ptr<const group_names> set_names = names_for(p, names);
+        const std::shared_ptr<const std::string> bytes = metadata_for(metadata);
         for (const auto& [plan, bumped, threshold_sum, solution_sum] : layers) {
           solved.push_back({plan, bumped, {}});
           checksums.push_back({threshold_sum, solution_sum});
         }
         dist::file_frame frame = translating(failure::generic, [&] {
-          return dist::frame_file(p, key_count, solved, checksums, rest, group_count, set_names);
+          return dist::frame_file(p, key_count, solved, checksums, rest, group_count, set_names,
+                                  bytes);
         });
         std::vector<std::tuple<std::uint64_t, nb::bytes>> pieces;
         for (const auto& piece : frame.pieces) {
@@ -431,6 +443,7 @@ void bind_frame_steps(nb::module_& m) {
       },
       nb::arg("params"), nb::arg("key_count"), nb::arg("layers"), nb::arg("rest").none(),
       nb::arg("group_count") = 0, nb::arg("group_names") = nb::none(),
+      nb::arg("metadata") = nb::none(),
       "The file around its distributed sections, from (plan, bumped_keys, threshold checksum, "
       "solution checksum) per distributed layer: (file_bytes, [(offset, bytes)], [(offset, "
       "size, layer, section: 0 thresholds, 1 solution)]).");

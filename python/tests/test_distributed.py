@@ -66,6 +66,14 @@ def test_filter_sets_equal_build_set_in_any_batches(tmp_path):
     assert stats.layers[0]["ranges"] >= 5
     assert open(out, "rb").read() == expected
     assert ribbon.load_set(out).group_count == len(set(groups))
+    # Without names (version 6), and with metadata: the bytes of ribbon.build_set again.
+    for names, metadata in ((False, None), (True, b'{"table": "t"}')):
+        dist.build(batches, out, key_kind="u64", group_kind="bytes", seed=5, **SMALL,
+                   group_names=names, metadata=metadata)
+        built = ribbon.build_set(groups, keys, seed=5, shard_size=4096, group_names=names,
+                                 metadata=metadata)
+        assert open(out, "rb").read() == built.to_bytes()
+        assert ribbon.load_set(out).metadata == metadata
     with pytest.raises(ValueError, match="needs the groups"):
         dist.hash_batch(dist.build_params("u64", group_kind="u64"), keys)
 

@@ -124,11 +124,13 @@ def test_mixed_kinds_equal_build_set(spark, engine, tmp_path, request):
     out = str(tmp_path / "set.ribbon")
     cases = [(numbers, words, "g long, k binary"),
              ([b"file-%d" % g for g in numbers], integers, "g binary, k long")]
-    for groups, keys, types in cases:
+    for (groups, keys, types), (names, metadata) in zip(cases, ((True, b"{}"), (False, None))):
         df = pair_frame(spark, groups, keys, 4, seed=3, types=types)
-        ribbon.spark.build_set(df, "g", "k", out, seed=9, engine=engine, **SMALL)
-        assert open(out, "rb").read() == ribbon.build_set(groups, keys, seed=9, width=32,
-                                                          shard_size=1024).to_bytes(), types
+        ribbon.spark.build_set(df, "g", "k", out, seed=9, engine=engine, group_names=names,
+                               metadata=metadata, **SMALL)
+        expected = ribbon.build_set(groups, keys, seed=9, width=32, shard_size=1024,
+                                    group_names=names, metadata=metadata)
+        assert open(out, "rb").read() == expected.to_bytes(), types
 
 
 def test_an_empty_frame_is_the_empty_set(spark, tmp_path):

@@ -194,11 +194,12 @@ struct section_checksums {
 /// Writes the file: header, the distributed layers (their sections concatenated from the part
 /// files, whose sizes are checked), then the finished layers; to a temporary file renamed
 /// over `path`. `key_count` is layer 0's input_keys (or 0 for an empty build); `group_count`
-/// a filter set's distinct groups (0 for a filter) and `names` the names of its groups (null:
-/// none, format version 6).
+/// a filter set's distinct groups (0 for a filter), `names` the names of its groups (null:
+/// none, format version 6) and `metadata` the application's bytes (null: none).
 void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
               const std::vector<solved_layer>& layers, const finished_layers* rest,
-              std::uint64_t group_count = 0, std::shared_ptr<const group_names> names = nullptr);
+              std::uint64_t group_count = 0, std::shared_ptr<const group_names> names = nullptr,
+              std::shared_ptr<const std::string> metadata = nullptr);
 
 /// The file around its distributed layers' sections, for engines that place those sections
 /// themselves (range tasks writing their windows at their offsets, or one writer streaming
@@ -226,6 +227,7 @@ file_frame frame_file(const filter_params& p, std::uint64_t key_count,
                       const std::vector<solved_layer>& layers,
                       const std::vector<section_checksums>& checksums, const finished_layers* rest,
                       std::uint64_t group_count = 0,
-                      std::shared_ptr<const group_names> names = nullptr);
+                      std::shared_ptr<const group_names> names = nullptr,
+                      std::shared_ptr<const std::string> metadata = nullptr);
 
 }  // namespace ribbon::distributed
