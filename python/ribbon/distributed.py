@@ -192,18 +192,22 @@ class Destination:
         """Parts of builds of this output live in directories named with this prefix."""
         return f".{self.name}.ribbon-parts-"
 
+    # An empty parts directory younger than this may be a live build's that it has not locked
+    # yet (created, then locked: microseconds apart), as the C++ temporaries' rule has it.
+    UNLOCKED_GRACE_SECONDS = 60
+
     def make_parts_directory(self) -> str:
         """A fresh parts directory (where the file is assembled too); those of earlier builds
         that died (a lost driver) go. On a local file system the driver holds an exclusive
         lock on its directory until the build ends, as the C++ writer does on its temporary
-        file, and a directory whose lock is held (a build of the same output still running)
-        is left alone; object stores have no locks, so there one output takes one build at a
-        time."""
+        file, and a directory whose lock is held (a build of the same output still running),
+        or that is empty and younger than a minute (one created but not yet locked), is left
+        alone; object stores have no locks, so there one output takes one build at a time."""
         prefix = self.parts_prefix()
         listing = self.fs.get_file_info(pafs.FileSelector(self.directory or "/", allow_not_found=True))
         for info in listing:
-            if info.base_name.startswith(prefix) and not self._locked_by_a_live_build(info.path):
-                self.remove(info.path)
+            if info.base_name.startswith(prefix):
+                self._remove_if_dead(info.path)
         self.parts_dir = posixpath.join(self.directory, prefix + uuid.uuid4().hex)
         self.fs.create_dir(self.parts_dir)
         if self.local:
@@ -211,20 +215,28 @@ class Destination:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         return self.parts_dir
 
-    def _locked_by_a_live_build(self, directory: str) -> bool:
+    def _remove_if_dead(self, directory: str) -> None:
+        """Removes a parts directory whose build is dead: its lock can be taken (the lock goes
+        with the process) and it holds parts, or is empty and older than the grace period.
+        The lock is held while it is removed."""
         if not self.local:
-            return False
+            return self.remove(directory)
         try:
             fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
-            return False  # gone, or not a directory: nothing to protect
+            return None  # gone, or not a directory: nothing to protect
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return False  # taken: its build is dead (the lock goes with the process)
-        except BlockingIOError:
-            return True
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None  # a live build's
+            young = time.time() - os.fstat(fd).st_mtime <= self.UNLOCKED_GRACE_SECONDS
+            if young and not os.listdir(fd):
+                return None  # perhaps a live build's, between creating and locking it
+            self.remove(directory)
         finally:
             os.close(fd)
+        return None
 
     def remove(self, directory: str) -> None:
         try:

@@ -4,6 +4,7 @@ as `ribbon build`, whatever the batches, the order of rows and of ranges; parts 
 from __future__ import annotations
 
 import os
+import time
 import pickle
 import re
 
@@ -237,7 +238,36 @@ def test_a_running_build_of_the_same_output_keeps_its_parts(tmp_path):
     os.close(left._lock_fd)  # as if its driver had died
     left._lock_fd = None
     dist.build([random_u64(100, seed=9)], out, key_kind="u64")
+    assert os.path.exists(dead)  # empty and young: perhaps a build's not locked yet
+    an_hour_ago = time.time() - 3600
+    os.utime(dead, (an_hour_ago, an_hour_ago))
+    dist.build([random_u64(100, seed=9)], out, key_kind="u64")
     assert not os.path.exists(dead)
+
+
+def test_a_build_between_another_creating_and_locking_its_parts_leaves_them(tmp_path):
+    # A build lists the parts directories of its output while another build has created its
+    # own but not yet locked it (microseconds apart; here the second build runs right there).
+    # The directory is empty and young: it is left alone, as the C++ temporaries' grace period
+    # leaves theirs, and the first build keeps it.
+    out = str(tmp_path / "f.ribbon")
+    first = dist.Destination(out)
+    real = first.fs
+
+    class SiblingBuildsAfterCreating:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def create_dir(self, path, *args, **kwargs):
+            real.create_dir(path, *args, **kwargs)
+            dist.build([random_u64(100, seed=9)], out, key_kind="u64")
+
+    first.fs = SiblingBuildsAfterCreating()
+    parts = first.make_parts_directory()
+    assert os.path.isdir(parts) and first._lock_fd is not None
+    assert ribbon.load(out).info()["key_count"] == 100  # the sibling built its file
+    first.remove_parts()
+    assert parts_left(tmp_path) == []
 
 
 def test_bad_options_and_paths_fail_before_any_work(tmp_path):
