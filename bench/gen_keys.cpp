@@ -16,14 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "ribbon/detail/splitmix.hpp"
+
 namespace {
 
-std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+using ribbon::detail::splitmix;
 
 bool write_all(const char* data, std::size_t size) {
   while (size > 0) {

@@ -16,6 +16,7 @@
 #include "partition.hpp"  // cpu/src: private to the library
 #include "ribbon/build_many.hpp"
 #include "ribbon/detail/shard_solver.hpp"
+#include "ribbon/detail/splitmix.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/hash.hpp"
 #include "ribbon/layer.hpp"
@@ -26,12 +27,7 @@ namespace {
 constexpr std::uint64_t member_seed = 0x5EED0001;
 constexpr std::uint64_t nonmember_bit = std::uint64_t{1} << 63;
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+using ribbon::detail::splitmix64;
 
 /// `n` random keys with bit 63 clear (members) or set (non-members): the two sets are disjoint.
 std::vector<std::uint64_t> random_keys(std::uint64_t n, std::uint64_t seed, bool members) {

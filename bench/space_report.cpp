@@ -16,16 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include "ribbon/detail/splitmix.hpp"
 #include "ribbon/filter.hpp"
 
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+using ribbon::detail::splitmix64;
 
 unsigned long long ull(std::uint64_t x) {
   return static_cast<unsigned long long>(x);

@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "gpu_backend.hpp"
+#include "ribbon/detail/splitmix.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
 #include "util.hpp"
@@ -20,12 +21,7 @@
 namespace ribbon::cli {
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+using detail::splitmix64;
 
 /// A value from /proc/self/status in bytes ("VmRSS", "VmHWM"), or 0 where unavailable.
 std::uint64_t proc_status_bytes(const char* field) {
