@@ -40,7 +40,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -617,11 +617,13 @@ def _raise_conflicts(engine: Engine, params, results: Sequence[RangeResult]) -> 
 
 def as_group_names(names) -> Any:
     """Distinct groups as the file names them: integers as their 64-bit patterns (a negative
-    long is the u64 the pairs were hashed with), byte strings as they are."""
+    long is the u64 the pairs were hashed with), byte strings as they are (str: UTF-8)."""
+    if isinstance(names, np.ndarray) and names.dtype.kind in "iu":
+        return names.astype(np.int64 if names.dtype.kind == "i" else np.uint64).view(np.uint64)
     names = list(names)
-    if names and isinstance(names[0], int):
-        return np.array(names, dtype=np.int64 if min(names) < 0 else np.uint64).view(np.uint64)
-    return names
+    if names and isinstance(names[0], (int, np.integer)):
+        return np.array([int(n) & 0xFFFFFFFFFFFFFFFF for n in names], dtype=np.uint64)
+    return [n.encode() if isinstance(n, str) else bytes(n) for n in names]
 
 
 def run_build(
@@ -633,7 +635,7 @@ def run_build(
     one_place_keys: int = DEFAULT_ONE_PLACE_KEYS,
     threads: int = 0,
     filesystem: Optional[pafs.FileSystem] = None,
-    group_names: bool = True,
+    group_names: Union[bool, Any] = True,
     metadata: Optional[bytes] = None,
 ) -> BuildStats:
     """The driver's loop: plan each layer, let the engine solve its ranges, finish the small
@@ -641,8 +643,9 @@ def run_build(
     find repeated keys, it is planned again for the distinct count. ``path``: a local path or
     a URI (``filesystem``: the file system it is on). The parts directory is removed whatever
     happens. A filter set names its groups (``engine.group_names()``, format version 7)
-    unless ``group_names`` is False (version 6); ``metadata`` (bytes) is stored with the file
-    as it is (version 7)."""
+    unless ``group_names`` is False (version 6); ``group_names`` may also be the names
+    themselves (every group, those without keys too: a table's empty files), which the engine
+    is then not asked for. ``metadata`` (bytes) is stored with the file as it is (version 7)."""
     if range_keys < 1 or one_place_keys < 0:
         raise ValueError("range_keys must be at least 1 and one_place_keys at least 0")
     destination = path if isinstance(path, Destination) else Destination(path, filesystem)
@@ -653,8 +656,10 @@ def run_build(
     names = None
     if params.group_kind is not None:
         stats.groups = engine.count_groups()
-        if group_names:
+        if group_names is True:
             names = engine.group_names()
+        elif group_names is not False:
+            names = as_group_names(group_names)
     stats.seconds["count"] = time.monotonic() - clock
     destination.check_size(stats.rows * params.result_bits // 8)
     destination.make_parts_directory()

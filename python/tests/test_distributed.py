@@ -75,6 +75,12 @@ def test_filter_sets_equal_build_set_in_any_batches(tmp_path):
                                  metadata=metadata)
         assert open(out, "rb").read() == built.to_bytes()
         assert ribbon.load_set(out).metadata == metadata
+    # The names given (a group without keys among them): the bytes of build_set(all_groups=).
+    dist.build(batches, out, key_kind="u64", group_kind="bytes", seed=5, **SMALL,
+               group_names=sorted(set(groups)) + ["empty.parquet"])
+    built = ribbon.build_set(groups, keys, seed=5, shard_size=4096, all_groups=["empty.parquet"])
+    assert open(out, "rb").read() == built.to_bytes()
+    assert b"empty.parquet" in ribbon.load_set(out).groups()
     with pytest.raises(ValueError, match="needs the groups"):
         dist.hash_batch(dist.build_params("u64", group_kind="u64"), keys)
 
