@@ -1,18 +1,23 @@
-"""Spark SQL functions in the JVM: ``ribbon_contains(path, key)``, ``ribbon_lookup(path, key)``
-and, for filter sets, ``ribbon_contains_in(path, group, key)``.
+"""Spark SQL functions in the JVM: ``ribbon.contains(path, key)``, ``ribbon.lookup(path, key)``
+and, for filter sets, ``ribbon.contains_in(path, group, key)``, and the Java UDFs of the same
+answers under their older names ``ribbon_contains``, ``ribbon_lookup`` and
+``ribbon_contains_in``.
 
-The jar built from ``java/`` (a pure-Java reader of ribbon files, docs/format.md) holds Java
-UDFs that map a filter file once per executor JVM and query it row by row, with no Python
-worker and no Arrow transfer::
+The jar built from ``java/`` (a pure-Java reader of ribbon files, docs/format.md) holds a
+Spark function catalog (``dev.ribbon.spark.RibbonCatalog``, a DataSource V2 ``FunctionCatalog``)
+whose functions Spark's generated code calls with primitive keys, no boxing, no Python worker
+and no Arrow transfer; the file is mapped once per executor JVM and bound once per task::
 
     spark = SparkSession.builder.config("spark.jars", ribbon.spark_jvm.jar_path()).getOrCreate()
-    ribbon.spark_jvm.register(spark)
-    big.where("ribbon_contains('/shared/users.ribbon', user_id)")
+    ribbon.spark_jvm.register(spark)   # sets spark.sql.catalog.ribbon, registers the UDFs
+    big.where("ribbon.contains('/shared/users.ribbon', user_id)")
+    big.where("ribbon.`/shared/users.ribbon`.contains(user_id)")   # file checked at analysis
     big.where(ribbon.spark_jvm.contains_column("/shared/users.ribbon", "user_id"))
 
 Keys are read as ``ribbon.spark`` reads them: integer columns (long, int, short, byte) as
 64-bit integer keys, string columns as their UTF-8 bytes, binary columns as their bytes; a
-null key gives null. The file must be readable at the same path on every executor.
+null key gives null. The file must be readable at the same path on every executor (and, for
+the path-in-the-name form and the column functions, on the driver, which checks it).
 """
 
 from __future__ import annotations
@@ -34,12 +39,18 @@ __all__ = [
     "contains_column",
     "lookup_column",
     "contains_in_column",
+    "catalog_available",
+    "function_name",
+    "CATALOG",
 ]
 
 _CONTAINS_CLASS = "dev.ribbon.spark.ContainsFunction"
 _LOOKUP_CLASS = "dev.ribbon.spark.LookupFunction"
 _CONTAINS_IN_CLASS = "dev.ribbon.spark.ContainsInFunction"
 _ROUTING_CLASS = "dev.ribbon.spark.Routing"
+_CATALOG_CLASS = "dev.ribbon.spark.RibbonCatalog"
+#: The name register() gives ribbon's function catalog: ``ribbon.contains(...)`` in SQL.
+CATALOG = "ribbon"
 _READER_CLASS = "dev.ribbon.RibbonFilter"
 _SESSION_FIX = ".config('spark.jars', ribbon.spark_jvm.jar_path()) on the SparkSession builder"
 
@@ -158,21 +169,64 @@ def warn_python_route(spark, what: str, problem: str) -> None:
 
 
 def register(spark) -> None:
-    """Registers ``ribbon_contains`` (boolean), ``ribbon_lookup`` (long) and
-    ``ribbon_contains_in`` (boolean) in ``spark`` (adding the jar first where needed:
-    :func:`add_jar`)."""
+    """Enables ribbon's SQL functions in ``spark`` (adding the jar first where needed:
+    :func:`add_jar`): the function catalog ``ribbon`` (``spark.sql.catalog.ribbon`` set to
+    ``dev.ribbon.spark.RibbonCatalog`` on the running session: ``ribbon.contains``,
+    ``ribbon.lookup``, ``ribbon.contains_in``, called from generated code without boxing) and
+    the Java UDFs ``ribbon_contains`` (boolean), ``ribbon_lookup`` (long) and
+    ``ribbon_contains_in`` (boolean), which answer the same. A jar without the catalog (built
+    before it) gets the UDFs only."""
     from pyspark.sql.types import BooleanType, LongType
 
     add_jar(spark)
     spark.udf.registerJavaFunction("ribbon_contains", _CONTAINS_CLASS, BooleanType())
     spark.udf.registerJavaFunction("ribbon_lookup", _LOOKUP_CLASS, LongType())
     spark.udf.registerJavaFunction("ribbon_contains_in", _CONTAINS_IN_CLASS, BooleanType())
+    if catalog_available(spark):
+        spark.conf.set("spark.sql.catalog." + CATALOG, _CATALOG_CLASS)
+
+
+def catalog_available(spark) -> bool:
+    """Does the session's ribbon.jar hold the function catalog (ribbon.contains, ...)?"""
+    jvm = _session_jvm(spark)
+    return jvm is not None and _loads(jvm, _CATALOG_CLASS)
+
+
+def function_name(function: str, path=None) -> str:
+    """The catalog function's SQL name: ``ribbon.contains`` (the path an argument), or with a
+    path ``ribbon.`/abs/path`.contains`` (the path in the name: Spark opens and checks the file
+    when it analyzes the query, and the rows carry only the key)."""
+    if function.startswith("ribbon_"):
+        function = function[len("ribbon_"):]
+    if path is None:
+        return "%s.%s" % (CATALOG, function)
+    quoted = os.path.abspath(os.fspath(path)).replace("`", "``")
+    return "%s.`%s`.%s" % (CATALOG, quoted, function)
 
 
 def _bound(function: str, path, *columns):
-    """``function(path, *columns)`` with the path bound in the JVM (dev.ribbon.spark.BoundQuery
+    """``function(path, *columns)`` as a Column with the path bound: the catalog function
+    ``ribbon.`path`.<function>`` (:func:`function_name`) where the session's jar has the
+    catalog, else the older path-bound UDF (:func:`_bound_udf`)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise RuntimeError("no active Spark session")
+    if not catalog_available(spark):
+        return _bound_udf(function, path, *columns)
+    if spark.conf.get("spark.sql.catalog." + CATALOG, None) != _CATALOG_CLASS:
+        spark.conf.set("spark.sql.catalog." + CATALOG, _CATALOG_CLASS)
+    columns = [F.col(c) if isinstance(c, str) else c for c in columns]
+    return F.call_function(function_name(function, path), *columns)
+
+
+def _bound_udf(function: str, path, *columns):
+    """``function(path, *columns)`` with the path bound in a Java UDF (dev.ribbon.spark.BoundQuery
     or BoundContainsIn, registered once per path and function under a name of its own), so
-    that Spark converts only the columns per row."""
+    that Spark converts only the columns per row (boxed): the column functions before the
+    catalog, kept for jars without it and for comparison (bench/spark_sql_bench.py)."""
     import hashlib
 
     from pyspark.sql import SparkSession
@@ -197,17 +251,19 @@ def _bound(function: str, path, *columns):
 
 
 def contains_column(path, key_col):
-    """``ribbon_contains(path, key_col)`` as a Column (call :func:`register` first)."""
+    """``ribbon.`path`.contains(key_col)`` as a Column (call :func:`register` first): the
+    file is checked when Spark analyzes the query (a missing file, not a ribbon file, a key
+    column of the wrong kind: an AnalysisException naming the function and argument)."""
     return _bound("ribbon_contains", path, key_col)
 
 
 def lookup_column(path, key_col):
-    """``ribbon_lookup(path, key_col)`` as a Column (call :func:`register` first)."""
+    """``ribbon.`path`.lookup(key_col)`` as a Column (call :func:`register` first)."""
     return _bound("ribbon_lookup", path, key_col)
 
 
 def contains_in_column(path, group_col, key_col):
-    """``ribbon_contains_in(path, group_col, key_col)`` as a Column (call :func:`register`
+    """``ribbon.`path`.contains_in(group_col, key_col)`` as a Column (call :func:`register`
     first)."""
     return _bound("ribbon_contains_in", path, group_col, key_col)
 

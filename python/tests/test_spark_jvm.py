@@ -131,7 +131,8 @@ def test_ribbon_spark_contains_picks_the_jvm_function_when_the_jar_is_loaded(spa
     df = spark.createDataFrame(pd.DataFrame({"i": np.arange(len(probes)), "k": probes.view(np.int64)}))
     for engine, jvm in (("auto", True), ("jvm", True), ("python", False)):
         column = ribbon.spark.contains("k", path, engine=engine)
-        assert ("ribbon_contains" in str(column)) == jvm, (engine, str(column))
+        # The catalog's function with the path in its name: ribbon.`/path`.contains(k)
+        assert ("`.contains(" in str(column)) == jvm, (engine, str(column))
         rows = df.select("i", column.alias("a")).collect()
         by_index = {row.i: row.a for row in rows}
         assert [by_index[i] for i in range(len(probes))] == expected, engine

@@ -39,7 +39,8 @@ def test_the_installed_jar_holds_the_spark_classes():
         pytest.skip(str(e))
     with zipfile.ZipFile(path) as jar:
         names = set(jar.namelist())
-    for cls in ("ContainsFunction", "LookupFunction", "BoundQuery", "Routing"):
+    for cls in ("ContainsFunction", "LookupFunction", "BoundQuery", "Routing", "RibbonCatalog",
+                "RibbonFunctions$Contains"):
         assert f"dev/ribbon/spark/{cls}.class" in names, (path, cls)
     assert not any(n.startswith("org/apache/spark/") for n in names), "stubs shipped in the jar"
 

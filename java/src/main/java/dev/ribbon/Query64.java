@@ -20,6 +20,13 @@ final class Query64 {
 
     private final Layer[] layers;
     private final Words solution;
+    /**
+     * Layer 0's solution where it was copied into the heap, else null: the queries read this
+     * array directly (one null test a query, then plain loads whose bounds checks the JIT
+     * merges) rather than through {@link Words#get}, a call site that turns bimorphic, with a
+     * type check per read, once a JVM has seen both kinds of {@link Words}.
+     */
+    private final long[] heap;
     /** Layer 0's bucket codes, 2 bits each (null without thresholds). */
     private final long[] codes;
     private final long numStarts;
@@ -39,6 +46,7 @@ final class Query64 {
         this.layers = layers;
         Layer first = layers[0];
         this.solution = Words.of(file.words(first.solutionOffset, first.solutionBytes()), heapBytes);
+        this.heap = solution.array();
         this.codes = first.kind == Layer.KIND_BUMPED ? twoBitCodes(p, first, file) : null;
         this.numStarts = first.numStarts;
         this.salt = first.salt;
@@ -75,7 +83,8 @@ final class Query64 {
 
     /** The start of layer 0's hash of a key hash. */
     private long start(long hash) {
-        return Hashing.unsignedMultiplyHigh(hash, numStarts);
+        // Hashing.unsignedMultiplyHigh, less its term for a negative numStarts (it is below 2^63).
+        return Math.multiplyHigh(hash, numStarts) + ((hash >> 63) & numStarts);
     }
 
     private long layer0Hash(long keyHash) {
@@ -105,6 +114,8 @@ final class Query64 {
         long high = (coeff >>> 1) >>> (63 - shift);
         int r = bits;
         int at = (int) (start >>> 6) * r;
+        long[] h = heap;
+        if (h != null) return r == 8 ? row8(h, at, low, high) : row(h, at, r, low, high);
         if (r == 8) return row8(at, low, high);
         int result = 0;
         for (int j = 0; j < r; j++) {
@@ -129,6 +140,25 @@ final class Query64 {
                 | parity(s.get(at + 7) & low ^ s.get(at + 15) & high) << 7;
     }
 
+    /** {@link #row8(int, long, long)} on the heap copy. */
+    private static int row8(long[] s, int at, long low, long high) {
+        return parity(s[at] & low ^ s[at + 8] & high)
+                | parity(s[at + 1] & low ^ s[at + 9] & high) << 1
+                | parity(s[at + 2] & low ^ s[at + 10] & high) << 2
+                | parity(s[at + 3] & low ^ s[at + 11] & high) << 3
+                | parity(s[at + 4] & low ^ s[at + 12] & high) << 4
+                | parity(s[at + 5] & low ^ s[at + 13] & high) << 5
+                | parity(s[at + 6] & low ^ s[at + 14] & high) << 6
+                | parity(s[at + 7] & low ^ s[at + 15] & high) << 7;
+    }
+
+    /** The row of any r on the heap copy. */
+    private static int row(long[] s, int at, int r, long low, long high) {
+        int result = 0;
+        for (int j = 0; j < r; j++) result |= parity(s[at + j] & low ^ s[at + r + j] & high) << j;
+        return result;
+    }
+
     private static int parity(long x) {
         return Long.bitCount(x) & 1;
     }
@@ -151,33 +181,56 @@ final class Query64 {
 
     /**
      * Membership of keyHashes[i] in found[from + i] for i below count (at most BLOCK): all keys'
-     * threshold words are read first, then all their rows, then they are answered, so that the
-     * cache misses of a block overlap instead of following each other.
+     * threshold words and first row words are read first ({@link #touch}), then they are
+     * answered, so that the cache misses of a block overlap instead of following each other.
      */
     void contains(long[] keyHashes, int count, boolean[] found, int from, long[] starts) {
+        long touched = touch(keyHashes, count, starts);
+        for (int i = 0; i < count; i++) {
+            long hash = keyHashes[i];
+            long start = starts[i];
+            found[from + i] = bumps(start) ? containsFromLayer1(hash)
+                    : row(start, hash) == (Rows.fingerprint(hash, bits) & rhsMask);
+        }
+        if (touched == 42) sink = touched;  // keeps the reads: their values are not needed
+    }
+
+    /**
+     * The stored results of keyHashes[i] in out[from + i] for i below count (at most BLOCK),
+     * reads overlapped as in {@link #contains(long[], int, boolean[], int, long[])}.
+     */
+    void lookup(long[] keyHashes, int count, int[] out, int from, long[] starts) {
+        long touched = touch(keyHashes, count, starts);
+        for (int i = 0; i < count; i++) {
+            long hash = keyHashes[i];
+            long start = starts[i];
+            out[from + i] = bumps(start) ? lookupFromLayer1(hash) : row(start, hash);
+        }
+        if (touched == 42) sink = touched;
+    }
+
+    /**
+     * Replaces keyHashes[i] by layer 0's hash and sets starts[i], reading each key's threshold
+     * word and the first word of each of its row's two blocks on the way: loads whose results
+     * no branch waits for (a key layer 0 bumps has its row read too, in vain), so the core
+     * keeps many of them in flight. Returns their XOR, for the caller to keep.
+     */
+    private long touch(long[] keyHashes, int count, long[] starts) {
         long touched = 0;
+        long[] h = heap;
+        long[] c = codes;
+        boolean coded = rule > SHARD_HEADS;
+        int r = bits;
         for (int i = 0; i < count; i++) {
             long hash = layer0Hash(keyHashes[i]);
             keyHashes[i] = hash;
             long start = start(hash);
             starts[i] = start;
-            if (rule > SHARD_HEADS) touched ^= codes[codeWord(start)];
+            int at = (int) (start >>> 6) * r;
+            touched ^= h != null ? h[at] ^ h[at + r] : solution.get(at) ^ solution.get(at + r);
+            if (coded) touched ^= c[codeWord(start)];
         }
-        for (int i = 0; i < count; i++) {
-            long start = starts[i];
-            if (bumps(start)) {
-                starts[i] = -1;
-            } else {
-                int at = (int) (start >>> 6) * bits;
-                touched ^= solution.get(at) ^ solution.get(at + bits);
-            }
-        }
-        for (int i = 0; i < count; i++) {
-            long hash = keyHashes[i];
-            found[from + i] = starts[i] < 0 ? containsFromLayer1(hash)
-                    : row(starts[i], hash) == (Rows.fingerprint(hash, bits) & rhsMask);
-        }
-        if (touched == 42) sink = touched;  // keeps the reads: their values are not needed
+        return touched;
     }
 
     /** Keeps {@link #contains(long[], int, boolean[], int, long[])}'s reads from being removed. */

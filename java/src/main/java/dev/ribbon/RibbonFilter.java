@@ -217,6 +217,15 @@ public final class RibbonFilter {
     }
 
     /**
+     * As {@link #contains(byte[])}, for the key {@code key[offset, offset + length)} (a Spark
+     * string read where it lies, without a copy).
+     */
+    public boolean contains(byte[] key, int offset, int length) {
+        requireMembership(BYTE_KEYS);
+        return containsHash(Hashing.hashBytes(key, offset, length, p.seed));
+    }
+
+    /**
      * The value stored for an integer key (retrieval; arbitrary for keys not in the set, its
      * value bits only where the file has check bits).
      */
@@ -245,6 +254,12 @@ public final class RibbonFilter {
     public OptionalInt find(byte[] key) {
         requireKind(BYTE_KEYS | RETRIEVAL);
         return foundValue(Hashing.hashBytes(key, p.seed));
+    }
+
+    /** Retrieval: as {@link #find(byte[])}, for the key {@code key[offset, offset + length)}. */
+    public OptionalInt find(byte[] key, int offset, int length) {
+        requireKind(BYTE_KEYS | RETRIEVAL);
+        return foundValue(Hashing.hashBytes(key, offset, length, p.seed));
     }
 
     /**
@@ -408,16 +423,37 @@ public final class RibbonFilter {
     /** The value of every key: {@code result[i] = lookup(keys[i])}. */
     public int[] lookup(long[] keys) {
         requireKind(RETRIEVAL);
-        int[] out = new int[keys.length];
-        for (int i = 0; i < keys.length; i++) out[i] = lookupHash(Hashing.hashLong(keys[i], seedMixed)) & valueMask;
-        return out;
+        long[] hashes = new long[keys.length];
+        for (int i = 0; i < keys.length; i++) hashes[i] = Hashing.hashLong(keys[i], seedMixed);
+        return lookupHashes(hashes);
     }
 
     /** The value of every key: {@code result[i] = lookup(keys[i])}. */
     public int[] lookup(byte[][] keys) {
         requireKind(BYTE_KEYS | RETRIEVAL);
-        int[] out = new int[keys.length];
-        for (int i = 0; i < keys.length; i++) out[i] = lookupHash(Hashing.hashBytes(keys[i], p.seed)) & valueMask;
+        long[] hashes = new long[keys.length];
+        for (int i = 0; i < keys.length; i++) hashes[i] = Hashing.hashBytes(keys[i], p.seed);
+        return lookupHashes(hashes);
+    }
+
+    /**
+     * The value of every key hash (overwritten: the plan keeps layer 0's hashes there), in
+     * blocks whose reads overlap where the file has a w = 64 plan.
+     */
+    private int[] lookupHashes(long[] hashes) {
+        int[] out = new int[hashes.length];
+        if (plan == null) {
+            for (int i = 0; i < hashes.length; i++) out[i] = lookupHash(hashes[i]) & valueMask;
+            return out;
+        }
+        long[] block = new long[Math.min(hashes.length, Query64.BLOCK)];
+        long[] starts = new long[block.length];
+        for (int from = 0; from < hashes.length; from += block.length) {
+            int count = Math.min(block.length, hashes.length - from);
+            System.arraycopy(hashes, from, block, 0, count);
+            plan.lookup(block, count, out, from, starts);
+        }
+        for (int i = 0; i < out.length; i++) out[i] &= valueMask;
         return out;
     }
 

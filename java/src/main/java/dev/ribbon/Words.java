@@ -11,6 +11,11 @@ import java.nio.LongBuffer;
 abstract class Words {
     abstract long get(int index);
 
+    /** The heap copy's array (queries read it directly), or null where the words are mapped. */
+    long[] array() {
+        return null;
+    }
+
     /**
      * The words of {@code mapped}: copied into the heap if they take at most
      * {@code heapBytes} bytes, else read in place.
@@ -42,6 +47,11 @@ abstract class Words {
         @Override
         long get(int index) {
             return words[index];
+        }
+
+        @Override
+        long[] array() {
+            return words;
         }
     }
 

@@ -1,0 +1,3 @@
+package org.apache.spark.sql.types;
+
+public class ShortType extends DataType {}
