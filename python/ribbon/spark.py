@@ -33,7 +33,7 @@ import pickle
 import time
 import uuid
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -436,9 +436,7 @@ class SparkEngine(dist.Engine):
     def group_names(self):
         column = self.df.select(self.columns[0]).distinct()
         names = [row[0] for row in column.collect()]
-        return dist.as_group_names(n.encode() if isinstance(n, str) else bytes(n)
-                                   if isinstance(n, (bytearray, memoryview)) else n
-                                   for n in names)
+        return dist.as_group_names(names)
 
     def find_key(self, key_hash: int):
         """The first key of the input whose hash is ``key_hash`` (a pass over the key column,
@@ -587,7 +585,7 @@ def build_set(
     batch_keys: int = ROUTE_BATCH_KEYS,
     filesystem=None,
     engine: str = "auto",
-    group_names: bool = True,
+    group_names: Union[bool, Any] = True,
     metadata: Optional[bytes] = None,
     _fail_first_attempt: Sequence[Tuple[int, int, str]] = (),
 ) -> dist.BuildStats:
@@ -601,7 +599,8 @@ def build_set(
     engines, retries and the output as for :func:`build`; the JVM route hashes the pairs in
     the executors' JVMs. The file names every group (format version 7, so that
     ``FilterSet.groups_of`` answers; the driver collects the distinct groups) unless
-    ``group_names`` is False (version 6, for readers of the release before); ``metadata``
+    ``group_names`` is False (version 6, for readers of the release before) or the names
+    themselves (every group, those without pairs too: not collected); ``metadata``
     (bytes) is stored with the file as ``ribbon.build_set(metadata=)`` stores it."""
     return _build(df, [group_column, key_column], ["group", "key"], path, check_bits=0,
                   **_options(locals()))
@@ -863,25 +862,6 @@ def lookup(column, filter, *, spark=None, engine: str = "auto"):
 # ribbon.lake on Spark: the index's build (its engine="spark") and reads through it.
 
 
-def _build_set_naming(df, group_column: str, key_column: str, path, names, **options):
-    """:func:`build_set` whose file names exactly ``names`` (every group: the groups of the
-    pairs and those without any, e.g. a table's empty files) instead of collecting the
-    distinct groups: ribbon.lake's Spark engine, the bytes of ``ribbon.build_set(...,
-    all_groups=names)``."""
-    global SparkEngine
-    base = SparkEngine
-
-    class _Naming(base):
-        def group_names(self):
-            return dist.as_group_names(names)
-
-    SparkEngine = _Naming
-    try:
-        return build_set(df, group_column, key_column, path, **options)
-    finally:
-        SparkEngine = base
-
-
 def read_indexed(spark, table, column: str, keys, index):
     """A DataFrame of the rows of Parquet ``table`` whose ``column`` is one of ``keys``,
     scanning only the files ``ribbon.lake.candidate_files`` names through ``index`` (a path
@@ -906,5 +886,9 @@ def read_indexed(spark, table, column: str, keys, index):
         keys = keys.tolist()
     elif isinstance(keys, (str, bytes, int)):
         keys = [keys]
-    keys = [k.decode() if isinstance(k, bytes) else k for k in keys]
-    return df.where(F.col("`" + column.replace("`", "``") + "`").isin(list(keys)))
+    name = "`" + column.replace("`", "``") + "`"
+    if df.schema[column].dataType.typeName() == "binary":
+        keys = [bytearray(k.encode() if isinstance(k, str) else k) for k in keys]
+    else:
+        keys = [k.decode() if isinstance(k, bytes) else k for k in keys]
+    return df.where(F.col(name).isin(list(keys)))
