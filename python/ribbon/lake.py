@@ -31,9 +31,7 @@ import json
 import os
 import posixpath
 import re
-import shutil
 import sys
-import tempfile
 import time
 import urllib.parse
 import uuid
@@ -281,8 +279,10 @@ def _key_column(array, arrow_type) -> pa.Array:
     return array
 
 
-def _file_pair_hashes(table: Table, relative: str, column: str, arrow_type, params, seed: int):
-    """(distinct pair hashes, nulls) of one file, read a row group at a time."""
+def _file_pair_hashes(table: Table, relative: str, column: str, arrow_type, kind: str,
+                      seed: int):
+    """(pair hashes, nulls) of one file, read a row group at a time. Repeated pairs are left
+    to the builder, which stores a pair once."""
     name = relative.encode()
     chunks, nulls = [], 0
     with table.fs.open_input_file(table.path(relative)) as f:
@@ -294,72 +294,10 @@ def _file_pair_hashes(table: Table, relative: str, column: str, arrow_type, para
                 keys = pc.drop_null(keys)
             if len(keys):
                 chunks.append(_ribbon.hash_pairs(_repeated(name, len(keys)), keys, seed=seed,
-                                                 group_kind="bytes", key_kind=params.key_kind))
-    hashes = np.unique(np.concatenate(chunks)) if chunks else np.empty(0, np.uint64)
+                                                 group_kind="bytes", key_kind=kind))
+    hashes = np.concatenate(chunks) if len(chunks) > 1 else (chunks[0] if chunks else
+                                                              np.empty(0, np.uint64))
     return hashes, nulls
-
-
-class _PairsEngine(dist.Engine):
-    """dist.Engine over pair hashes held in memory or in one spill file; layer 0 routed to
-    one file per range when spilled, so a range's hashes are all that is in memory."""
-
-    def __init__(self, names, groups_with_keys: int, chunks, spill: Optional[str], count: int,
-                 tmp: str):
-        self.names, self.groups_with_keys = names, groups_with_keys
-        self.chunks, self.spill, self.rows, self.tmp = chunks, spill, count, tmp
-
-    def count(self) -> int:
-        return self.rows
-
-    def count_groups(self) -> int:
-        return self.groups_with_keys
-
-    def group_names(self):
-        return self.names
-
-    def _layer0(self, step: int = 1 << 22):
-        if self.spill is None:
-            yield from self.chunks
-            return
-        with open(self.spill, "rb") as f:
-            while True:
-                block = np.fromfile(f, dtype=np.uint64, count=step)
-                if not len(block):
-                    return
-                yield block
-
-    def solve_layer(self, plan, source, task):
-        results, bumped = [], []
-        if source is None and self.spill is not None:
-            parts = [os.path.join(self.tmp, f"range-{r}") for r in range(plan.num_ranges)]
-            handles = [open(p, "wb") for p in parts]
-            try:
-                for block in self._layer0():
-                    for r, hashes, _ in dist.route_batch(plan, block, None):
-                        hashes.tofile(handles[r])
-            finally:
-                for h in handles:
-                    h.close()
-            for r, p in enumerate(parts):
-                result, range_bumped, _ = task(r, [np.fromfile(p, dtype=np.uint64)], None)
-                os.remove(p)
-                results.append(result)
-                bumped.append(range_bumped)
-            return results, bumped
-        by_range: Dict[int, list] = {}
-        for block in (self._layer0() if source is None else source):
-            for r, hashes, _ in dist.route_batch(plan, block, None):
-                by_range.setdefault(r, []).append(hashes)
-        for r in range(plan.num_ranges):
-            result, range_bumped, _ = task(r, by_range.pop(r, []), None)
-            results.append(result)
-            bumped.append(range_bumped)
-        return results, bumped
-
-    def collect(self, source):
-        if not source:
-            return np.empty(0, dtype=np.uint64), None
-        return np.concatenate(source), None
 
 
 @dataclass
@@ -378,57 +316,43 @@ class IndexStats:
     seconds: Dict[str, float] = field(default_factory=dict)
 
 
-def _build_local(table, files, facts, column, arrow_type, kind, out, *, fpr, bits, seed,
-                 threads, memory_limit, tmp_dir):
-    params = dist.build_params(kind, fpr=fpr, bits=bits, seed=seed, group_kind="bytes")
-    work = tempfile.mkdtemp(prefix="ribbon-lake-", dir=tmp_dir)
-    try:
-        chunks, held, spill, nulls, with_keys, total = [], 0, None, {}, 0, 0
-        names = list(files)
-        window = max(1, threads) * 2
+def _build_local(table, files, column, arrow_type, kind, out, *, fpr, bits, seed, threads,
+                 memory_limit, tmp_dir):
+    """The local engine: files read ``threads`` at a time, their pair hashes streamed into
+    the out-of-core bulk builder (ribbon.BulkBuilder), which keeps them in memory while they
+    fit in ``memory_limit`` and spills them under ``tmp_dir`` beyond it."""
+    nulls, with_keys = {}, 0
+    built = os.path.join(os.path.dirname(os.path.abspath(out)),
+                         f".{os.path.basename(out)}.{uuid.uuid4().hex}.building")
+    window = max(1, threads) * 2  # at most 2 * threads files' hashes wait at once
+    with _ribbon.BulkBuilder(kind, memory_limit=memory_limit, tmp_dir=tmp_dir, fpr=fpr,
+                             bits=bits, seed=seed, threads=threads, groups="bytes") as builder:
         def take(relative, hashes, file_nulls):
-            nonlocal chunks, held, spill, total, with_keys
+            nonlocal with_keys
             nulls[relative] = file_nulls
-            total += len(hashes)
             with_keys += bool(len(hashes))
-            if spill is None and held + hashes.nbytes > memory_limit // 4:
-                spill = os.path.join(work, "pairs")  # past a quarter of the limit: to disk
-                with open(spill, "wb") as f:
-                    for c in chunks:
-                        c.tofile(f)
-                chunks, held = [], 0
-            if spill is not None:
-                with open(spill, "ab") as f:
-                    hashes.tofile(f)
-            elif len(hashes):
-                chunks.append(hashes)
-                held += hashes.nbytes
+            builder.add_hashes(hashes)
 
         with concurrent.futures.ThreadPoolExecutor(max(1, threads)) as pool:
-            pending = []  # at most 2 * threads files' hashes wait at once
-            for relative in names:
+            pending = []
+            for relative in files:
                 pending.append((relative, pool.submit(_file_pair_hashes, table, relative,
-                                                      column, arrow_type, params, seed)))
+                                                      column, arrow_type, kind, seed)))
                 if len(pending) >= window:
                     done, future = pending.pop(0)
                     take(done, *future.result())
             for done, future in pending:
                 take(done, *future.result())
-        engine = _PairsEngine([n.encode() for n in names], with_keys, chunks, spill, total, work)
-        # A range's solve takes about 40 bytes per key: ranges sized to half the limit.
-        range_keys = max(1 << 16, min(dist.DEFAULT_RANGE_KEYS, memory_limit // 80))
-        built = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}."
-                             f"{uuid.uuid4().hex}.building")
+        builder.set_group_count(with_keys)
+        builder.set_group_names([r.encode() for r in files])
         try:
-            dist.run_build(engine, params, built, range_keys=range_keys, threads=threads)
+            result = builder.finish(built)
             with open(built, "rb") as f:
                 data = f.read()
         finally:
             if os.path.exists(built):
                 os.remove(built)
-        return data, nulls, spill is not None
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return data, nulls, result["out_of_core"]
 
 
 def _build_spark(spark, table, files, facts, column, arrow_type, kind, out, *, fpr, bits, seed):
@@ -492,8 +416,8 @@ def build_index(table, column: str, index_path, *, fpr: Optional[float] = None,
     any error); the table's delta files (:func:`update_index`) are removed after it.
 
     ``engine``: ``"local"`` (pyarrow here: only the key column read, ``threads`` files at
-    once (0: all cores), pairs kept as 8-byte hashes, spilled under ``tmp_dir`` past a
-    quarter of ``memory_limit``, layers solved in ranges that fit in half of it) or
+    once (0: all cores), pairs kept as 8-byte hashes by ``ribbon.BulkBuilder``, in memory
+    while they fit in ``memory_limit`` and spilled under ``tmp_dir`` beyond it) or
     ``"spark"`` (``ribbon.spark.build_set`` on the session ``spark``; the same bytes).
     ``fpr``/``bits``: as ``ribbon.build_set`` (default r = 8: 1/256 a file)."""
     clock = time.monotonic()
@@ -513,7 +437,7 @@ def build_index(table, column: str, index_path, *, fpr: Optional[float] = None,
     facts, arrow_type, kind = _survey(source, files, column, threads)
     surveyed = time.monotonic()
     if engine == "local":
-        data, nulls, spilled = _build_local(source, files, facts, column, arrow_type, kind, out,
+        data, nulls, spilled = _build_local(source, files, column, arrow_type, kind, out,
                                             fpr=fpr, bits=bits, seed=seed, threads=threads,
                                             memory_limit=memory_limit, tmp_dir=tmp_dir)
     else:

@@ -77,6 +77,21 @@ class bulk_build {
   }
 
   std::uint64_t key_count() { return live().key_count(); }
+
+  void set_group_count(std::uint64_t groups) {
+    bulk_builder& b = live();
+    translating(failure::options, [&] { b.set_group_count(groups); });
+  }
+
+  void set_group_names(nb::handle names) {
+    if (options_.groups == group_kind::none) {
+      raise(failure::options, "set_group_names is for sets: make the builder with groups=");
+    }
+    group_names all = to_group_names(names, options_.groups);
+    bulk_builder& b = live();
+    translating(failure::options, [&] { b.set_group_names(std::move(all)); });
+  }
+
   void close() { builder_.reset(); }
   key_kind kind() const { return kind_; }
 
@@ -130,7 +145,8 @@ Use it as a context manager: leaving the block removes every temporary file.)")
              std::optional<double> fpr, std::optional<std::int64_t> bits, std::int64_t width,
              const std::string& variant, std::uint64_t seed, std::optional<std::int64_t> threads,
              std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes,
-             bool with_values, std::int64_t check_bits) {
+             bool with_values, std::int64_t check_bits, std::optional<std::string> groups,
+             std::optional<nb::bytes> metadata) {
             if (with_values && !bits) {
               raise(failure::options,
                     "with_values=True needs bits=B, the bits of each value: they must be "
@@ -153,6 +169,15 @@ Use it as a context manager: leaving the block removes every temporary file.)")
             options.memory_limit = memory_limit.value_or(0);
             options.tmp_dir = tmp_dir.value_or("");
             options.expected_keys = expected_keys.value_or(0);
+            if (groups) {
+              options.groups = key_kind_from_name(*groups) == ribbon::key_kind::u64
+                                   ? ribbon::group_kind::u64
+                                   : ribbon::group_kind::bytes;
+            }
+            if (metadata) {
+              options.metadata =
+                  std::make_shared<const std::string>(metadata->c_str(), metadata->size());
+            }
             new (self) bulk_build(key_kind_from_name(kind), options);
           },
           nb::arg("kind"), nb::kw_only(), nb::arg("memory_limit") = nb::none(),
@@ -160,7 +185,8 @@ Use it as a context manager: leaving the block removes every temporary file.)")
           nb::arg("fpr") = nb::none(), nb::arg("bits") = nb::none(), nb::arg("width") = 64,
           nb::arg("variant") = "bumped", nb::arg("seed") = 0, nb::arg("threads") = nb::none(),
           nb::arg("shard_size") = nb::none(), nb::arg("threshold_codes") = nb::none(),
-          nb::arg("with_values") = false, nb::arg("check_bits") = 0,
+          nb::arg("with_values") = false, nb::arg("check_bits") = 0, nb::arg("groups") = nb::none(),
+          nb::arg("metadata") = nb::none(),
           R"(kind: "u64" (integer keys) or "bytes" (byte strings).
 memory_limit: bytes the build may use (default: half the machine's or cgroup's memory).
 tmp_dir: where partition files go (default $TMPDIR or /tmp). expected_keys: a sizing hint.
@@ -168,6 +194,10 @@ with_values: a retrieval structure (key -> value, as ribbon.build(keys, values))
 gives values=, each below 2^bits (bits= is then required), with check_bits as ribbon.build's.
 A key added twice with one value counts once; with two, finish() raises
 ConflictingValuesError and writes nothing.
+groups: "u64" or "bytes", a filter set (ribbon.build_set) whose groups are of that kind:
+add_hashes() takes the pairs' hashes as ribbon.hash_pairs returns them, and set_group_count()
+(and set_group_names(), for a set that knows its groups) come before finish().
+metadata: bytes saved with the file (format version 7).
 The other options are ribbon.build's.)")
       .def("add", &bulk_build::add, nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(),
            "Adds a batch of keys (any input ribbon.build takes, of this builder's kind) and, "
@@ -181,6 +211,11 @@ The other options are ribbon.build's.)")
 
 Call once. Ctrl-C stops it within about a second, leaving no output or temporary files.)")
       .def_prop_ro("key_count", &bulk_build::key_count, "Keys added so far.")
+      .def("set_group_count", &bulk_build::set_group_count, nb::arg("count"),
+           "Sets (groups=): the number of distinct groups among the pairs added.")
+      .def("set_group_names", &bulk_build::set_group_names, nb::arg("names"),
+           "Sets (groups=): the names of every group (those without pairs too), which the "
+           "file records; without them the file is format version 6.")
       .def_prop_ro(
           "kind", [](const bulk_build& b) { return key_kind_name(b.kind()); },
           "\"u64\" or \"bytes\".")

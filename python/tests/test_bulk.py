@@ -63,6 +63,39 @@ def test_bulk_errors(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["a.ribbon"]
 
 
+@pytest.mark.parametrize("group_kind", ["u64", "bytes"])
+def test_bulk_sets_equal_build_set_in_memory_and_out_of_core(tmp_path, random_u64, group_kind):
+    keys = random_u64(200000)
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, 40, len(keys))
+    groups = ids if group_kind == "u64" else [b"part-%d" % i for i in ids]
+    empty = [1000, 1001] if group_kind == "u64" else [b"empty-a", b"empty-b"]
+    options = dict(bits=6, seed=9)
+    expected = ribbon.build_set(groups, keys, all_groups=empty, metadata=b"{}", **options)
+    hashes = ribbon.hash_pairs(groups, keys, seed=9)
+    for limit, out_of_core in ((None, False), (1 << 20, True)):
+        path = tmp_path / f"set-{out_of_core}.ribbon"
+        with ribbon.BulkBuilder("u64", memory_limit=limit, tmp_dir=str(tmp_path),
+                                groups=group_kind, metadata=b"{}", **options) as b:
+            for chunk in np.array_split(np.concatenate([hashes, hashes[:1000]]), 5):
+                b.add_hashes(chunk)  # a repeated pair is stored once
+            b.set_group_count(len(set(ids.tolist())))
+            b.set_group_names(sorted(set(groups if group_kind == "bytes" else ids.tolist()))
+                              + empty)
+            stats = b.finish(path)
+        assert stats["out_of_core"] is out_of_core
+        assert path.read_bytes() == expected.to_bytes()
+
+
+def test_bulk_set_errors(tmp_path):
+    with ribbon.BulkBuilder("u64") as b:
+        with pytest.raises(ValueError, match="groups="):
+            b.set_group_names([b"a"])
+    with ribbon.BulkBuilder("u64", groups="bytes") as b:
+        with pytest.raises(TypeError, match="byte strings"):
+            b.set_group_names([1, 2])
+
+
 @pytest.mark.parametrize("check_bits", [0, 6])
 def test_bulk_values_equal_build_in_memory_and_out_of_core(tmp_path, random_u64, check_bits):
     keys = random_u64(200000, seed=5)
