@@ -140,53 +140,34 @@ values).
 Use it as a context manager: leaving the block removes every temporary file.)")
       .def(
           "__init__",
-          [](bulk_build* self, const std::string& kind, std::optional<std::uint64_t> memory_limit,
-             std::optional<std::string> tmp_dir, std::optional<std::uint64_t> expected_keys,
-             std::optional<double> fpr, std::optional<std::int64_t> bits, std::int64_t width,
-             const std::string& variant, std::uint64_t seed, std::optional<std::int64_t> threads,
-             std::optional<std::int64_t> shard_size, std::optional<std::string> threshold_codes,
-             bool with_values, std::int64_t check_bits, std::optional<std::string> groups,
-             std::optional<nb::bytes> metadata) {
-            if (with_values && !bits) {
+          [](bulk_build* self, const std::string& kind, nb::kwargs given_options) {
+            keywords given("BulkBuilder", given_options);
+            const build_arguments args = given.build_options({"slack", "success_probability"});
+            ribbon::bulk_options options;
+            options.build = to_build_options(args);
+            options.with_values = given.value<bool>("with_values", false);
+            if (options.with_values && !args.bits) {
               raise(failure::options,
                     "with_values=True needs bits=B, the bits of each value: they must be "
                     "known before the values stream past (ribbon.build takes them from the "
                     "largest value)");
             }
-            ribbon::bulk_options options;
-            options.build = to_build_options(build_arguments{fpr,
-                                                             bits,
-                                                             width,
-                                                             variant,
-                                                             seed,
-                                                             threads,
-                                                             shard_size,
-                                                             {},
-                                                             {},
-                                                             threshold_codes,
-                                                             check_bits});
-            options.with_values = with_values;
-            options.memory_limit = memory_limit.value_or(0);
-            options.tmp_dir = tmp_dir.value_or("");
-            options.expected_keys = expected_keys.value_or(0);
-            if (groups) {
+            options.memory_limit = given.value<std::uint64_t>("memory_limit", 0);
+            options.tmp_dir = given.value<std::string>("tmp_dir", "");
+            options.expected_keys = given.value<std::uint64_t>("expected_keys", 0);
+            if (const auto groups = given.optional<std::string>("groups")) {
               options.groups = key_kind_from_name(*groups) == ribbon::key_kind::u64
                                    ? ribbon::group_kind::u64
                                    : ribbon::group_kind::bytes;
             }
-            if (metadata) {
+            if (const auto metadata = given.optional<nb::bytes>("metadata")) {
               options.metadata =
                   std::make_shared<const std::string>(metadata->c_str(), metadata->size());
             }
+            given.done();
             new (self) bulk_build(key_kind_from_name(kind), options);
           },
-          nb::arg("kind"), nb::kw_only(), nb::arg("memory_limit") = nb::none(),
-          nb::arg("tmp_dir") = nb::none(), nb::arg("expected_keys") = nb::none(),
-          nb::arg("fpr") = nb::none(), nb::arg("bits") = nb::none(), nb::arg("width") = 64,
-          nb::arg("variant") = "bumped", nb::arg("seed") = 0, nb::arg("threads") = nb::none(),
-          nb::arg("shard_size") = nb::none(), nb::arg("threshold_codes") = nb::none(),
-          nb::arg("with_values") = false, nb::arg("check_bits") = 0, nb::arg("groups") = nb::none(),
-          nb::arg("metadata") = nb::none(),
+          nb::arg("kind"), nb::arg("options"),
           R"(kind: "u64" (integer keys) or "bytes" (byte strings).
 memory_limit: bytes the build may use (default: half the machine's or cgroup's memory).
 tmp_dir: where partition files go (default $TMPDIR or /tmp). expected_keys: a sizing hint.

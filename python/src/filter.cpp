@@ -345,24 +345,15 @@ void bind_properties(filter_class& c) {
 void bind_build(nb::module_& m) {
   m.def(
       "build",
-      [](nb::handle keys, nb::handle values, std::optional<double> fpr,
-         std::optional<std::int64_t> bits, std::int64_t width, const std::string& variant,
-         std::uint64_t seed, std::optional<std::int64_t> threads,
-         std::optional<std::int64_t> shard_size, std::optional<double> slack,
-         std::optional<double> success_probability, const std::string& backend,
-         std::optional<std::string> key_kind, std::optional<std::string> threshold_codes,
-         std::int64_t check_bits) {
-        return build(keys, values,
-                     build_arguments{fpr, bits, width, variant, seed, threads, shard_size, slack,
-                                     success_probability, threshold_codes, check_bits},
-                     backend, key_kind);
+      [](nb::handle keys, nb::handle values, nb::kwargs options) {
+        keywords given("build", options);
+        const build_arguments args = given.build_options();
+        const std::string backend = given.value<std::string>("backend", "cpu");
+        const std::optional<std::string> key_kind = given.optional<std::string>("key_kind");
+        given.done();
+        return build(keys, values, args, backend, key_kind);
       },
-      nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(), nb::arg("fpr") = nb::none(),
-      nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("variant") = "bumped",
-      nb::arg("seed") = 0, nb::arg("threads") = nb::none(), nb::arg("shard_size") = nb::none(),
-      nb::arg("slack") = nb::none(), nb::arg("success_probability") = nb::none(),
-      nb::arg("backend") = "cpu", nb::arg("key_kind") = nb::none(),
-      nb::arg("threshold_codes") = nb::none(), nb::arg("check_bits") = 0,
+      nb::arg("keys"), nb::kw_only(), nb::arg("values") = nb::none(), nb::arg("options"),
       R"(Builds a filter (or, with values=, a retrieval structure) from keys.
 
 keys: numpy integer array, numpy bytes/str array, pyarrow Array/ChunkedArray of integers or

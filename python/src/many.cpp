@@ -86,23 +86,15 @@ void bind_many(nb::module_& m) {
   m.def(
       "_build_many",
       [](nb::handle keys, const positions& offsets, const std::optional<positions>& order,
-         std::optional<double> fpr, std::optional<std::int64_t> bits, std::int64_t width,
-         const std::string& variant, std::uint64_t seed, std::optional<std::int64_t> threads,
-         std::optional<std::int64_t> shard_size, std::optional<double> slack,
-         std::optional<double> success_probability, const std::string& backend,
-         std::optional<std::string> key_kind, std::optional<std::string> threshold_codes) {
-        return build_many_filters(
-            keys, offsets, order,
-            build_arguments{fpr, bits, width, variant, seed, threads, shard_size, slack,
-                            success_probability, threshold_codes},
-            backend, key_kind);
+         nb::kwargs options) {
+        keywords given("build_many", options);
+        const build_arguments args = given.build_options({"check_bits"});
+        const std::string backend = given.value<std::string>("backend", "cpu");
+        const std::optional<std::string> key_kind = given.optional<std::string>("key_kind");
+        given.done();
+        return build_many_filters(keys, offsets, order, args, backend, key_kind);
       },
-      nb::arg("keys"), nb::arg("offsets"), nb::arg("order").none(), nb::kw_only(),
-      nb::arg("fpr") = nb::none(), nb::arg("bits") = nb::none(), nb::arg("width") = 64,
-      nb::arg("variant") = "bumped", nb::arg("seed") = 0, nb::arg("threads") = nb::none(),
-      nb::arg("shard_size") = nb::none(), nb::arg("slack") = nb::none(),
-      nb::arg("success_probability") = nb::none(), nb::arg("backend") = "cpu",
-      nb::arg("key_kind") = nb::none(), nb::arg("threshold_codes") = nb::none(),
+      nb::arg("keys"), nb::arg("offsets"), nb::arg("order").none(), nb::arg("options"),
       "The filters of groups of keys: group g holds keys[order[i]] (keys[i] where order is "
       "None) for i in [offsets[g], offsets[g + 1]) (ribbon.build_many makes offsets and order "
       "from a group column).");

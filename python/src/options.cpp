@@ -2,6 +2,8 @@
 
 #include "errors.hpp"
 
+namespace nb = nanobind;
+
 #if defined(RIBBON_PYTHON_WITH_CUDA)
 #include "ribbon/cuda/builder.hpp"
 #endif
@@ -47,6 +49,52 @@ build_options to_build_options(const build_arguments& a) {
   }
   o.check_bits = checked_u32(a.check_bits, "check_bits", 0);
   return o;
+}
+
+build_arguments keywords::build_options(std::initializer_list<const char*> not_taken) {
+  auto taken = [&](const char* name) {
+    for (const char* other : not_taken) {
+      if (std::string(other) == name) return false;
+    }
+    return true;
+  };
+  build_arguments a;
+  if (taken("fpr")) a.fpr = optional<double>("fpr");
+  if (taken("bits")) a.bits = optional<std::int64_t>("bits");
+  if (taken("width")) a.width = value<std::int64_t>("width", a.width);
+  if (taken("variant")) a.variant = value<std::string>("variant", a.variant);
+  if (taken("seed")) a.seed = value<std::uint64_t>("seed", a.seed);
+  if (taken("threads")) a.threads = optional<std::int64_t>("threads");
+  if (taken("shard_size")) a.shard_size = optional<std::int64_t>("shard_size");
+  if (taken("slack")) a.slack = optional<double>("slack");
+  if (taken("success_probability")) {
+    a.success_probability = optional<double>("success_probability");
+  }
+  if (taken("threshold_codes")) a.threshold_codes = optional<std::string>("threshold_codes");
+  if (taken("check_bits")) a.check_bits = value<std::int64_t>("check_bits", a.check_bits);
+  return a;
+}
+
+nb::object keywords::object(const char* name) {
+  read_.insert(name);
+  return given_.contains(name) ? nb::borrow(given_[name]) : nb::none();
+}
+
+void keywords::done() const {
+  for (auto item : given_) {
+    const std::string name = nb::cast<std::string>(item.first);
+    if (!read_.count(name)) {
+      throw nb::type_error(
+          (std::string(function_) + "() got an unexpected keyword argument '" + name + "'")
+              .c_str());
+    }
+  }
+}
+
+void keywords::wrong_type(const char* name, nb::handle value) const {
+  throw nb::type_error((std::string(function_) + "(): " + name + " cannot be " +
+                        nb::cast<std::string>(nb::repr(value)))
+                           .c_str());
 }
 
 bool use_gpu(const std::string& name) {

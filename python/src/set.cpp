@@ -157,25 +157,19 @@ void bind_sets(nb::module_& m) {
   using namespace ribbon::python;
   m.def(
       "_build_set",
-      [](nb::handle groups, nb::handle keys, std::optional<double> fpr,
-         std::optional<std::int64_t> bits, std::int64_t width, const std::string& variant,
-         std::uint64_t seed, std::optional<std::int64_t> threads,
-         std::optional<std::int64_t> shard_size, std::optional<double> slack,
-         std::optional<double> success_probability, std::optional<std::string> key_kind,
-         std::optional<std::string> group_kind, std::optional<std::string> threshold_codes,
-         bool group_names, nb::handle all_groups, std::optional<nb::bytes> metadata) {
-        return build_set(groups, keys,
-                         build_arguments{fpr, bits, width, variant, seed, threads, shard_size,
-                                         slack, success_probability, threshold_codes},
-                         key_kind, group_kind, group_names, all_groups, metadata);
+      [](nb::handle groups, nb::handle keys, nb::kwargs options) {
+        keywords given("build_set", options);
+        const build_arguments args = given.build_options({"check_bits"});
+        const std::optional<std::string> key_kind = given.optional<std::string>("key_kind");
+        const std::optional<std::string> group_kind = given.optional<std::string>("group_kind");
+        const bool group_names = given.value<bool>("group_names", true);
+        const nb::object all_groups = given.object("all_groups");
+        const std::optional<nb::bytes> metadata = given.optional<nb::bytes>("metadata");
+        given.done();
+        return build_set(groups, keys, args, key_kind, group_kind, group_names, all_groups,
+                         metadata);
       },
-      nb::arg("groups"), nb::arg("keys"), nb::kw_only(), nb::arg("fpr") = nb::none(),
-      nb::arg("bits") = nb::none(), nb::arg("width") = 64, nb::arg("variant") = "bumped",
-      nb::arg("seed") = 0, nb::arg("threads") = nb::none(), nb::arg("shard_size") = nb::none(),
-      nb::arg("slack") = nb::none(), nb::arg("success_probability") = nb::none(),
-      nb::arg("key_kind") = nb::none(), nb::arg("group_kind") = nb::none(),
-      nb::arg("threshold_codes") = nb::none(), nb::arg("group_names") = true,
-      nb::arg("all_groups") = nb::none(), nb::arg("metadata") = nb::none(),
+      nb::arg("groups"), nb::arg("keys"), nb::arg("options"),
       "The filter set (a Filter answering contains_in) of the pairs (groups[i], keys[i]); "
       "ribbon.build_set wraps it in a FilterSet.");
 }
