@@ -350,3 +350,20 @@ def test_negative_integers_are_their_twos_complement():
     assert ribbon.build(pa.array(signed)).to_bytes() == reference
     small = np.array([-1, -2, 5], np.int8)
     assert np.array_equal(ribbon.hash_keys(small), ribbon.hash_keys(small.astype(np.int64).view(np.uint64)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda **o: ribbon.build([1, 2], **o),
+    lambda **o: ribbon.build_set([1, 2], [3, 4], **o),
+    lambda **o: ribbon.build_many([1, 2], [3, 4], **o),
+    lambda **o: ribbon.BulkBuilder("u64", **o),
+])
+def test_build_options_are_checked_by_name_and_type(call):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bit'"):
+        call(bit=3)
+    with pytest.raises(TypeError, match="seed cannot be -1"):
+        call(seed=-1)
+    with pytest.raises(TypeError, match="width cannot be 'wide'"):
+        call(width="wide")
+    with pytest.raises(ribbon.OptionsError, match="fpr"):
+        call(fpr=2.0)
