@@ -1,5 +1,5 @@
 // The engine-neutral steps of the distributed build (ribbon/distributed.hpp), for
-// python/ribbon/distributed.py: parameters and layer plans as picklable objects (engines ship
+// python/ribbon/distributed/: parameters and layer plans as picklable objects (engines ship
 // them to their workers), hash arrays in and out as numpy arrays, no per-key Python.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
