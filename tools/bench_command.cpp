@@ -240,10 +240,12 @@ void time_batched_queries(filter& f, const bench_data& d, std::uint64_t scalar_c
   time_batched_positives(f, d, r);
 }
 
-/// What both reports print: the space figures (filters against -log2 of the expected FPR, r
-/// or r + f with fractional bits, the information-theoretic space; retrieval against r, per
-/// distinct key) and the factors that turn seconds into ns per input key and per non-member.
+/// What both reports print: the members and non-members queried, the space figures (filters
+/// against -log2 of the expected FPR, r or r + f with fractional bits, the
+/// information-theoretic space; retrieval against r, per distinct key) and the factors that
+/// turn seconds into ns per input key and per non-member.
 struct report_figures {
+  std::uint64_t keys, negatives;
   double fpr_expected, ideal_bits, overhead_pct;
   double per_key, per_negative;
 };
@@ -251,6 +253,8 @@ struct report_figures {
 report_figures figures_of(const filter& f, const bench_data& d, const bench_result& r) {
   const filter_summary summary = summarize(f);
   report_figures x;
+  x.keys = d.keys.size();
+  x.negatives = d.negatives.size();
   // Retrieval: the rate at which non-members pass the check bits (none without them).
   const std::uint32_t check_bits = f.params().check_bits;
   x.fpr_expected = !summary.retrieval ? summary.expected_fpr
@@ -263,11 +267,8 @@ report_figures figures_of(const filter& f, const bench_data& d, const bench_resu
   return x;
 }
 
-void print_json(const bench_settings& s, const filter& f, const bench_data& d,
-                const bench_result& r) {
-  const std::uint64_t n = d.keys.size(), m = d.negatives.size();
-  const report_figures x = figures_of(f, d, r);
-  const double per_key = x.per_key, per_negative = x.per_negative;
+void print_json(const bench_settings& s, const filter& f, const bench_result& r,
+                const report_figures& x) {
   const build_stats& st = r.stats;
   std::printf(
       "{\"variant\": \"%s\", \"keys\": %llu, \"input_keys\": %llu, "
@@ -287,31 +288,29 @@ void print_json(const bench_settings& s, const filter& f, const bench_data& d,
       "\"batched_negative\": %.3f, \"batched_negative_per_thread\": %.3f, "
       "\"batched_negative_one_thread\": %.3f, \"batched_positive_one_thread\": %.3f}, "
       "\"peak_rss_bytes_per_key\": %.3f}\n",
-      variant_name(f.variant()), static_cast<unsigned long long>(n),
+      variant_name(f.variant()), static_cast<unsigned long long>(x.keys),
       static_cast<unsigned long long>(st.input_keys),
-      static_cast<unsigned long long>(st.distinct_keys), static_cast<unsigned long long>(m),
-      s.width, f.params().result_bits, f.params().extra_bit_fraction / 65536.0, x.ideal_bits,
-      r.threads, "cpu", static_cast<unsigned long long>(s.seed),
+      static_cast<unsigned long long>(st.distinct_keys),
+      static_cast<unsigned long long>(x.negatives), s.width, f.params().result_bits,
+      f.params().extra_bit_fraction / 65536.0, x.ideal_bits, r.threads, "cpu",
+      static_cast<unsigned long long>(s.seed),
       static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
-      r.build_seconds * per_key, st.hash_seconds * per_key, st.partition_seconds * per_key,
-      st.solve_seconds * per_key, st.gather_seconds * per_key, st.later_layers_seconds * per_key,
-      st.sort_thread_seconds * per_key, st.eliminate_thread_seconds * per_key,
-      st.back_substitute_thread_seconds * per_key, st.plain_layer_attempts, st.standard_attempts,
+      r.build_seconds * x.per_key, st.hash_seconds * x.per_key, st.partition_seconds * x.per_key,
+      st.solve_seconds * x.per_key, st.gather_seconds * x.per_key,
+      st.later_layers_seconds * x.per_key, st.sort_thread_seconds * x.per_key,
+      st.eliminate_thread_seconds * x.per_key, st.back_substitute_thread_seconds * x.per_key,
+      st.plain_layer_attempts, st.standard_attempts,
       static_cast<unsigned long long>(f.size_bytes()), f.bits_per_key(), x.overhead_pct,
-      x.fpr_expected, static_cast<double>(r.false_positives) / static_cast<double>(m),
+      x.fpr_expected, static_cast<double>(r.false_positives) / static_cast<double>(x.negatives),
       static_cast<unsigned long long>(r.false_positives),
-      static_cast<unsigned long long>(r.false_negatives), r.positive_seconds * per_key,
-      r.negative_seconds * per_negative, r.batch_seconds * per_negative,
-      r.batch_seconds * per_negative * r.threads, r.batch_one_thread_seconds * per_negative,
-      r.batch_positive_one_thread_seconds * 1e9 / static_cast<double>(d.keys.size()),
-      r.peak_rss_per_key);
+      static_cast<unsigned long long>(r.false_negatives), r.positive_seconds * x.per_key,
+      r.negative_seconds * x.per_negative, r.batch_seconds * x.per_negative,
+      r.batch_seconds * x.per_negative * r.threads, r.batch_one_thread_seconds * x.per_negative,
+      r.batch_positive_one_thread_seconds * 1e9 / static_cast<double>(x.keys), r.peak_rss_per_key);
 }
 
-void print_text(const bench_settings& s, const filter& f, const bench_data& d,
-                const bench_result& r) {
-  const std::uint64_t n = d.keys.size(), m = d.negatives.size();
-  const report_figures x = figures_of(f, d, r);
-  const double per_key = x.per_key, per_negative = x.per_negative;
+void print_text(const bench_settings& s, const filter& f, const bench_result& r,
+                const report_figures& x) {
   const build_stats& st = r.stats;
   std::printf(
       "ribbon bench: %s, %llu input keys, %llu distinct, w=%u, r=%u%s, %u threads, "
@@ -322,9 +321,9 @@ void print_text(const bench_settings& s, const filter& f, const bench_data& d,
   std::printf(
       "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
       "gather %.2f, later layers %.2f ns/key)\n",
-      r.build_seconds * per_key, r.build_seconds, st.hash_seconds * per_key,
-      st.partition_seconds * per_key, st.solve_seconds * per_key, st.gather_seconds * per_key,
-      st.later_layers_seconds * per_key);
+      r.build_seconds * x.per_key, r.build_seconds, st.hash_seconds * x.per_key,
+      st.partition_seconds * x.per_key, st.solve_seconds * x.per_key, st.gather_seconds * x.per_key,
+      st.later_layers_seconds * x.per_key);
   std::printf(
       "  space        %8.4f bits/key, overhead %.4f%% over %.4f bits, %u layers, %llu bytes, "
       "%u tries\n",
@@ -333,29 +332,29 @@ void print_text(const bench_settings& s, const filter& f, const bench_data& d,
   if (f.is_retrieval()) {
     std::printf("  accuracy     %llu of %llu members with a wrong value",
                 static_cast<unsigned long long>(r.false_negatives),
-                static_cast<unsigned long long>(n));
+                static_cast<unsigned long long>(x.keys));
     if (f.params().check_bits != 0) {
       std::printf(", %u check bits: %.7f of %llu non-members found (expected %.7f)",
                   f.params().check_bits,
-                  static_cast<double>(r.false_positives) / static_cast<double>(m),
-                  static_cast<unsigned long long>(m), x.fpr_expected);
+                  static_cast<double>(r.false_positives) / static_cast<double>(x.negatives),
+                  static_cast<unsigned long long>(x.negatives), x.fpr_expected);
     }
     std::printf("\n");
   } else {
     std::printf(
         "  accuracy     FPR %.6f measured on %llu non-members (expected %.6f), "
         "%llu false negatives\n",
-        static_cast<double>(r.false_positives) / static_cast<double>(m),
-        static_cast<unsigned long long>(m), x.fpr_expected,
+        static_cast<double>(r.false_positives) / static_cast<double>(x.negatives),
+        static_cast<unsigned long long>(x.negatives), x.fpr_expected,
         static_cast<unsigned long long>(r.false_negatives));
   }
   std::printf(
       "  queries      scalar positive %.2f ns, scalar negative %.2f ns, batched "
       "negative %.2f ns/key (%u threads), %.2f ns/key (1 thread), batched positive %.2f ns/key "
       "(1 thread)\n",
-      r.positive_seconds * per_key, r.negative_seconds * per_negative,
-      r.batch_seconds * per_negative, r.threads, r.batch_one_thread_seconds * per_negative,
-      r.batch_positive_one_thread_seconds * 1e9 / static_cast<double>(d.keys.size()));
+      r.positive_seconds * x.per_key, r.negative_seconds * x.per_negative,
+      r.batch_seconds * x.per_negative, r.threads, r.batch_one_thread_seconds * x.per_negative,
+      r.batch_positive_one_thread_seconds * 1e9 / static_cast<double>(x.keys));
   std::printf("  memory       peak RSS %.2f bytes/key beyond the input keys\n", r.peak_rss_per_key);
 }
 
@@ -374,10 +373,11 @@ int run_bench(const bench_settings& s) {
   filter f = timed_build(d, s.copies, options, r);
   const std::uint64_t checksum = time_scalar_queries(f, d, r);
   time_batched_queries(f, d, checksum, r);
+  const report_figures x = figures_of(f, d, r);
   if (s.json) {
-    print_json(s, f, d, r);
+    print_json(s, f, r, x);
   } else {
-    print_text(s, f, d, r);
+    print_text(s, f, r, x);
   }
   return r.false_negatives == 0 ? 0 : 1;
 }

@@ -117,12 +117,12 @@ void note_memory_limit(const bulk_builder& builder, const bulk_options& options,
   }
 }
 
-streamed_build::streamed_build(const build_settings& s, input_format read_as,
+streamed_build::streamed_build(const build_settings& s, input_format format, input_records records,
                                filter_variant variant, std::uint64_t memory_limit_option)
     : memory_limit(memory_limit_option != 0 ? memory_limit_option : default_memory_limit()),
       reader_bytes(memory_limit / 8),
-      reader(s.inputs, read_as,
-             input_reader::chunk_bytes_within(reader_bytes, s.threads, read_as)) {
+      reader(s.inputs, format, records,
+             input_reader::chunk_bytes_within(reader_bytes, s.threads, format)) {
   options.build = build_options_of(s, variant);
   options.layout = file_layout_of(s.layout);
   options.memory_limit = memory_limit - reader_bytes;
@@ -132,6 +132,28 @@ streamed_build::streamed_build(const build_settings& s, input_format read_as,
   options.expected_keys = reader.estimated_keys();
   options.progress = &progress;
   options.metadata = metadata_of(s);
+}
+
+int run_streamed_build(const build_settings& s, streamed_build& streamed, key_kind keys, bool gpu,
+                       std::uint64_t memory_limit, clock_type::time_point start, progress_mode mode,
+                       const std::function<void(bulk_builder&)>& add) {
+  // If reading fails, finish() is never called and the builder's destructor removes its
+  // temporary files: nothing is written.
+  bulk_builder builder(keys, streamed.options);
+  if (mode != progress_mode::quiet) {
+    note_memory_limit(builder, streamed.options, gpu, memory_limit, streamed.reader_bytes);
+  }
+  input_reader& reader = streamed.reader;
+  progress_display display(mode, "build", &reader.counters(), reader.total_bytes(),
+                           &streamed.progress);
+  add(builder);
+  const bulk_result result = builder.finish(s.output);
+  display.stop(true);
+  if (mode != progress_mode::quiet) {
+    print_summary(s, result, seconds_since(start),
+                  reader.counters().bytes.load(std::memory_order_relaxed), gpu);
+  }
+  return 0;
 }
 
 std::shared_ptr<const std::string> metadata_of(const build_settings& s) {
@@ -154,30 +176,14 @@ namespace {
 /// A filter build (no values) with the bulk builder, within `memory_limit` (0: the default).
 int run_bulk_build(const build_settings& s, input_format format, filter_variant variant, bool gpu,
                    std::uint64_t memory_limit, clock_type::time_point start, progress_mode mode) {
-  streamed_build streamed(s, format, variant, memory_limit);
-  input_reader& reader = streamed.reader;
-  bulk_options& options = streamed.options;
-  build_progress& progress = streamed.progress;
-  const std::uint64_t reader_bytes = streamed.reader_bytes;
-  if (gpu) configure_gpu_build(options);
-  // If reading fails, finish() is never called and the builder's destructor removes its
-  // temporary files: nothing is written.
-  bulk_builder builder(key_kind_of(format), options);
-  if (mode != progress_mode::quiet) {
-    note_memory_limit(builder, options, gpu, memory_limit, reader_bytes);
-  }
-
-  progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
-  reader.run(
-      s.threads, parse_output::hashes, builder.params().seed, [](input_chunk&) {},
-      [&](input_chunk& c) { builder.add_hashes(c.values.data(), c.values.size()); });
-  const bulk_result result = builder.finish(s.output);
-  display.stop(true);
-  if (mode != progress_mode::quiet) {
-    print_summary(s, result, seconds_since(start),
-                  reader.counters().bytes.load(std::memory_order_relaxed), gpu);
-  }
-  return 0;
+  streamed_build streamed(s, format, input_records::keys, variant, memory_limit);
+  if (gpu) configure_gpu_build(streamed.options);
+  return run_streamed_build(
+      s, streamed, key_kind_of(format), gpu, memory_limit, start, mode, [&](bulk_builder& builder) {
+        streamed.reader.run(
+            s.threads, parse_output::hashes, builder.params().seed, [](input_chunk&) {},
+            [&](input_chunk& c) { builder.add_hashes(c.values.data(), c.values.size()); });
+      });
 }
 
 /// What --groups builds take: -o (a filter set) or --out-dir (a file per group, on the CPU or

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -56,8 +57,8 @@ struct build_settings {
 build_options build_options_of(const build_settings& s, filter_variant variant);
 
 /// What the streamed builds (filters, filter sets) share: the memory limit split between the
-/// reader's chunks in flight (an eighth) and the library, the reader of `read_as` inputs, and
-/// the bulk builder's options (which point at `progress`: the object does not move).
+/// reader's chunks in flight (an eighth) and the library, the reader of the inputs, and the
+/// bulk builder's options (which point at `progress`: the object does not move).
 struct streamed_build {
   std::uint64_t memory_limit;  ///< --memory-limit, or the default where it is 0
   std::uint64_t reader_bytes;
@@ -65,11 +66,18 @@ struct streamed_build {
   build_progress progress;
   bulk_options options;
 
-  streamed_build(const build_settings& s, input_format read_as, filter_variant variant,
-                 std::uint64_t memory_limit_option);
+  streamed_build(const build_settings& s, input_format format, input_records records,
+                 filter_variant variant, std::uint64_t memory_limit_option);
   streamed_build(const streamed_build&) = delete;
   streamed_build& operator=(const streamed_build&) = delete;
 };
+
+/// A streamed build into s.output: the bulk builder of `keys` with streamed.options, given its
+/// keys by `add`, with a progress display and the summary (unless --quiet), within
+/// `memory_limit` (the option: 0 for the default); the exit status.
+int run_streamed_build(const build_settings& s, streamed_build& streamed, key_kind keys, bool gpu,
+                       std::uint64_t memory_limit, clock_type::time_point start, progress_mode mode,
+                       const std::function<void(bulk_builder&)>& add);
 
 /// The bytes of --metadata's file (null without --metadata); ribbon::error naming the file.
 std::shared_ptr<const std::string> metadata_of(const build_settings& s);
@@ -98,10 +106,6 @@ int run_set_build(const build_settings& s, input_format format, filter_variant v
 /// the exit status.
 int run_groups_build(const build_settings& s, input_format format, filter_variant variant, bool gpu,
                      clock_type::time_point start, progress_mode mode);
-
-/// The error of a --groups --format u64 input `name` that ends inside a (group, key) pair: each
-/// input holds whole pairs.
-error u64_pair_cut_error(const std::string& name);
 
 /// The file name of a group's filter in --out-dir: the group's bytes with all but ASCII
 /// letters, digits, '_', '-' and (not first) '.' written %XX, then ".ribbon"; "%.ribbon" for

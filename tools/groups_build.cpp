@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -27,74 +29,32 @@ struct grouped_hashes {
   std::vector<std::string> names;       ///< per group, in order of first appearance
 };
 
-/// Assigns group numbers in order of first appearance.
-template <class Label>
-class group_numbers {
- public:
-  std::uint64_t of(const Label& label, grouped_hashes& out) {
-    const auto [it, added] = numbers_.try_emplace(label, out.names.size());
-    if (added) out.names.push_back(name_of(label));
-    return it->second;
-  }
+std::string name_of(std::string_view group) {
+  return std::string(group);
+}
+std::string name_of(std::uint64_t group) {
+  return std::to_string(group);
+}
 
- private:
-  static std::string name_of(const std::string& label) { return label; }
-  static std::string name_of(std::uint64_t label) { return std::to_string(label); }
-  std::unordered_map<Label, std::uint64_t> numbers_;
-};
-
-/// group<TAB>key lines (keys as --format lines or hex64).
-grouped_hashes read_group_key_lines(const build_settings& s, input_format key_format,
-                                    input_reader& reader) {
+/// Reads the pairs (Group: std::string_view or std::uint64_t, as group_at gives them),
+/// numbering the groups in order of first appearance; the reader hashes the keys.
+template <class Group>
+grouped_hashes read_pairs(const build_settings& s, input_reader& reader) {
+  using label =
+      std::conditional_t<std::is_same_v<Group, std::uint64_t>, std::uint64_t, std::string>;
   grouped_hashes out;
-  group_numbers<std::string> numbers;
+  std::unordered_map<label, std::uint64_t> numbers;
   reader.run(
-      s.threads, parse_output::keys, s.seed,
+      s.threads, parse_output::hashes, s.seed, [](input_chunk&) {},
       [&](input_chunk& c) {
-        parse_group_key_lines(c, key_format);
-        if (!c.error.empty()) return;
-        const std::uint64_t mixed = seed_mix(s.seed);
-        c.values.resize(c.texts.size());
-        for (std::size_t i = 0; i < c.texts.size(); ++i) {
-          c.values[i] = key_format == input_format::hex64
-                            ? hash_u64(c.values[i], mixed)
-                            : hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed);
-        }
-      },
-      [&](input_chunk& c) {
-        for (std::size_t i = 0; i < c.groups.size(); ++i) {
-          out.group_of.push_back(numbers.of(std::string(c.groups[i]), out));
+        for (std::size_t i = 0; i < c.key_count; ++i) {
+          const Group group = group_at<Group>(c, i);
+          const auto [it, added] = numbers.try_emplace(label(group), out.names.size());
+          if (added) out.names.push_back(name_of(group));
+          out.group_of.push_back(it->second);
         }
         out.hashes.insert(out.hashes.end(), c.values.begin(), c.values.end());
       });
-  return out;
-}
-
-/// --format u64: pairs of little-endian 8-byte integers, the group then the key; each input
-/// holds whole pairs.
-grouped_hashes read_u64_pairs(const build_settings& s, input_reader& reader) {
-  grouped_hashes out;
-  group_numbers<std::uint64_t> numbers;
-  const std::uint64_t mixed = seed_mix(s.seed);
-  bool have_group = false;  // a chunk may end between a pair's group and its key
-  std::size_t source = 0;
-  std::uint64_t group = 0;
-  reader.run(
-      s.threads, parse_output::keys, s.seed, [](input_chunk&) {},
-      [&](input_chunk& c) {
-        if (have_group && c.source != source) throw u64_pair_cut_error(reader.name(source));
-        source = c.source;
-        for (const std::uint64_t value : c.values) {
-          if (!have_group) {
-            group = numbers.of(value, out);
-          } else {
-            out.group_of.push_back(group);
-            out.hashes.push_back(hash_u64(value, mixed));
-          }
-          have_group = !have_group;
-        }
-      });
-  if (have_group) throw u64_pair_cut_error(reader.name(source));
   return out;
 }
 
@@ -148,11 +108,6 @@ std::uint64_t total_bytes(const std::vector<filter>& filters) {
 
 }  // namespace
 
-error u64_pair_cut_error(const std::string& name) {
-  return error("--groups --format u64 reads (group, key) pairs of 8-byte integers: " + name +
-               " ends with a group and no key (an odd number of integers)");
-}
-
 std::string group_file_name(std::string_view group) {
   if (group.empty()) return "%.ribbon";  // no escape gives a lone '%'
   static const char hex[] = "0123456789ABCDEF";
@@ -177,10 +132,10 @@ int run_groups_build(const build_settings& s, input_format format, filter_varian
   const build_options options = build_options_of(s, variant);
   (void)build_params(options, key_kind_of(format), false);  // bad options before any work
   check_output_dir(s.out_dir);
-  input_reader reader(s.inputs, format == input_format::u64 ? format : input_format::lines);
+  input_reader reader(s.inputs, format, input_records::pairs);
   const grouped_hashes pairs = format == input_format::u64
-                                   ? read_u64_pairs(s, reader)
-                                   : read_group_key_lines(s, format, reader);
+                                   ? read_pairs<std::uint64_t>(s, reader)
+                                   : read_pairs<std::string_view>(s, reader);
   std::vector<std::string> paths(pairs.names.size());
   for (std::size_t g = 0; g < paths.size(); ++g) {
     const std::string name = group_file_name(pairs.names[g]);

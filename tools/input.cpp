@@ -1,40 +1,14 @@
-#include "input.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <tbb/parallel_pipeline.h>
-#include <tbb/task_arena.h>
-
+// The parsing half of the input pipeline (input.hpp): records of keys, (group, key) pairs and
+// key<TAB>value lines, and the one-key parsers of the command line.
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
+#include "input.hpp"
 #include "ribbon/error.hpp"
 
 namespace ribbon::cli {
 
 namespace {
-
-constexpr std::size_t default_chunk_bytes = std::size_t{8} << 20;
-// Small enough for tests to cut lines across chunks; 8 keeps a u64 key whole.
-constexpr std::size_t min_chunk_bytes = 16;
-constexpr std::size_t largest_chunk_bytes = std::size_t{1} << 30;
-
-std::size_t chunk_bytes_from_environment() {
-  const char* text = std::getenv("RIBBON_CLI_CHUNK_BYTES");
-  if (text == nullptr || *text == '\0') return default_chunk_bytes;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0' || value == 0) {
-    throw error(std::string("RIBBON_CLI_CHUNK_BYTES: not a positive number: '") + text + "'");
-  }
-  return static_cast<std::size_t>(value);
-}
 
 int hex_digit_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -44,20 +18,192 @@ int hex_digit_value(char c) {
 }
 
 /// Optional 0x/0X prefix, then 1 to 16 hex digits, nothing else.
-bool parse_hex_text(const char* text, std::size_t length, std::uint64_t& value) {
-  if (length >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    text += 2;
-    length -= 2;
+bool parse_hex_text(std::string_view text, std::uint64_t& value) {
+  if (text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    text.remove_prefix(2);
   }
-  if (length == 0 || length > 16) return false;
+  if (text.empty() || text.size() > 16) return false;
   std::uint64_t v = 0;
-  for (std::size_t i = 0; i < length; ++i) {
-    const int d = hex_digit_value(text[i]);
+  for (const char c : text) {
+    const int d = hex_digit_value(c);
     if (d < 0) return false;
     v = (v << 4) | static_cast<std::uint64_t>(d);
   }
   value = v;
   return true;
+}
+
+/// 1 to 20 decimal digits of a value below 2^64, nothing else.
+bool parse_decimal_text(std::string_view text, std::uint64_t& value) {
+  std::uint64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 20;
+  for (std::size_t i = 0; ok && i < text.size(); ++i) {
+    const char c = text[i];
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    ok = c >= '0' && c <= '9' && v <= (UINT64_MAX - digit) / 10;
+    v = v * 10 + digit;
+  }
+  if (ok) value = v;
+  return ok;
+}
+
+std::string hex64_problem(std::string_view line) {
+  if (line.empty()) return "empty line: hex64 input needs one hex number per line";
+  return "invalid hex64 key " + quote_for_message(line) +
+         ": expected 1 to 16 hex digits with an optional 0x prefix";
+}
+
+/// The hex64 key of a pair or key<TAB>value line (`side`: where it is, "after" or "before"
+/// the tab).
+std::string hex64_key_problem(std::string_view key, const char* side) {
+  if (!key.empty()) return hex64_problem(key);
+  return std::string("empty key ") + side + " the tab: hex64 keys need 1 to 16 hex digits";
+}
+
+/// Calls `on_line(line)` for each line of [data, data + size): without its "\n" and one
+/// trailing "\r"; a last line without "\n" counts. Stops early when it returns false.
+template <class OnLine>
+void for_each_line(const char* data, std::size_t size, OnLine&& on_line) {
+  const char* p = data;
+  const char* const end = data + size;
+  while (p < end) {
+    const auto* newline = static_cast<const char*>(std::memchr(p, '\n', end - p));
+    const char* line_end = newline != nullptr ? newline : end;
+    std::size_t length = static_cast<std::size_t>(line_end - p);
+    if (length > 0 && p[length - 1] == '\r') --length;
+    if (!on_line(std::string_view(p, length))) return;
+    p = newline != nullptr ? newline + 1 : end;
+  }
+}
+
+/// Lines in [data, data + size), the last one counted without its "\n".
+std::size_t count_lines(const char* data, std::size_t size) {
+  const auto newlines = static_cast<std::size_t>(std::count(data, data + size, '\n'));
+  return newlines + (size > 0 && data[size - 1] != '\n');
+}
+
+/// Where parse_chunk puts each record's key, as parse_output asks: the one place keys are
+/// hashed by their format (the bytes of lines keys, the integers of hex64 and u64 keys), as
+/// the library hashes them.
+class key_sink {
+ public:
+  key_sink(input_chunk& c, input_format format, parse_output output, std::uint64_t seed)
+      : c_(c),
+        format_(format),
+        hashes_(output != parse_output::keys),
+        texts_(output != parse_output::hashes && format != input_format::u64),
+        hash_{seed, seed_mix(seed)} {}
+
+  /// Room for exactly n keys: a grown vector could take twice the memory.
+  void reserve(std::size_t n) {
+    if (hashes_ || format_ != input_format::lines) c_.values.reserve(n);
+    if (texts_) c_.texts.reserve(n);
+  }
+
+  /// A key written as text (lines, hex64): false if it is not a hex64 key.
+  bool add(std::string_view text) {
+    if (format_ == input_format::lines) {
+      if (hashes_) c_.values.push_back(hash_.key(text));
+    } else {
+      std::uint64_t key;
+      if (!parse_hex_text(text, key)) return false;
+      add(key);
+    }
+    if (texts_) c_.texts.push_back(text);
+    return true;
+  }
+
+  /// An integer key (u64, or the digits of hex64).
+  void add(std::uint64_t key) { c_.values.push_back(hashes_ ? hash_.key(key) : key); }
+
+ private:
+  input_chunk& c_;
+  input_format format_;
+  bool hashes_;
+  bool texts_;
+  set_hasher hash_;  // its key() is the library's hash of keys
+};
+
+/// Whether a pair or key<TAB>value line has its tab (at `tab`); else sets the chunk's error,
+/// which says what the option `needs`.
+bool has_tab(input_chunk& c, std::string_view line, std::size_t tab, const char* needs) {
+  if (tab != std::string_view::npos) return true;
+  c.error = "no tab in " + quote_for_message(line) + ": " + needs;
+  return false;
+}
+
+/// Parses each line of the chunk with `parse(line)`, which sets c.error and returns false at
+/// a bad one (c.error_line is then its line).
+template <class ParseLine>
+void parse_lines(input_chunk& c, ParseLine&& parse) {
+  std::uint64_t line = 0;
+  for_each_line(c.data, c.size, [&](std::string_view text) {
+    if (!parse(text)) {
+      c.error_line = line;
+      return false;
+    }
+    ++line;
+    return true;
+  });
+  c.key_count = line;
+}
+
+/// Records of 8-byte integers: keys, or (group, key) pairs.
+void parse_u64_records(input_chunk& c, input_records records, key_sink& keys) {
+  const bool pairs = records == input_records::pairs;
+  const std::size_t record_bytes = pairs ? 16 : 8;
+  const std::size_t n = c.size / record_bytes;
+  keys.reserve(n);
+  if (pairs) c.group_ids.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const char* record = c.data + record_bytes * i;
+    std::uint64_t key;
+    if (pairs) {
+      std::memcpy(&c.group_ids[i], record, 8);
+      record += 8;
+    }
+    std::memcpy(&key, record, 8);
+    keys.add(key);
+  }
+  c.key_count = n;
+}
+
+void parse_text_records(input_chunk& c, input_records records, key_sink& keys) {
+  const std::size_t n = count_lines(c.data, c.size);
+  keys.reserve(n);
+  switch (records) {
+    case input_records::keys:
+      parse_lines(c, [&](std::string_view line) {
+        if (keys.add(line)) return true;
+        c.error = hex64_problem(line);
+        return false;
+      });
+      return;
+    case input_records::pairs:
+      c.groups.reserve(n);
+      parse_lines(c, [&](std::string_view line) {
+        const std::size_t tab = line.find('\t');
+        if (!has_tab(c, line, tab, "--groups needs group<TAB>key lines")) return false;
+        const std::string_view key = line.substr(tab + 1);
+        if (!keys.add(key)) c.error = hex64_key_problem(key, "after");
+        c.groups.push_back(line.substr(0, tab));
+        return c.error.empty();
+      });
+      return;
+    case input_records::key_values:
+      c.entry_values.reserve(n);
+      parse_lines(c, [&](std::string_view line) {
+        const std::size_t tab = line.rfind('\t');
+        if (!has_tab(c, line, tab, "--values needs key<TAB>value lines")) return false;
+        const std::string_view key = line.substr(0, tab);
+        std::uint32_t value = 0;
+        c.error = parse_value_text(line.substr(tab + 1), value);
+        if (c.error.empty() && !keys.add(key)) c.error = hex64_key_problem(key, "before");
+        c.entry_values.push_back(value);
+        return c.error.empty();
+      });
+      return;
+  }
 }
 
 }  // namespace
@@ -80,94 +226,19 @@ std::string quote_for_message(std::string_view text) {
   return out + "'";
 }
 
-namespace {
-
-std::string hex64_problem(std::string_view line) {
-  if (line.empty()) return "empty line: hex64 input needs one hex number per line";
-  return "invalid hex64 key " + quote_for_message(line) +
-         ": expected 1 to 16 hex digits with an optional 0x prefix";
-}
-
-/// Calls `on_line(begin, length)` for each line of [data, data + size): without its "\n" and
-/// one trailing "\r"; a last line without "\n" counts. Stops early when it returns false.
-template <class OnLine>
-void for_each_line(const char* data, std::size_t size, OnLine&& on_line) {
-  const char* p = data;
-  const char* const end = data + size;
-  while (p < end) {
-    const auto* newline = static_cast<const char*>(std::memchr(p, '\n', end - p));
-    const char* line_end = newline != nullptr ? newline : end;
-    std::size_t length = static_cast<std::size_t>(line_end - p);
-    if (length > 0 && p[length - 1] == '\r') --length;
-    if (!on_line(p, length)) return;
-    p = newline != nullptr ? newline + 1 : end;
-  }
-}
-
-/// Lines in [data, data + size), the last one counted without its "\n".
-std::size_t count_lines(const char* data, std::size_t size) {
-  const auto newlines = static_cast<std::size_t>(std::count(data, data + size, '\n'));
-  return newlines + (size > 0 && data[size - 1] != '\n');
-}
-
-std::string errno_text(int code) {
-  return std::strerror(code);
-}
-
-}  // namespace
-
-void parse_chunk(input_chunk& c, input_format format, parse_output output, std::uint64_t seed) {
+void parse_chunk(input_chunk& c, input_format format, input_records records, parse_output output,
+                 std::uint64_t seed) {
   c.values.clear();
   c.texts.clear();
-  const bool hashes = output == parse_output::hashes;
-  const std::uint64_t seed_mixed = seed_mix(seed);
-  switch (format) {
-    case input_format::u64: {
-      const std::size_t n = c.size / 8;
-      c.values.resize(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint64_t key;
-        std::memcpy(&key, c.data + 8 * i, 8);
-        c.values[i] = hashes ? hash_u64(key, seed_mixed) : key;
-      }
-      c.key_count = n;
-      return;
-    }
-    case input_format::lines:
-      // Exactly one entry per line: a grown vector could take twice the memory.
-      if (hashes) {
-        c.values.reserve(count_lines(c.data, c.size));
-      } else {
-        c.texts.reserve(count_lines(c.data, c.size));
-      }
-      for_each_line(c.data, c.size, [&](const char* text, std::size_t length) {
-        if (hashes) {
-          c.values.push_back(hash_bytes(text, length, seed));
-        } else {
-          c.texts.emplace_back(text, length);
-        }
-        return true;
-      });
-      c.key_count = hashes ? c.values.size() : c.texts.size();
-      return;
-    case input_format::hex64: {
-      c.values.reserve(count_lines(c.data, c.size));
-      std::uint64_t line = 0;
-      for_each_line(c.data, c.size, [&](const char* text, std::size_t length) {
-        std::uint64_t key;
-        if (!parse_hex_text(text, length, key)) {
-          c.error = hex64_problem(std::string_view(text, length));
-          c.error_line = line;
-          return false;
-        }
-        c.values.push_back(hashes ? hash_u64(key, seed_mixed) : key);
-        if (!hashes) c.texts.emplace_back(text, length);
-        ++line;
-        return true;
-      });
-      c.key_count = c.values.size();
-      return;
-    }
+  c.groups.clear();
+  c.group_ids.clear();
+  c.entry_values.clear();
+  c.key_count = 0;
+  key_sink keys(c, format, output, seed);
+  if (format == input_format::u64) {
+    parse_u64_records(c, records, keys);
+  } else {
+    parse_text_records(c, records, keys);
   }
 }
 
@@ -193,35 +264,25 @@ key_kind key_kind_of(input_format format) {
 
 std::uint64_t parse_u64_decimal(std::string_view text, const std::string& where) {
   std::uint64_t value = 0;
-  bool ok = !text.empty() && text.size() <= 20;
-  for (std::size_t i = 0; ok && i < text.size(); ++i) {
-    const char c = text[i];
-    const auto digit = static_cast<std::uint64_t>(c - '0');
-    ok = c >= '0' && c <= '9' && value <= (UINT64_MAX - digit) / 10;
-    value = value * 10 + digit;
-  }
-  if (!ok) {
+  if (!parse_decimal_text(text, value)) {
     throw error(where + ": invalid u64 key " + quote_for_message(text) +
                 ": expected a decimal integer below 2^64");
   }
   return value;
 }
 
+std::uint64_t parse_hex64(std::string_view text, const std::string& where) {
+  std::uint64_t value = 0;
+  if (!parse_hex_text(text, value)) throw error(where + ": " + hex64_problem(text));
+  return value;
+}
+
 std::string parse_value_text(std::string_view text, std::uint32_t& value) {
-  const std::string problem = "invalid value " + quote_for_message(text) +
-                              ": expected a decimal integer or 0x and hex digits, below 2^32";
   std::uint64_t v = 0;
-  if (text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    if (!parse_hex_text(text.data(), text.size(), v)) return problem;
-  } else {
-    bool ok = !text.empty() && text.size() <= 20;
-    for (std::size_t i = 0; ok && i < text.size(); ++i) {
-      const char c = text[i];
-      const auto digit = static_cast<std::uint64_t>(c - '0');
-      ok = c >= '0' && c <= '9' && v <= (UINT64_MAX - digit) / 10;
-      v = v * 10 + digit;
-    }
-    if (!ok) return problem;
+  const bool hex = text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  if (!(hex ? parse_hex_text(text, v) : parse_decimal_text(text, v))) {
+    return "invalid value " + quote_for_message(text) +
+           ": expected a decimal integer or 0x and hex digits, below 2^32";
   }
   if (v > UINT32_MAX) {
     return "value " + std::string(text) + " does not fit in 32 bits (the largest is 4294967295)";
@@ -230,389 +291,12 @@ std::string parse_value_text(std::string_view text, std::uint32_t& value) {
   return {};
 }
 
-void parse_key_value_lines(input_chunk& c, input_format key_format) {
-  const std::uint64_t n = c.texts.size();
-  c.entry_values.resize(n);
-  c.values.clear();
-  if (key_format == input_format::hex64) c.values.resize(n);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const std::string_view line = c.texts[i];
-    const std::size_t tab = line.rfind('\t');
-    if (tab == std::string_view::npos) {
-      c.error = "no tab in " + quote_for_message(line) + ": --values needs key<TAB>value lines";
-      c.error_line = i;
-      return;
-    }
-    const std::string_view key = line.substr(0, tab);
-    std::string problem = parse_value_text(line.substr(tab + 1), c.entry_values[i]);
-    if (problem.empty() && key_format == input_format::hex64 &&
-        !parse_hex_text(key.data(), key.size(), c.values[i])) {
-      problem = key.empty() ? "empty key before the tab: hex64 keys need 1 to 16 hex digits"
-                            : hex64_problem(key);
-    }
-    if (!problem.empty()) {
-      c.error = std::move(problem);
-      c.error_line = i;
-      return;
-    }
-    c.texts[i] = key;
-  }
-}
-
-void parse_group_key_lines(input_chunk& c, input_format key_format) {
-  const std::uint64_t n = c.texts.size();
-  c.groups.resize(n);
-  c.values.clear();
-  if (key_format == input_format::hex64) c.values.resize(n);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const std::string_view line = c.texts[i];
-    const std::size_t tab = line.find('\t');
-    if (tab == std::string_view::npos) {
-      c.error = "no tab in " + quote_for_message(line) + ": --groups needs group<TAB>key lines";
-      c.error_line = i;
-      return;
-    }
-    const std::string_view key = line.substr(tab + 1);
-    if (key_format == input_format::hex64 && !parse_hex_text(key.data(), key.size(), c.values[i])) {
-      c.error = key.empty() ? "empty key after the tab: hex64 keys need 1 to 16 hex digits"
-                            : hex64_problem(key);
-      c.error_line = i;
-      return;
-    }
-    c.groups[i] = line.substr(0, tab);
-    c.texts[i] = key;
-  }
-}
-
-std::uint64_t parse_hex64(std::string_view text, const std::string& where) {
-  std::uint64_t value = 0;
-  if (!parse_hex_text(text.data(), text.size(), value)) {
-    throw error(where + ": " + hex64_problem(text));
-  }
-  return value;
-}
-
 bool* input_chunk::found_buffer() {
   if (found_capacity < key_count) {
     found.reset(new bool[key_count]);
     found_capacity = key_count;
   }
   return found.get();
-}
-
-input_reader::input_reader(std::vector<std::string> paths, input_format format,
-                           std::size_t max_chunk_bytes)
-    : format_(format),
-      chunk_bytes_(std::clamp(max_chunk_bytes != 0
-                                  ? std::min(max_chunk_bytes, chunk_bytes_from_environment())
-                                  : chunk_bytes_from_environment(),
-                              min_chunk_bytes, largest_chunk_bytes)) {
-  for (std::string& path : paths) {
-    source s;
-    s.name = path == "-" ? "<stdin>" : path;
-    s.path = std::move(path);
-    struct stat st;
-    if (s.path == "-") {
-      // A regular file redirected to stdin has a size too (from the current offset on).
-      const off_t position = ::lseek(STDIN_FILENO, 0, SEEK_CUR);
-      if (::fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) && position >= 0) {
-        s.regular = true;
-        s.size = static_cast<std::uint64_t>(std::max<off_t>(st.st_size - position, 0));
-      }
-    } else {
-      // O_NONBLOCK: opening a named pipe must not wait for its writer here.
-      const int fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-      if (fd < 0) {
-        const int open_errno = errno;
-        throw error("cannot open " + s.name + ": " + errno_text(open_errno));
-      }
-      const bool ok = ::fstat(fd, &st) == 0;
-      const int stat_errno = errno;
-      ::close(fd);
-      if (!ok) throw error("cannot stat " + s.name + ": " + errno_text(stat_errno));
-      if (S_ISDIR(st.st_mode)) throw error(s.name + ": is a directory");
-      if (S_ISREG(st.st_mode)) {
-        s.regular = true;
-        s.size = static_cast<std::uint64_t>(st.st_size);
-      }
-    }
-    if (s.regular) {
-      total_bytes_ += s.size;
-    } else {
-      all_sizes_known_ = false;
-    }
-    sources_.push_back(std::move(s));
-  }
-  estimate_keys();
-}
-
-input_reader::~input_reader() = default;
-
-std::uint64_t input_reader::chunks_in_flight(std::uint32_t threads) {
-  // Enough chunks in flight to keep every thread busy, few enough to bound memory (a
-  // thread count above the machine's does not add any).
-  const std::uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::uint32_t busy = threads != 0 ? std::min(threads, cores) : cores;
-  return 2 * std::uint64_t{busy} + 2;
-}
-
-std::size_t input_reader::chunk_bytes_within(std::uint64_t bytes, std::uint32_t threads,
-                                             input_format format) {
-  const std::uint64_t per_data_byte = format == input_format::u64 ? 2 : 5;
-  const std::uint64_t chunk = bytes / (chunks_in_flight(threads) * per_data_byte);
-  return static_cast<std::size_t>(
-      std::clamp<std::uint64_t>(chunk, std::uint64_t{16} << 10, default_chunk_bytes));
-}
-
-void input_reader::estimate_keys() {
-  if (format_ == input_format::u64) {
-    estimated_keys_ = total_bytes_ / 8;
-    return;
-  }
-  // Lines: the average line length of the first bytes of the first regular input.
-  for (const source& s : sources_) {
-    if (!s.regular || s.size == 0) continue;
-    const int fd = s.path == "-" ? STDIN_FILENO : ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    const off_t start = s.path == "-" ? ::lseek(fd, 0, SEEK_CUR) : 0;
-    std::vector<char> sample(
-        std::min<std::uint64_t>(s.size, std::min(chunk_bytes_, std::size_t{1} << 20)));
-    const ssize_t got = start >= 0 ? ::pread(fd, sample.data(), sample.size(), start) : -1;
-    if (fd != STDIN_FILENO) ::close(fd);
-    if (got <= 0) return;
-    const auto lines =
-        static_cast<std::uint64_t>(std::count(sample.data(), sample.data() + got, '\n'));
-    const double bytes_per_line = lines > 0 ? static_cast<double>(got) / static_cast<double>(lines)
-                                            : static_cast<double>(got);
-    estimated_keys_ =
-        static_cast<std::uint64_t>(static_cast<double>(total_bytes_) / bytes_per_line) + 1;
-    return;
-  }
-}
-
-namespace {
-
-void reserve_buffer(input_chunk& c, std::size_t capacity, std::size_t keep) {
-  if (c.capacity >= capacity) return;
-  std::unique_ptr<char[]> bigger(new char[capacity]);
-  if (keep > 0) std::memcpy(bigger.get(), c.buffer.get(), keep);
-  c.buffer = std::move(bigger);
-  c.capacity = capacity;
-}
-
-}  // namespace
-
-/// The serial read stage's position and the chunks in flight.
-struct input_reader::state {
-  explicit state(input_reader& r) : reader(r) {}
-  input_reader& reader;
-
-  // Chunks are owned here so that an exception anywhere in the pipeline frees them all.
-  std::mutex pool_mutex;
-  std::vector<std::unique_ptr<input_chunk>> all_chunks;
-  std::vector<input_chunk*> free_chunks;
-
-  std::size_t next_source = 0;
-  std::size_t current = 0;
-  int fd = -1;
-  bool eof = false;
-  bool stopped = false;      ///< an error chunk went out: read nothing more
-  std::uint64_t offset = 0;  ///< bytes read from the current source
-  std::vector<char> carry;   ///< the partial line (or key) after the last cut
-
-  input_chunk* take() {
-    std::lock_guard<std::mutex> lock(pool_mutex);
-    if (free_chunks.empty()) {
-      all_chunks.push_back(std::make_unique<input_chunk>());
-      return all_chunks.back().get();
-    }
-    input_chunk* c = free_chunks.back();
-    free_chunks.pop_back();
-    return c;
-  }
-  void give(input_chunk* c) {
-    std::lock_guard<std::mutex> lock(pool_mutex);
-    free_chunks.push_back(c);
-  }
-  void close_source() {
-    if (fd > STDIN_FILENO) ::close(fd);
-    fd = -1;
-  }
-  ~state() { close_source(); }
-
-  /// Makes `c` an error chunk (with its location in the message) and stops reading.
-  input_chunk* fail(input_chunk* c, std::string message) {
-    c->error = std::move(message);
-    c->error_has_location = true;
-    c->size = 0;
-    stopped = true;
-    close_source();
-    return c;
-  }
-
-  /// Opens the next input when none is open: false once every input is read. An input that
-  /// cannot be opened gives an error chunk in `failed`.
-  bool open_next(input_chunk*& failed) {
-    if (fd >= 0) return true;
-    if (next_source == reader.sources_.size()) return false;
-    current = next_source++;
-    const source& s = reader.sources_[current];
-    offset = 0;
-    eof = false;
-    carry.clear();
-    fd = s.path == "-" ? STDIN_FILENO : ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      const int open_errno = errno;
-      failed = fail(take(), "cannot open " + s.name + ": " + errno_text(open_errno));
-      return true;
-    }
-    if (s.regular) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    return true;
-  }
-
-  /// A fresh chunk of the current input that starts with the carried partial line; returns
-  /// the bytes it holds.
-  std::size_t start_chunk(input_chunk& c) {
-    c.source = current;
-    c.byte_offset = offset - carry.size();
-    c.first_line = 0;
-    c.key_count = 0;
-    c.error.clear();
-    c.error_has_location = false;
-    c.output.clear();
-    c.positives = 0;
-    reserve_buffer(c, std::max(reader.chunk_bytes_, 2 * carry.size()), 0);
-    const std::size_t size = carry.size();
-    if (size > 0) std::memcpy(c.buffer.get(), carry.data(), size);
-    carry.clear();
-    return size;
-  }
-
-  /// Reads into `c` after its first `size` bytes until it is full or the input ends; the
-  /// error message of a failed read, else empty.
-  std::string fill(input_chunk& c, std::size_t& size) {
-    while (size < c.capacity && !eof) {
-      const ssize_t n = ::read(fd, c.buffer.get() + size, c.capacity - size);
-      if (n < 0) {
-        const int read_errno = errno;
-        if (read_errno == EINTR) continue;
-        return "cannot read " + reader.sources_[current].name + " at byte " +
-               std::to_string(offset) + ": " + errno_text(read_errno);
-      }
-      if (n == 0) {
-        eof = true;
-        break;
-      }
-      size += static_cast<std::size_t>(n);
-      offset += static_cast<std::uint64_t>(n);
-      reader.counters_.bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-    }
-    return {};
-  }
-
-  /// The end of the last whole line (or key) in the first `size` bytes of a full chunk; 0
-  /// when a line is longer than the chunk.
-  std::size_t whole_keys_end(const input_chunk& c, std::size_t size) const {
-    if (reader.format_ == input_format::u64) return size - size % 8;
-    const char* last_newline = static_cast<const char*>(::memrchr(c.buffer.get(), '\n', size));
-    return last_newline != nullptr ? static_cast<std::size_t>(last_newline - c.buffer.get()) + 1
-                                   : 0;
-  }
-
-  /// The next chunk of whole lines (or whole keys) of the open input, the partial one after
-  /// it carried; or an error chunk; or nullptr when the input ended with nothing left.
-  input_chunk* read_chunk() {
-    input_chunk* c = take();
-    std::size_t size = start_chunk(*c);
-    std::size_t cut = 0;
-    for (;;) {
-      const std::string failed = fill(*c, size);
-      if (!failed.empty()) return fail(c, failed);
-      if (eof) break;
-      cut = whole_keys_end(*c, size);
-      if (cut > 0) break;
-      reserve_buffer(*c, 2 * c->capacity, size);  // a line longer than the buffer: read on
-    }
-    if (eof) {
-      const source& s = reader.sources_[current];
-      close_source();
-      if (reader.format_ == input_format::u64 && size % 8 != 0) {
-        const std::size_t trailing = size % 8;
-        return fail(c, s.name + ": size " + std::to_string(offset) +
-                           " bytes is not a multiple of 8 (u64 keys are 8-byte integers): " +
-                           std::to_string(trailing) + " trailing bytes at offset " +
-                           std::to_string(offset - trailing));
-      }
-      if (size == 0) {
-        give(c);
-        return nullptr;
-      }
-      cut = size;
-    } else {
-      carry.assign(c->buffer.get() + cut, c->buffer.get() + size);
-    }
-    c->data = c->buffer.get();
-    c->size = cut;
-    return c;
-  }
-};
-
-void input_reader::run(std::uint32_t threads, parse_output output, std::uint64_t seed,
-                       const std::function<void(input_chunk&)>& process,
-                       const std::function<void(input_chunk&)>& consume) {
-  state st(*this);
-  const input_format format = format_;
-
-  // Serial, in order: the next chunk of whole lines (or whole keys) of the current input.
-  auto read_stage = [&](tbb::flow_control& fc) -> input_chunk* {
-    while (!st.stopped) {
-      input_chunk* failed = nullptr;
-      if (!st.open_next(failed)) break;
-      if (failed != nullptr) return failed;
-      if (input_chunk* c = st.read_chunk()) return c;
-    }
-    fc.stop();
-    return nullptr;
-  };
-
-  // Parallel: parse (and hash) the chunk, then the caller's work on it.
-  auto parse_stage = [&](input_chunk* c) -> input_chunk* {
-    if (!c->error.empty()) return c;
-    parse_chunk(*c, format, output, seed);
-    if (c->error.empty()) process(*c);
-    return c;
-  };
-
-  // Serial, in order: line numbers, errors with their location, the caller's consumer.
-  std::size_t line_source = 0;
-  std::uint64_t line_base = 0;  // lines of line_source before this chunk
-  auto consume_stage = [&](input_chunk* c) {
-    if (c->source != line_source) {
-      line_source = c->source;
-      line_base = 0;
-    }
-    c->first_line = line_base + 1;
-    if (!c->error.empty()) {
-      if (c->error_has_location) throw error(c->error);
-      throw error(sources_[c->source].name + ":" + std::to_string(c->first_line + c->error_line) +
-                  ": " + c->error);
-    }
-    consume(*c);
-    line_base += c->key_count;
-    counters_.keys.fetch_add(c->key_count, std::memory_order_relaxed);
-    st.give(c);
-  };
-
-  const int concurrency = threads != 0 ? static_cast<int>(threads) : tbb::task_arena::automatic;
-  tbb::task_arena arena(concurrency);
-  arena.execute([&] {
-    tbb::parallel_pipeline(
-        chunks_in_flight(static_cast<std::uint32_t>(arena.max_concurrency())),
-        tbb::make_filter<void, input_chunk*>(tbb::filter_mode::serial_in_order, read_stage) &
-            tbb::make_filter<input_chunk*, input_chunk*>(tbb::filter_mode::parallel, parse_stage) &
-            tbb::make_filter<input_chunk*, void>(tbb::filter_mode::serial_in_order, consume_stage));
-  });
-  counters_.done.store(true, std::memory_order_relaxed);
 }
 
 }  // namespace ribbon::cli

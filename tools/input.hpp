@@ -1,5 +1,7 @@
-// Key input for the ribbon tool: reads files or stdin in big chunks, parses (and hashes) them
-// in parallel, and hands them back in input order (a oneTBB pipeline with bounded tokens).
+// Key input for the ribbon tool: reads files or stdin of keys, (group, key) pairs or
+// key<TAB>value lines in big chunks of whole records, parses (and hashes) them in parallel,
+// and hands them back in input order (a oneTBB pipeline with bounded tokens). input.cpp
+// parses, input_reader.cpp reads.
 #pragma once
 
 #include <atomic>
@@ -40,32 +42,39 @@ std::string quote_for_message(std::string_view text);
 /// Returns an empty string, or what is wrong with `text`.
 std::string parse_value_text(std::string_view text, std::uint32_t& value);
 
-/// What the parse stage produces for each chunk.
-enum class parse_output {
-  hashes,  ///< `values` holds the key hashes (build)
-  keys,    ///< `values` holds integer keys (u64, hex64), `texts` the key text (lines, hex64)
+/// What each record of an input holds, written in the input_format's way.
+enum class input_records {
+  keys,        ///< a key: a line, or an 8-byte integer (u64)
+  pairs,       ///< group<TAB>key lines (split at the first tab), or two integers (u64): --groups
+  key_values,  ///< key<TAB>value lines (split at the last tab; no u64): --values
 };
 
-/// A piece of one input: whole lines (or whole 8-byte keys), parsed in parallel.
+/// What the parse stage makes of each record's key.
+enum class parse_output {
+  hashes,            ///< `values` holds the key hashes (builds)
+  keys,              ///< `values` holds integer keys (u64, hex64), `texts` the text (lines, hex64)
+  hashes_and_texts,  ///< `values` holds the key hashes, `texts` the text (lines, hex64)
+};
+
+/// A piece of one input: whole records, parsed in parallel.
 struct input_chunk {
   std::size_t source = 0;         ///< index of the input it came from
   std::uint64_t byte_offset = 0;  ///< offset of its first byte in that input
-  std::uint64_t first_line = 0;   ///< 1-based line of its first key (lines, hex64)
+  std::uint64_t first_line = 0;   ///< 1-based line of its first record (line formats)
   const char* data = nullptr;
   std::size_t size = 0;
-  std::uint64_t key_count = 0;
-  std::vector<std::uint64_t> values;    ///< hashes or integer keys, see parse_output
-  std::vector<std::string_view> texts;  ///< views into `data`
-  std::unique_ptr<bool[]> found;        ///< scratch for callers (query results)
+  std::uint64_t key_count = 0;              ///< records
+  std::vector<std::uint64_t> values;        ///< hashes or integer keys, see parse_output
+  std::vector<std::string_view> texts;      ///< key texts, views into `data`
+  std::vector<std::string_view> groups;     ///< pairs of line formats: the groups
+  std::vector<std::uint64_t> group_ids;     ///< pairs of u64 integers: the groups
+  std::vector<std::uint32_t> entry_values;  ///< key_values: the values (scratch for callers else)
+  std::unique_ptr<bool[]> found;            ///< scratch for callers (query results)
   std::size_t found_capacity = 0;
-  std::string output;           ///< scratch for callers (text to print)
-  std::uint64_t positives = 0;  ///< scratch for callers
-  /// Values of key<TAB>value lines (parse_key_value_lines), scratch for callers.
-  std::vector<std::uint32_t> entry_values;
-  std::vector<std::uint32_t> looked_up;  ///< scratch for callers (retrieval lookups)
-  std::vector<std::string_view> groups;  ///< groups of group<TAB>key lines (parse_group_key_lines)
+  std::string output;                       ///< scratch for callers (text to print)
+  std::uint64_t positives = 0;              ///< scratch for callers
+  std::vector<std::uint32_t> looked_up;     ///< scratch for callers (retrieval lookups)
   std::vector<std::uint64_t> group_hashes;  ///< scratch for callers (a filter set's groups)
-  std::vector<std::uint64_t> group_ids;     ///< scratch for callers (a set's integer groups)
 
   /// found[] with room for key_count entries.
   bool* found_buffer();
@@ -80,23 +89,25 @@ struct input_chunk {
   // stops and reports it, in input order, as "FILE:LINE: error".
 };
 
-/// Parses the chunk's bytes (c.data, c.size: whole lines, or whole 8-byte keys) as the
-/// reader's parallel stage does: fills c.values or c.texts (see parse_output) and
-/// c.key_count, or sets c.error and c.error_line at the first bad line. No threads, no I/O.
-void parse_chunk(input_chunk& c, input_format format, parse_output output, std::uint64_t seed);
+/// Group i of a chunk of pairs: its text (Group std::string_view, line formats) or its
+/// integer (Group std::uint64_t, u64).
+template <class Group>
+Group group_at(const input_chunk& c, std::size_t i);
+template <>
+inline std::string_view group_at(const input_chunk& c, std::size_t i) {
+  return c.groups[i];
+}
+template <>
+inline std::uint64_t group_at(const input_chunk& c, std::size_t i) {
+  return c.group_ids[i];
+}
 
-/// For inputs of key<TAB>value lines (--values), read as input_format::lines with
-/// parse_output::keys: splits each line of the chunk at its last tab and parses the value.
-/// Leaves the key text in texts[i], the value in entry_values[i] and, for `key_format` hex64,
-/// the integer key in values[i] (values is empty for lines). A bad line sets c.error and
-/// c.error_line (the reader reports it with the file and line). key_format u64 has no text.
-void parse_key_value_lines(input_chunk& c, input_format key_format);
-
-/// For inputs of group<TAB>key lines (--groups), read as input_format::lines with
-/// parse_output::keys: splits each line at its first tab. Leaves the group in groups[i], the
-/// key text in texts[i] and, for `key_format` hex64, the integer key in values[i] (values is
-/// empty for lines). A bad line sets c.error and c.error_line.
-void parse_group_key_lines(input_chunk& c, input_format key_format);
+/// Parses the chunk's bytes (c.data, c.size: whole records) as the reader's parallel stage
+/// does: fills c.values and c.texts (see parse_output), c.groups or c.group_ids (pairs),
+/// c.entry_values (key_values) and c.key_count, or sets c.error and c.error_line at the
+/// first bad line. The one place keys are hashed by their format. No threads, no I/O.
+void parse_chunk(input_chunk& c, input_format format, input_records records, parse_output output,
+                 std::uint64_t seed);
 
 /// Counters a progress display polls.
 struct input_counters {
@@ -110,9 +121,10 @@ class input_reader {
  public:
   /// Checks that every input can be opened (so that a typo fails before any work) and
   /// notes the sizes of regular files. Chunks are RIBBON_CLI_CHUNK_BYTES (for tests) or
-  /// 8 MiB, at most `max_chunk_bytes` if that is not 0.
+  /// 8 MiB, at most `max_chunk_bytes` if that is not 0; they hold whole records (the part of
+  /// one cut at the end of a chunk starts the next).
   input_reader(std::vector<std::string> paths, input_format format,
-               std::size_t max_chunk_bytes = 0);
+               input_records records = input_records::keys, std::size_t max_chunk_bytes = 0);
   ~input_reader();
   input_reader(const input_reader&) = delete;
   input_reader& operator=(const input_reader&) = delete;
@@ -122,8 +134,8 @@ class input_reader {
   const std::string& name(std::size_t index) const { return sources_[index].name; }
   /// Total bytes of the inputs if every one is a regular file, else 0.
   std::uint64_t total_bytes() const { return all_sizes_known_ ? total_bytes_ : 0; }
-  /// An estimate of the number of keys (0: unknown): exact for u64 files, from the average
-  /// line length of the first bytes of the first file for line formats.
+  /// An estimate of the number of records (0: unknown): the 8-byte integers of u64 files (two
+  /// a pair), from the average line length of the first bytes of the first file for lines.
   std::uint64_t estimated_keys() const { return estimated_keys_; }
   std::size_t chunk_bytes() const { return chunk_bytes_; }
   /// Chunks in flight when run() on `threads` threads (0: all).
@@ -135,8 +147,8 @@ class input_reader {
                                         input_format format);
   input_counters& counters() { return counters_; }
 
-  /// Reads every input once on `threads` threads (0: all). Each chunk is parsed and then
-  /// given to `process` in parallel, then to `consume` one at a time in input order.
+  /// Reads every input once on `threads` threads (0: all). Each chunk is parsed (parse_chunk)
+  /// and given to `process` in parallel, then to `consume` one at a time in input order.
   /// Throws ribbon::error at the first bad input, naming the file, the line or byte offset
   /// and the cause; the callbacks have then seen only the chunks before it.
   void run(std::uint32_t threads, parse_output output, std::uint64_t seed,
@@ -152,8 +164,11 @@ class input_reader {
   };
   struct state;
   void estimate_keys();
+  /// Bytes of a record of u64 inputs (0: records are lines).
+  std::size_t record_bytes() const;
 
   input_format format_;
+  input_records records_;
   std::size_t chunk_bytes_;
   std::vector<source> sources_;
   std::uint64_t total_bytes_ = 0;

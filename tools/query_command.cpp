@@ -326,8 +326,6 @@ void verify_chunk(const filter& f, input_format format, bool values, input_chunk
     query_chunk(f, format, c, group);
     return;
   }
-  parse_key_value_lines(c, format);
-  if (!c.error.empty()) return;
   lookup_chunk(f, format, c);
   c.positives = 0;
   for (std::uint64_t i = 0; i < c.key_count; ++i) {
@@ -385,8 +383,7 @@ int run_verify(const verify_settings& s) {
   filter f = load_for_format(s.filter_path, format, s.values, "verify", s.group.has_value());
   const std::optional<query_group> group = group_for(f, s.group);
   f.set_query_threads(1);
-  // key<TAB>value lines are read as lines and split here.
-  input_reader reader(s.inputs, s.values ? input_format::lines : format);
+  input_reader reader(s.inputs, format, s.values ? input_records::key_values : input_records::keys);
   progress_display display(s.progress ? progress_mode::live : progress_mode::quiet, "verify",
                            &reader.counters(), reader.total_bytes(), nullptr);
   constexpr std::size_t missing_shown = 10;

@@ -83,19 +83,17 @@ std::string too_wide_for_bits(const build_settings& s) {
          std::to_string(s.bits) + ")";
 }
 
-/// Splits a chunk of key<TAB>value lines and hashes the keys as the library expects (with the
-/// seed, as bulk builds do); sets the chunk's error on a value too wide for --bits.
-void parse_and_hash_key_values(const build_settings& s, input_format key_format, input_chunk& c) {
-  parse_key_value_lines(c, key_format);
-  if (!c.error.empty()) return;
-  const std::uint64_t seed_mixed = seed_mix(s.seed);
+/// What the inputs of a retrieval build hold: key<TAB>value lines (--values), or keys.
+input_records records_of(const build_settings& s) {
+  return s.values ? input_records::key_values : input_records::keys;
+}
+
+/// The parallel stage of reading key<TAB>value lines: sets the chunk's error on a value too
+/// wide for --bits.
+void check_values(const build_settings& s, input_chunk& c) {
+  if (!s.values) return;
   const std::uint64_t value_limit = value_limit_of(s);
-  const std::size_t n = c.texts.size();
-  c.values.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    c.values[i] = key_format == input_format::hex64
-                      ? hash_u64(c.values[i], seed_mixed)
-                      : hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed);
+  for (std::size_t i = 0; i < c.key_count; ++i) {
     if (c.entry_values[i] >= value_limit) {
       c.error = "value " + std::to_string(c.entry_values[i]) + " " + too_wide_for_bits(s);
       c.error_line = i;
@@ -105,8 +103,8 @@ void parse_and_hash_key_values(const build_settings& s, input_format key_format,
 }
 
 /// Reads the key hashes (and, with --values, the values) of every input, in input order.
-keyed_values read_keyed_values(const build_settings& s, input_format key_format,
-                               input_reader& reader, std::uint64_t value_file_values) {
+keyed_values read_keyed_values(const build_settings& s, input_reader& reader,
+                               std::uint64_t value_file_values) {
   keyed_values kv;
   kv.keys_per_source.assign(s.inputs.size(), 0);
   const std::uint64_t expected =
@@ -114,10 +112,7 @@ keyed_values read_keyed_values(const build_settings& s, input_format key_format,
   kv.hashes.reserve(expected);
   if (s.values) kv.values.reserve(expected);
   reader.run(
-      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
-      [&](input_chunk& c) {
-        if (s.values) parse_and_hash_key_values(s, key_format, c);
-      },
+      s.threads, parse_output::hashes, s.seed, [&](input_chunk& c) { check_values(s, c); },
       [&](input_chunk& c) {
         if (!s.values && kv.hashes.size() + c.values.size() > value_file_values) {
           throw error("value file " + s.value_file + " holds " + std::to_string(value_file_values) +
@@ -210,15 +205,12 @@ class value_file_stream {
 /// Reads every key (hashed) with its value, in input order: on_chunk(chunk, values) with the
 /// chunk's key hashes in chunk.values and their values in `values`.
 template <class OnChunk>
-void read_hashes_and_values(const build_settings& s, input_format key_format, input_reader& reader,
+void read_hashes_and_values(const build_settings& s, input_reader& reader,
                             const OnChunk& on_chunk) {
   std::optional<value_file_stream> value_file;
   if (!s.values) value_file.emplace(s);
   reader.run(
-      s.threads, s.values ? parse_output::keys : parse_output::hashes, s.seed,
-      [&](input_chunk& c) {
-        if (s.values) parse_and_hash_key_values(s, key_format, c);
-      },
+      s.threads, parse_output::hashes, s.seed, [&](input_chunk& c) { check_values(s, c); },
       [&](input_chunk& c) {
         if (value_file) value_file->read(c.key_count, c.entry_values);
         on_chunk(c, c.entry_values);
@@ -231,24 +223,17 @@ void read_hashes_and_values(const build_settings& s, input_format key_format, in
 std::string conflict_message_from_inputs(const build_settings& s, input_format key_format,
                                          const conflicting_values_error& e) {
   if (!inputs_rereadable(s)) return e.what();
-  input_reader again(s.inputs, s.values ? input_format::lines : key_format);
+  input_reader again(s.inputs, key_format, records_of(s));
   std::optional<value_file_stream> value_file;
   if (!s.values) value_file.emplace(s);
-  const std::uint64_t seed_mixed = seed_mix(s.seed);
   std::string key, first_place, places;
   std::uint32_t first_value = 0;
   again.run(
-      1, parse_output::keys, s.seed,
-      [&](input_chunk& c) {
-        if (s.values) parse_key_value_lines(c, key_format);
-      },
+      1, parse_output::hashes_and_texts, s.seed, [](input_chunk&) {},
       [&](input_chunk& c) {
         if (value_file) value_file->read(c.key_count, c.entry_values);
         for (std::uint64_t i = 0; i < c.key_count && places.empty(); ++i) {
-          const std::uint64_t hash = key_format == input_format::lines
-                                         ? hash_bytes(c.texts[i].data(), c.texts[i].size(), s.seed)
-                                         : hash_u64(c.values[i], seed_mixed);
-          if (hash != e.key_hash()) continue;
+          if (c.values[i] != e.key_hash()) continue;
           const std::string place =
               key_format == input_format::u64
                   ? again.name(c.source) + " byte " + std::to_string(c.byte_offset + 8 * i)
@@ -304,7 +289,7 @@ int run_streamed_retrieval_build(const build_settings& s, input_format key_forma
   // holds views, hashes and values too.
   const std::uint64_t reader_bytes = memory_limit / 8;
   input_reader reader(
-      s.inputs, s.values ? input_format::lines : key_format,
+      s.inputs, key_format, records_of(s),
       input_reader::chunk_bytes_within(reader_bytes / 4, s.threads, input_format::lines));
   build_progress progress;
   bulk_options options;
@@ -322,7 +307,7 @@ int run_streamed_retrieval_build(const build_settings& s, input_format key_forma
   if (mode != progress_mode::quiet)
     note_memory_limit(builder, options, false, memory_limit, reader_bytes);
   progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
-  read_hashes_and_values(s, key_format, reader,
+  read_hashes_and_values(s, reader,
                          [&](const input_chunk& c, const std::vector<std::uint32_t>& values) {
                            builder.add_hashes(c.values.data(), values.data(), c.key_count);
                          });
@@ -352,8 +337,7 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
   const input_format key_format = format;
   std::vector<std::uint32_t> file_values;
   if (!s.value_file.empty()) file_values = read_value_file(s.value_file);
-  // key<TAB>value lines are read as lines and split here.
-  input_reader reader(s.inputs, s.values ? input_format::lines : format);
+  input_reader reader(s.inputs, format, records_of(s));
   build_options options = build_options_of(s, variant);
   // Fail on bad options before reading anything.
   (void)build_params(options, key_kind_of(key_format), true);
@@ -361,7 +345,7 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
 
   build_progress progress;
   progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
-  keyed_values kv = read_keyed_values(s, key_format, reader, file_values.size());
+  keyed_values kv = read_keyed_values(s, reader, file_values.size());
   if (!s.values) attach_value_file(s, format, reader, std::move(file_values), kv);
   if (!s.bits_given) options.result_bits = bits_for_values(kv.values);
 

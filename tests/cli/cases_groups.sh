@@ -158,6 +158,40 @@ case_groups_set_of_u64_pairs() {
   err_has "--group" || return 1
 }
 
+# A (group, key) pair cut between two chunks is read whole (the reader carries the cut part
+# to the next chunk): chunks of 16 to 47 bytes cut the pairs at every place, and the set and
+# the files per group are the bytes that one chunk gives.
+case_groups_pairs_cut_between_chunks() {
+  local g="$D/groups"
+  perl -e '
+    my $dir = shift;
+    open(my $text, ">", "$dir/cut.tsv") or die;
+    open(my $ints, ">", "$dir/cut.u64") or die;
+    binmode $ints;
+    for my $i (1 .. 60) {
+      print $text "g", $i % 4, "\tk\t$i\n";  # a key may hold a tab
+      print $ints pack("Q<Q<", $i % 3, $i * 2654435761);
+    }' "$g"
+  local format input
+  for format in lines u64; do
+    input=$g/cut.tsv
+    [[ $format == u64 ]] && input=$g/cut.u64
+    build_ok --groups --format "$format" -i "$input" -o "$g/cut-$format.ribbon" -q || return 1
+    build_ok --groups --format "$format" -i "$input" --out-dir "$g/cut-$format" -q || return 1
+    local bytes
+    for bytes in $(seq 16 47); do
+      RIBBON_CLI_CHUNK_BYTES=$bytes build_ok --groups --format "$format" -i "$input" \
+        -o "$g/cut-small.ribbon" -q || return 1
+      same_file "$g/cut-small.ribbon" "$g/cut-$format.ribbon" || return 1
+      rm -rf "$g/cut-small"
+      RIBBON_CLI_CHUNK_BYTES=$bytes build_ok --groups --format "$format" -i "$input" \
+        --out-dir "$g/cut-small" -q || return 1
+      diff -rq "$g/cut-small" "$g/cut-$format" >/dev/null ||
+        { fail "--format $format --out-dir in chunks of $bytes bytes: other files"; return 1; }
+    done
+  done
+}
+
 case_groups_set_refusals() {
   run query "$D/groups/set.ribbon" a
   rc_is 2 "query a set without --group" || return 1
@@ -194,4 +228,5 @@ group_groups() {
   t groups.set_answers_every_pair case_groups_set_answers_every_pair
   t groups.set_of_u64_pairs case_groups_set_of_u64_pairs
   t groups.set_refusals case_groups_set_refusals
+  t groups.pairs_cut_between_chunks case_groups_pairs_cut_between_chunks
 }

@@ -16,6 +16,7 @@ namespace {
 
 using ribbon::cli::input_chunk;
 using ribbon::cli::input_format;
+using ribbon::cli::input_records;
 using ribbon::cli::parse_output;
 
 void require(bool condition) {
@@ -34,7 +35,7 @@ void parse_chunk(std::string_view text, input_format format, parse_output output
   input_chunk c;
   c.data = text.data();
   c.size = text.size();
-  ribbon::cli::parse_chunk(c, format, output, 7);
+  ribbon::cli::parse_chunk(c, format, input_records::keys, output, 7);
   if (!c.error.empty()) return;
   const bool texts = output == parse_output::keys && format != input_format::u64;
   require(c.key_count == (texts ? c.texts.size() : c.values.size()));
@@ -50,10 +51,9 @@ void parse_key_values(std::string_view text, input_format key_format) {
   input_chunk c;
   c.data = text.data();
   c.size = text.size();
-  ribbon::cli::parse_chunk(c, input_format::lines, parse_output::keys, 0);
-  ribbon::cli::parse_key_value_lines(c, key_format);
+  ribbon::cli::parse_chunk(c, key_format, input_records::key_values, parse_output::keys, 0);
   if (!c.error.empty()) return;
-  require(c.entry_values.size() == c.texts.size());
+  require(c.entry_values.size() == c.key_count && c.texts.size() == c.key_count);
   require(key_format != input_format::hex64 || c.values.size() == c.texts.size());
   check_texts(c);
 }
