@@ -1,0 +1,195 @@
+"""Asking ribbon.lake's indexes: LakeIndex (the base file and its deltas), load_index, and
+candidate_files (the files a read must open)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from .. import _ribbon
+from ..sets import FilterSet
+from ._table import (INDEX_FORMAT, IndexUnusable, Table, _footer_facts,
+                     key_kind_of_type_or_none, list_files, open_table)
+
+
+# ---------------------------------------------------------------------------------------
+# Asking: the index object, and the files a read must open.
+
+
+def _delta_paths(index_path: str) -> List[str]:
+    directory, base = os.path.split(os.path.abspath(index_path))
+    pattern = re.compile(re.escape(base) + r"\.delta-([0-9]+)$")
+    try:
+        found = [(int(m.group(1)), n) for n in os.listdir(directory) if (m := pattern.match(n))]
+    except FileNotFoundError:
+        return []
+    return [os.path.join(directory, n) for _, n in sorted(found)]
+
+
+class LakeIndex:
+    """A table's index (the base file and its deltas): :meth:`files_for` answers from the
+    index alone; :meth:`plan` lists the table and says which files a read must open."""
+
+    def __init__(self, parts: Sequence[Tuple[str, FilterSet, dict]]):
+        self.parts = list(parts)
+        base = self.parts[0][2]
+        self.table, self.column = base["table"], base["column"]
+        self.type, self.key_kind = base["type"], base["key_kind"]
+        #: {relative path: (facts, the part that indexes it)}: the newest part wins.
+        self.files: Dict[str, Tuple[dict, int]] = {}
+        for i, (_, _, meta) in enumerate(self.parts):
+            for relative, facts in meta["files"].items():
+                self.files[relative] = (facts, i)
+
+    @property
+    def paths(self) -> List[str]:
+        return [p for p, _, _ in self.parts]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.nbytes for _, s, _ in self.parts)
+
+    def check_keys(self, keys):
+        """The keys as ribbon queries take them; KeyTypeError for keys of the other kind."""
+        if isinstance(keys, (str, bytes, int, np.integer)):
+            keys = [keys]
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        if isinstance(keys, pa.Array):
+            kind = ("u64" if pa.types.is_integer(keys.type) else "bytes"
+                    if key_kind_of_type_or_none(keys.type) == "bytes" else None)
+            what = str(keys.type)
+        elif isinstance(keys, np.ndarray):
+            kind = {"i": "u64", "u": "u64", "S": "bytes", "U": "bytes"}.get(keys.dtype.kind)
+            what = str(keys.dtype)
+            if keys.dtype.kind == "O":
+                return self.check_keys(keys.tolist())
+        else:
+            keys = list(keys)
+            kinds = {("int" if isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+                      else "bytes" if isinstance(k, (str, bytes)) else type(k).__name__)
+                     for k in keys}
+            what = ", ".join(sorted(kinds))
+            kind = {"int": "u64", "bytes": "bytes"}.get(kinds.pop()) if len(kinds) == 1 else (
+                self.key_kind if not kinds else None)
+        if kind != self.key_kind:
+            wanted = "integers" if self.key_kind == "u64" else "strings or bytes"
+            raise _ribbon.KeyTypeError(
+                f"the index of column {self.column!r} ({self.type}) takes {wanted}, not {what}")
+        return keys
+
+    def files_for(self, keys) -> List[str]:
+        """The data files (relative to the table root, as recorded) that may hold any of the
+        keys (numpy, Arrow or a list; one key too), sorted. Every file holding one is there;
+        any other with probability about 2^-r per key. Files the index does not know are not
+        (:meth:`plan` adds them)."""
+        keys = self.check_keys(keys)
+        found = set()
+        if len(keys) == 0:
+            return []
+        for i, (_, fs, _) in enumerate(self.parts):
+            _, indices = fs.groups_of(keys)
+            names = fs.groups()
+            for j in np.unique(indices):
+                relative = names[int(j)].decode()
+                if self.files.get(relative, (None, -1))[1] == i:
+                    found.add(relative)
+        return sorted(found)
+
+    def plan(self, keys, table: Optional["Table"] = None, *, verify_footers: bool = False):
+        """The files a read of these keys must open: ``(table, read, reasons)``; ``read``
+        the relative paths (sorted), ``reasons`` {relative: "candidate" | "unindexed" |
+        "changed"}. Lists the table; a file whose size or modification time differs from
+        the index's record is read (``verify_footers``: also one whose footer differs, at
+        one small read per file)."""
+        table = table or open_table(self.table)
+        listed = list_files(table)
+        candidates = set(self.files_for(keys))
+        reasons = {}
+        for relative, info in listed.items():
+            known = self.files.get(relative)
+            if known is None:
+                reasons[relative] = "unindexed"
+            elif (known[0]["size"] != info.size or known[0]["mtime_ns"] != info.mtime_ns
+                  or (verify_footers and _footer_facts(table, relative, info, self.column)[0]
+                      ["footer_hash"] != known[0]["footer_hash"])):
+                reasons[relative] = "changed"
+            elif relative in candidates:
+                reasons[relative] = "candidate"
+        return table, sorted(reasons), reasons
+
+    def __repr__(self) -> str:
+        return (f"<ribbon.lake.LakeIndex {self.table} column {self.column!r} ({self.type}): "
+                f"{len(self.files)} files, {len(self.parts)} index file(s), {self.nbytes} bytes>")
+
+
+def _load_part(path: str) -> Tuple[str, FilterSet, dict]:
+    if not os.path.exists(path):
+        raise IndexUnusable(f"index {path} does not exist")
+    try:
+        fs = FilterSet(_ribbon.load(path, mmap=False))
+    except (OSError, _ribbon.Error) as e:
+        raise IndexUnusable(f"index {path} is unreadable or corrupt: {e}")
+    try:
+        meta = json.loads(fs.metadata or b"")
+        if meta.get("format") != INDEX_FORMAT:
+            raise ValueError(f"format {meta.get('format')!r}")
+        for name in ("table", "column", "type", "key_kind", "files"):
+            meta[name]
+        if not fs.has_group_names or fs.group_kind != "bytes" or fs.key_kind != meta["key_kind"]:
+            raise ValueError("its filter set does not match its metadata")
+    except (ValueError, KeyError, TypeError) as e:
+        raise IndexUnusable(f"{path} is not a ribbon.lake index ({e})")
+    return path, fs, meta
+
+
+def load_index(index_path, *, table=None, column: Optional[str] = None) -> LakeIndex:
+    """Opens an index (its base file and the deltas :func:`update_index` wrote beside it).
+    With ``table``/``column``: IndexUnusable unless it is that table's index of that column
+    (IndexUnusable too for a missing, unreadable, corrupt or foreign file)."""
+    path = os.fspath(index_path)
+    parts = [_load_part(path)] + [_load_part(p) for p in _delta_paths(path)]
+    index = LakeIndex(parts)
+    for p, _, meta in parts:
+        if (meta["table"], meta["column"]) != (index.table, index.column):
+            raise IndexUnusable(f"delta {p} is of {meta['table']} column {meta['column']!r}, "
+                                f"not of {index.table} column {index.column!r}")
+    if table is not None:
+        wanted = open_table(table).id
+        if wanted != index.table:
+            raise IndexUnusable(f"{path} indexes table {index.table}, not {wanted}")
+    if column is not None and column != index.column:
+        raise IndexUnusable(f"{path} indexes column {index.column!r}, not {column!r}")
+    return index
+
+
+def candidate_files(table, column: str, keys, index=None, *, verify_footers: bool = False,
+                    filesystem: Optional[pafs.FileSystem] = None) -> Tuple["Table", List[str]]:
+    """The files a read of ``keys`` must open (``(table, relative paths)``): the index's
+    candidates, plus every file it does not know or whose size or modification time changed;
+    every file (with one warning naming the reason) when ``index`` (a path or a LakeIndex)
+    is None, missing, unreadable, corrupt or another table's or column's."""
+    source = open_table(table, filesystem)
+    if index is not None:
+        try:
+            if not isinstance(index, LakeIndex):
+                index = load_index(index)
+            if index.table != source.id:
+                raise IndexUnusable(f"the index is of table {index.table}, not {source.id}")
+            if index.column != column:
+                raise IndexUnusable(f"the index is of column {index.column!r}, not {column!r}")
+        except IndexUnusable as e:
+            warnings.warn(f"ribbon.lake: full scan of {source.id}: {e}", stacklevel=3)
+            index = None
+    if index is None:
+        return source, list(list_files(source))
+    index.check_keys(keys)  # a KeyTypeError, not a scan, for keys of the wrong kind
+    _, read_files, _ = index.plan(keys, source, verify_footers=verify_footers)
+    return source, read_files
