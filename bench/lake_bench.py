@@ -37,8 +37,8 @@ import pyarrow.parquet as pq
 import ribbon.lake as lake
 
 
-def rchar() -> int:
-    with open("/proc/self/io") as f:
+def rchar(pid="self") -> int:
+    with open(f"/proc/{pid}/io") as f:
         for line in f:
             if line.startswith("rchar:"):
                 return int(line.split()[1])
@@ -77,14 +77,14 @@ def bloom_bytes(directory, column):
     return total
 
 
-def measure(label, lookup, keys):
+def measure(label, lookup, keys, pid="self"):
     times, opened, read = [], [], []
     for k in keys:
-        before = rchar()
+        before = rchar(pid)
         clock = time.perf_counter()
         files = lookup(int(k))
         times.append(time.perf_counter() - clock)
-        read.append(rchar() - before)
+        read.append(rchar(pid) - before)
         opened.append(files)
     return {"what": label, "lookups": len(keys), "p50_ms": 1e3 * statistics.median(times),
             "mean_files": float(np.mean(opened)), "mean_bytes_read": float(np.mean(read))}
@@ -102,6 +102,8 @@ def main():
     parser.add_argument("--reuse", action="store_true",
                         help="keep the tables and indexes of an earlier run in --dir")
     parser.add_argument("--figure")
+    parser.add_argument("--spark", action="store_true",
+                        help="measure the lookups in Spark local[THREADS] instead of pyarrow")
     args = parser.parse_args()
     if not args.reuse:
         shutil.rmtree(args.dir, ignore_errors=True)
@@ -117,7 +119,10 @@ def main():
         plain, bloom, default = (os.path.join(args.dir, n) for n in ("plain", "bloom", "bloom_default"))
         all_ids = np.random.default_rng(1).choice(np.iinfo(np.int64).max,
                                                   size=args.files * args.rows, replace=False)
-        measure_lookups(args, plain, bloom, all_ids, emit, results)
+        if args.spark:
+            measure_spark_lookups(args, plain, bloom, all_ids, emit, results)
+        else:
+            measure_lookups(args, plain, bloom, all_ids, emit, results)
         return
     plain, bloom, default, all_ids = write_tables(args.dir, args.files, args.rows)
     emit({"what": "write", "files": args.files, "rows": args.files * args.rows,
@@ -159,12 +164,55 @@ def main():
     measure_lookups(args, plain, bloom, all_ids, emit, results)
 
 
-def measure_lookups(args, plain, bloom, all_ids, emit, results):
-    index = os.path.join(args.dir, "id.ribbon")
+def lookup_keys(args, all_ids):
     rng = np.random.default_rng(7)
     needles = rng.choice(all_ids, size=args.lookups, replace=False)
     misses = rng.integers(0, 2**62, size=args.lookups)  # distinct from the ids with near certainty
-    misses = misses[~np.isin(misses, all_ids)]
+    return needles, misses[~np.isin(misses, all_ids)]
+
+
+def measure_spark_lookups(args, plain, bloom, all_ids, emit, results):
+    """The same lookups in Spark local[THREADS]: (A) spark.read.parquet(table).where(id = k)
+    (Spark 4 pushes the equality down to Parquet's statistics and, for (B), its bloom
+    filters, after opening every file's footer); (C) ribbon.spark.read_indexed. Bytes read:
+    the JVM's rchar. Files opened: all of them for (A) and (B), the candidates for (C)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    import ribbon.spark
+
+    spark = (SparkSession.builder.master(f"local[{args.threads}]")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    index = lake.load_index(os.path.join(args.dir, "id.ribbon"))
+    needles, misses = lookup_keys(args, all_ids)
+
+    def scan(path):
+        def run(k):
+            df = spark.read.parquet(path).where(F.col("id") == k)
+            df.count()
+            return len(df.inputFiles())
+        return run
+
+    def indexed(k):  # the candidates listed again (about 1 ms): a miss's plan opens none
+        ribbon.spark.read_indexed(spark, plain, "id", [k], index).count()
+        return len(lake.candidate_files(plain, "id", [k], index)[1])
+
+    scan(plain)(int(needles[0]))  # warm-up: the JVM's classes, the page cache
+    for kind, keys in (("needle", needles), ("miss", misses)):
+        for label, fn in (("A full scan", scan(plain)), ("B bloom files", scan(bloom)),
+                          ("C ribbon index", indexed)):
+            scans = args.scan_lookups or args.lookups
+            record = measure("spark " + label, fn,
+                             keys if label.startswith("C") else keys[:scans], jvm_pid)
+            record["keys"] = kind
+            emit(record)
+    spark.stop()
+
+
+def measure_lookups(args, plain, bloom, all_ids, emit, results):
+    index = os.path.join(args.dir, "id.ribbon")
+    needles, misses = lookup_keys(args, all_ids)
     loaded = lake.load_index(index)
     datasets = {p: ds.dataset(p, format="parquet") for p in (plain, bloom)}
 
