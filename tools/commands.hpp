@@ -13,5 +13,6 @@ std::function<int()> add_query_command(CLI::App& app);
 std::function<int()> add_info_command(CLI::App& app);
 std::function<int()> add_verify_command(CLI::App& app);
 std::function<int()> add_bench_command(CLI::App& app);
+std::function<int()> add_lake_command(CLI::App& app);
 
 }  // namespace ribbon::cli

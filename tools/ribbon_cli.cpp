@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       {"info", ribbon::cli::add_info_command(app)},
       {"verify", ribbon::cli::add_verify_command(app)},
       {"bench", ribbon::cli::add_bench_command(app)},
+      {"lake", ribbon::cli::add_lake_command(app)},
   };
   try {
     app.parse(argc, argv);

@@ -303,6 +303,26 @@ def test_the_command_line(table, tmp_path):
     assert not (tmp_path / "k.ribbon").exists()
 
 
+def test_ribbon_lake_runs_the_python_command_line(table, tmp_path, cli):
+    """`ribbon lake ARGS` is `python -m ribbon.lake ARGS` in the Python of RIBBON_PYTHON (the
+    installed wheel's `ribbon` finds the python3 beside it, which CI's installed run tests)."""
+    root, ids = table
+    python = {} if os.environ.get("RIBBON_TEST_INSTALLED_WHEEL") else {
+        "RIBBON_PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join(sys.path)}
+    built = cli("lake", "build", root, "--column", "id", "-o", tmp_path / "i.ribbon", env=python)
+    lake.build_index(root, "id", tmp_path / "j.ribbon")
+    assert (tmp_path / "i.ribbon").read_bytes() == (tmp_path / "j.ribbon").read_bytes(), built
+    needle = ids["sub dir/part-3.parquet"][0]
+    out = cli("lake", "query", tmp_path / "i.ribbon", str(needle), env=python)
+    assert b"sub dir/part-3.parquet" in out.stdout.splitlines()
+    assert b"usage: ribbon lake" in cli("lake", "--help", env=python).stdout
+    bad = cli("lake", "query", tmp_path / "i.ribbon", "abc", env=python, check=False)
+    assert bad.returncode == 2
+    missing = cli("lake", "info", tmp_path / "i.ribbon", check=False,
+                  env={**python, "RIBBON_PYTHON": str(tmp_path / "no-python")})
+    assert missing.returncode == 2 and b"RIBBON_PYTHON" in missing.stderr
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("column", ["id", "sid"])
 def test_the_spark_engine_writes_the_local_engines_bytes(table, tmp_path, spark, column):

@@ -27,8 +27,8 @@ def _parse_keys(index: LakeIndex, words: Sequence[str]):
     return [w.encode() for w in words]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ribbon.lake",
+def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m ribbon.lake") -> int:
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Data-skipping indexes of Parquet tables.")
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="index a column of a table")
