@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -37,6 +40,10 @@ struct engine_options {
   std::uint64_t group_count = 0;                     // a filter set's distinct groups
   std::uint64_t task_slots = 1;                      // range tasks at once (plan_layer)
   std::shared_ptr<const ribbon::group_names> names;  // a set's group names (version 7)
+  // Called after assemble(), the parts still there: (layers, finished layers, key count).
+  std::function<void(const std::vector<dist::solved_layer>&, const dist::finished_layers&,
+                     std::uint64_t)>
+      after_assembly;
 };
 
 /// What the engine did.
@@ -151,6 +158,7 @@ engine_report build_distributed(const ribbon::filter_params& p, const records& k
           ? dist::finish_layers(p, first, layer.hashes.data(), layer.values.data(), rest_keys)
           : dist::finish_layers(p, first, layer.hashes.data(), rest_keys);
   dist::assemble(path, p, key_count, layers, &rest, o.group_count, o.names);
+  if (o.after_assembly) o.after_assembly(layers, rest, key_count);
   return report;
 }
 
@@ -186,6 +194,149 @@ TEST(Distributed, IntegerKeysEqualFilterBuild) {
   EXPECT_GE(report.max_ranges, 5u);          // several ranges per layer
   ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
   EXPECT_TRUE(read_file(dir.file("d.rbn")) == read_file(dir.file("f.rbn")));
+}
+
+/// Part files held in memory (an object store's stand-in), passed on in small pieces.
+class memory_parts final : public dist::part_files {
+ public:
+  std::map<std::string, std::vector<unsigned char>> files;
+
+  void read(const dist::part_window& w, std::vector<unsigned char>& buffer,
+            const ribbon::format::byte_sink& sink) override {
+    const std::vector<unsigned char>& bytes = files.at(w.part);
+    if (bytes.size() != w.part_bytes) throw ribbon::error("part " + w.part + ": wrong size");
+    for (std::uint64_t done = 0; done < w.bytes;) {
+      const std::uint64_t n = std::min<std::uint64_t>({buffer.size(), w.bytes - done, 1000});
+      sink(bytes.data() + w.offset + done, n);
+      done += n;
+    }
+  }
+};
+
+/// A file written in memory at offsets; `in_order`: a stream, which takes the next bytes only.
+class memory_file final : public dist::file_writer {
+ public:
+  explicit memory_file(bool in_order) : in_order_(in_order) {}
+  std::vector<unsigned char> bytes;
+
+  void write(std::uint64_t offset, const void* data, std::size_t size) override {
+    if (in_order_ && offset != bytes.size()) throw ribbon::error("a write out of order");
+    if (bytes.size() < offset + size) bytes.resize(offset + size);
+    std::memcpy(bytes.data() + offset, data, size);
+  }
+
+ private:
+  bool in_order_;
+};
+
+TEST(Distributed, AssemblyStepsRunApartWriteAssemblesBytes) {
+  // The steps an engine runs in different places (the checksums in one pass, each part's
+  // windows by its own writer into the file, the frame's pieces; or one stream from parts
+  // on other storage) write the bytes of assemble() and of filter::build().
+  const auto keys = ribbon_test::keys_range(3, 0, 60000);
+  const ribbon::build_options options = small_shards();
+  const auto p = dist::build_params(options, ribbon::key_kind::u64);
+  temp_dir dir;
+  std::vector<unsigned char> placed, streamed;
+  std::size_t parts = 0;
+  engine_options o;
+  o.after_assembly = [&](const std::vector<dist::solved_layer>& layers,
+                         const dist::finished_layers& rest, std::uint64_t key_count) {
+    const std::vector<dist::section_checksums> zeros(layers.size());
+    const dist::file_frame unsummed = dist::frame_file(p, key_count, layers, zeros, &rest);
+    dist::local_part_files local;
+    memory_parts memory;
+    for (const dist::solved_layer& layer : layers) {
+      for (const std::string& part : layer.parts) memory.files[part] = read_file(part);
+    }
+    const std::vector<dist::section_checksums> sums = dist::checksum_sections(unsummed, local);
+    const std::vector<dist::section_checksums> memory_sums =
+        dist::checksum_sections(unsummed, memory);
+    ASSERT_EQ(sums.size(), layers.size());
+    for (std::size_t l = 0; l < sums.size(); ++l) {
+      EXPECT_EQ(sums[l].thresholds, memory_sums[l].thresholds);
+      EXPECT_EQ(sums[l].solution, memory_sums[l].solution);
+    }
+    const dist::file_frame frame = dist::frame_file(p, key_count, layers, sums, &rest);
+    std::vector<std::vector<dist::part_window>> by_part = dist::windows_by_part(unsummed);
+    parts = by_part.size();
+    std::reverse(by_part.begin(), by_part.end());  // any order: positioned writes
+    const std::string path = dir.file("placed.rbn");
+    dist::local_file_writer::create(path, frame.file_bytes);
+    EXPECT_THROW(dist::local_file_writer::create(path, frame.file_bytes), ribbon::error);
+    for (const auto& windows : by_part) {
+      EXPECT_EQ(windows.size(), 2u);  // a part's thresholds and its solution
+      dist::local_file_writer out(path);
+      dist::copy_windows(windows, local, out);
+    }
+    dist::local_file_writer out(path);
+    dist::write_pieces(frame, out);
+    out.sync();
+    placed = read_file(path);
+    memory_file stream(true);
+    dist::write_file(frame, memory, stream);
+    streamed = stream.bytes;
+    memory_file unordered(true);  // the windows alone, out of order: refused by a stream
+    EXPECT_THROW(dist::copy_windows(by_part.front(), memory, unordered), ribbon::error);
+    memory.files.at(layers[0].parts[1]).push_back(0);  // a damaged part
+    EXPECT_THROW(dist::checksum_sections(unsummed, memory), ribbon::error);
+  };
+  build_distributed(p, integer_hashes(p, keys), dir.file("d.rbn"), o);
+  ribbon::filter::build(keys.data(), keys.size(), options).save(dir.file("f.rbn"));
+  const std::vector<unsigned char> expected = read_file(dir.file("f.rbn"));
+  EXPECT_GE(parts, 5u);
+  EXPECT_TRUE(read_file(dir.file("d.rbn")) == expected);
+  EXPECT_TRUE(placed == expected);
+  EXPECT_TRUE(streamed == expected);
+}
+
+TEST(Distributed, PartsDirectoriesFollowTheTemporariesLockProtocol) {
+  // A parts directory is locked while its build lives; the next build of the same output
+  // removes the dead builds' (lock free, only a build's files in them, or empty and old) and
+  // leaves the live one's, an empty young one (perhaps a build's between creating and
+  // locking it: here one made right then) and anything else.
+  temp_dir dir;
+  const std::string out = dir.file("f.rbn"), prefix = dist::parts_prefix(out);
+  EXPECT_EQ(prefix, ".f.rbn.ribbon-parts-");
+  auto make = [&](const std::string& suffix, const std::vector<std::string>& files) {
+    std::filesystem::create_directory(dir.file(prefix + suffix));
+    for (const auto& f : files) std::ofstream(dir.file(prefix + suffix + "/" + f)) << "x";
+    return dir.file(prefix + suffix);
+  };
+  const std::string dead =
+      make("dead01", {"L00-100-R000000001.part", "assembled.ribbon", ".ribbon-tmp-abc123"});
+  const std::string uuid_named =
+      make("0123456789abcdef0123456789abcdef", {"L01-7-R000000000.part"});
+  const std::string foreign = make("other1", {"notes.txt"});
+  const std::string young = make("young1", {});
+  const std::string other_output = dir.file(".g.rbn.ribbon-parts-dead02");
+  std::filesystem::create_directory(other_output);
+  std::ofstream(other_output + "/L00-1-R000000000.part") << "x";
+  std::string between;
+  auto live = std::make_unique<dist::parts_directory>(out);
+  std::ofstream(live->path() + "/L00-1-R000000000.part") << "x";
+  {
+    dist::parts_directory next(out, [&](const std::string& path) {
+      between = path;
+      dist::parts_directory sibling(out);  // sees `path` created, not yet locked
+      EXPECT_TRUE(std::filesystem::exists(path));
+    });
+    EXPECT_EQ(next.path(), between);
+    EXPECT_TRUE(std::filesystem::exists(next.path()));
+    EXPECT_EQ(next.path().rfind(dir.file(prefix), 0), 0u);
+    std::ofstream(next.path() + "/L00-1-R000000000.part") << "x";
+  }
+  EXPECT_FALSE(std::filesystem::exists(between));  // removed with its part
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_FALSE(std::filesystem::exists(uuid_named));
+  EXPECT_TRUE(std::filesystem::exists(foreign));
+  EXPECT_TRUE(std::filesystem::exists(young));
+  EXPECT_TRUE(std::filesystem::exists(other_output));
+  EXPECT_TRUE(std::filesystem::exists(live->path() + "/L00-1-R000000000.part"));
+  const std::string live_path = live->path();
+  live->remove();
+  EXPECT_FALSE(std::filesystem::exists(live_path));
+  live.reset();
 }
 
 TEST(Distributed, TaskSlotsFillTheLastWave) {

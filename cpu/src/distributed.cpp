@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <optional>
 
 #include "layered_builder.hpp"
 #include "output_file.hpp"
@@ -27,6 +29,27 @@ namespace {
 [[noreturn]] void fail_io(const std::string& what, const std::string& path) {
   throw error("cannot " + what + " " + path + ": " + std::strerror(errno));
 }
+
+/// Bytes the assembly reads from a part at once.
+constexpr std::size_t copy_buffer_bytes = 4 << 20;
+
+/// A file_writer over a byte sink: the file in order, each byte once.
+class stream_writer final : public file_writer {
+ public:
+  explicit stream_writer(const format::byte_sink& sink) : sink_(sink) {}
+  void write(std::uint64_t offset, const void* data, std::size_t size) override {
+    if (offset != written_) {
+      throw error("assemble: a stream written at " + std::to_string(offset) + " after " +
+                  std::to_string(written_) + " bytes");
+    }
+    sink_(data, size);
+    written_ += size;
+  }
+
+ private:
+  const format::byte_sink& sink_;
+  std::uint64_t written_ = 0;
+};
 
 layer_sizing sizing_of(const filter_params& p) {
   return default_sizing(p.width);  // what sizing_from() gives every bumped build
@@ -44,49 +67,6 @@ void for_each_index(std::uint64_t n, const F& f) {
     const std::uint64_t end = std::min(n, (b + 1) * piece);
     for (std::uint64_t i = b * piece; i < end; ++i) f(i);
   });
-}
-
-/// A part file opened for reading, its size checked against the plan.
-class part_reader {
- public:
-  part_reader(const std::string& path, std::uint64_t expected_bytes) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail_io("open part file", path);
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) fail_io("stat part file", path);
-    if (static_cast<std::uint64_t>(st.st_size) != expected_bytes) {
-      ::close(fd_);
-      throw error("part file " + path + " has " + std::to_string(st.st_size) + " bytes, not " +
-                  std::to_string(expected_bytes) + " (not a part of this build, or damaged)");
-    }
-  }
-  ~part_reader() { ::close(fd_); }
-  part_reader(const part_reader&) = delete;
-  part_reader& operator=(const part_reader&) = delete;
-
-  /// Passes bytes [offset, offset + bytes) to sink(data, size) in pieces of `buffer`.
-  void stream(std::uint64_t offset, std::uint64_t bytes, std::vector<unsigned char>& buffer,
-              const format::byte_sink& sink) const {
-    detail::stream_file(fd_, offset, bytes, buffer, sink, "part file " + path_);
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
-
-/// Streams one section of a distributed layer (its ranges' windows in order) to sink.
-void stream_section(const filter_params& p, const solved_layer& layer, format::section which,
-                    std::vector<unsigned char>& buffer, const format::byte_sink& sink) {
-  const layer_plan& plan = layer.plan;
-  for (std::uint64_t r = 0; r < plan.num_ranges(); ++r) {
-    const part_reader part(layer.parts[r], plan.part_bytes(p, r));
-    if (which == format::section::thresholds) {
-      part.stream(0, plan.threshold_bytes(p, r), buffer, sink);
-    } else {
-      part.stream(plan.threshold_bytes(p, r), plan.solution_bytes(p, r), buffer, sink);
-    }
-  }
 }
 
 /// Checks that the layers chain (each one's keys are the previous one's bumped keys).
@@ -426,25 +406,19 @@ void assemble(const std::string& path, const filter_params& p, std::uint64_t key
               std::uint64_t group_count, std::shared_ptr<const group_names> names,
               std::shared_ptr<const std::string> metadata) {
   check_chain(key_count, layers, rest, true);
-  std::vector<section_checksums> checksums(layers.size());
-  std::vector<unsigned char> buffer(4 << 20);
   // The descriptors (written first) carry the sections' checksums: one pass to compute
   // them, one to copy, as the out-of-core builder reads its spill file back.
-  for (std::size_t l = 0; l < layers.size(); ++l) {
-    for (const auto which : {format::section::thresholds, format::section::solution}) {
-      xxh64_stream sum;
-      stream_section(p, layers[l], which, buffer,
-                     [&](const void* data, std::size_t size) { sum.update(data, size); });
-      (which == format::section::thresholds ? checksums[l].thresholds : checksums[l].solution) =
-          sum.digest();
-    }
-  }
-  const format::filter_image image = image_of(p, key_count, layers, checksums, rest, group_count,
-                                              std::move(names), std::move(metadata));
-  detail::write_file_atomically(
-      path, image, [&](std::size_t l, format::section which, const format::byte_sink& sink) {
-        stream_section(p, layers.at(l), which, buffer, sink);
-      });
+  local_part_files parts;
+  const std::vector<section_checksums> checksums = checksum_sections(
+      frame_file(p, key_count, layers, std::vector<section_checksums>(layers.size()), rest,
+                 group_count, names, metadata),
+      parts);
+  const file_frame frame = frame_file(p, key_count, layers, checksums, rest, group_count,
+                                      std::move(names), std::move(metadata));
+  detail::write_atomically(path, [&](const format::byte_sink& sink) {
+    stream_writer out(sink);
+    write_file(frame, parts, out);
+  });
 }
 
 file_frame frame_file(const filter_params& p, std::uint64_t key_count,
@@ -463,7 +437,7 @@ file_frame frame_file(const filter_params& p, std::uint64_t key_count,
   auto sink = [&](const void* data, std::size_t size) {
     if (data == nullptr) {
       frame.holes.push_back(
-          {frame.file_bytes, size, static_cast<std::uint32_t>(hole_layer), hole_which});
+          {frame.file_bytes, size, static_cast<std::uint32_t>(hole_layer), hole_which, {}});
     } else {
       if (frame.pieces.empty() ||
           frame.pieces.back().offset + frame.pieces.back().bytes.size() != frame.file_bytes) {
@@ -484,7 +458,177 @@ file_frame frame_file(const filter_params& p, std::uint64_t key_count,
                                          ? g.threshold_words(p.bucket_size) * 8
                                          : g.solution_bytes(p.width, p.result_bits));
                       });
+  for (file_frame::hole& hole : frame.holes) {
+    const solved_layer& layer = layers.at(hole.layer);
+    const layer_plan& plan = layer.plan;
+    if (layer.parts.size() != plan.num_ranges()) continue;  // no parts named
+    std::uint64_t offset = hole.offset;
+    for (std::uint64_t r = 0; r < plan.num_ranges(); ++r) {
+      const std::uint64_t split = plan.threshold_bytes(p, r), size = plan.part_bytes(p, r);
+      part_window w{layer.parts[r], size, 0, split, offset};
+      if (hole.which == format::section::solution) {
+        w.offset = split;
+        w.bytes = size - split;
+      }
+      offset += w.bytes;
+      hole.windows.push_back(std::move(w));
+    }
+    if (offset != hole.offset + hole.bytes) {
+      throw error("assemble: layer " + std::to_string(hole.layer) +
+                  "'s parts do not tile its section");
+    }
+  }
   return frame;
+}
+
+void local_part_files::read(const part_window& w, std::vector<unsigned char>& buffer,
+                            const format::byte_sink& sink) {
+  const detail::unique_fd fd(::open(w.part.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail_io("open part file", w.part);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail_io("stat part file", w.part);
+  if (static_cast<std::uint64_t>(st.st_size) != w.part_bytes) {
+    throw error("part file " + w.part + " has " + std::to_string(st.st_size) + " bytes, not " +
+                std::to_string(w.part_bytes) + " (not a part of this build, or damaged)");
+  }
+  detail::stream_file(fd.get(), w.offset, w.bytes, buffer, sink, "part file " + w.part);
+}
+
+void local_file_writer::create(const std::string& path, std::uint64_t bytes) {
+  const detail::unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+  if (fd.get() < 0) fail_io("create", path);
+  if (bytes != 0) {
+    const int failed = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes));
+    if (failed != 0) {
+      ::unlink(path.c_str());
+      errno = failed;
+      fail_io("allocate " + std::to_string(bytes) + " bytes for", path);
+    }
+  }
+}
+
+local_file_writer::local_file_writer(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd_ < 0) fail_io("open", path);
+}
+
+local_file_writer::~local_file_writer() {
+  ::close(fd_);
+}
+
+void local_file_writer::write(std::uint64_t offset, const void* data, std::size_t size) {
+  detail::write_fully(fd_, data, size, offset, path_);
+}
+
+void local_file_writer::sync() {
+  if (::fsync(fd_) != 0) fail_io("flush", path_);
+}
+
+std::vector<section_checksums> checksum_sections(const file_frame& frame, part_files& parts) {
+  std::vector<section_checksums> sums;
+  std::vector<unsigned char> buffer(copy_buffer_bytes);
+  for (const file_frame::hole& hole : frame.holes) {
+    if (hole.windows.empty() && hole.bytes != 0) {
+      throw error("checksum_sections: a frame without parts");
+    }
+    xxh64_stream sum;
+    for (const part_window& w : hole.windows) {
+      parts.read(w, buffer, [&](const void* data, std::size_t size) { sum.update(data, size); });
+    }
+    if (sums.size() <= hole.layer) sums.resize(hole.layer + 1);
+    (hole.which == format::section::thresholds ? sums[hole.layer].thresholds
+                                               : sums[hole.layer].solution) = sum.digest();
+  }
+  return sums;
+}
+
+std::vector<std::vector<part_window>> windows_by_part(const file_frame& frame) {
+  std::vector<std::vector<part_window>> by_part;
+  std::map<std::string, std::size_t> index;
+  for (const file_frame::hole& hole : frame.holes) {
+    for (const part_window& w : hole.windows) {
+      const auto [at, added] = index.emplace(w.part, by_part.size());
+      if (added) by_part.emplace_back();
+      by_part[at->second].push_back(w);
+    }
+  }
+  return by_part;
+}
+
+void copy_windows(const std::vector<part_window>& windows, part_files& parts, file_writer& out) {
+  std::vector<unsigned char> buffer(copy_buffer_bytes);
+  for (const part_window& w : windows) {
+    std::uint64_t offset = w.file_offset;
+    parts.read(w, buffer, [&](const void* data, std::size_t size) {
+      out.write(offset, data, size);
+      offset += size;
+    });
+  }
+}
+
+void write_pieces(const file_frame& frame, file_writer& out) {
+  for (const file_frame::piece& piece : frame.pieces) {
+    out.write(piece.offset, piece.bytes.data(), piece.bytes.size());
+  }
+}
+
+void write_file(const file_frame& frame, part_files& parts, file_writer& out) {
+  std::vector<unsigned char> buffer(copy_buffer_bytes);
+  auto piece = frame.pieces.begin();
+  auto hole = frame.holes.begin();
+  while (piece != frame.pieces.end() || hole != frame.holes.end()) {
+    if (hole == frame.holes.end() ||
+        (piece != frame.pieces.end() && piece->offset < hole->offset)) {
+      out.write(piece->offset, piece->bytes.data(), piece->bytes.size());
+      ++piece;
+      continue;
+    }
+    if (hole->windows.empty() && hole->bytes != 0) throw error("write_file: a frame without parts");
+    copy_windows(hole->windows, parts, out);
+    ++hole;
+  }
+}
+
+std::string parts_prefix(const std::string& output) {
+  const std::size_t slash = output.find_last_of('/');
+  return "." + (slash == std::string::npos ? output : output.substr(slash + 1)) + ".ribbon-parts-";
+}
+
+struct parts_directory::impl {
+  std::string directory;
+  detail::unique_fd directory_fd;
+  std::optional<detail::locked_temp> temp;  // after directory_fd: removed before it is closed
+  std::string path;
+};
+
+parts_directory::parts_directory(const std::string& output,
+                                 const std::function<void(const std::string&)>& before_locking)
+    : impl_(std::make_unique<impl>()) {
+  const std::size_t slash = output.find_last_of('/');
+  impl_->directory =
+      slash == std::string::npos ? "." : output.substr(0, std::max<std::size_t>(slash, 1));
+  impl_->directory_fd = detail::open_directory(impl_->directory);
+  if (impl_->directory_fd.get() < 0) fail_io("open directory", impl_->directory);
+  const std::string prefix = parts_prefix(output);
+  detail::reclaim_stale_temporaries(impl_->directory_fd.get(), detail::temp_kind::parts_directory,
+                                    prefix);
+  impl_->temp.emplace(impl_->directory_fd.get(), impl_->directory,
+                      detail::temp_kind::parts_directory, prefix, before_locking);
+  impl_->path = impl_->temp->path();
+}
+
+parts_directory::~parts_directory() {
+  remove();
+}
+
+const std::string& parts_directory::path() const {
+  return impl_->path;
+}
+
+void parts_directory::remove() noexcept {
+  if (!impl_->temp) return;
+  detail::remove_files_in(impl_->temp->fd());
+  impl_->temp.reset();  // the directory removed, the lock dropped
 }
 
 }  // namespace ribbon::distributed

@@ -40,7 +40,8 @@ constexpr std::size_t random_letters = 6;
 // An empty temporary younger than this may be a live owner's that is not yet locked.
 constexpr std::time_t unlocked_grace_seconds = 60;
 
-const char* prefix_of(temp_kind kind) {
+std::string prefix_of(temp_kind kind, const std::string& prefix) {
+  if (kind == temp_kind::parts_directory) return prefix;
   return kind == temp_kind::output_file ? output_prefix : spill_prefix;
 }
 
@@ -48,12 +49,17 @@ bool is_alphanumeric(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/// `name` is prefix + exactly six letters or digits.
-bool has_temp_name(const char* name, temp_kind kind) {
-  const std::size_t prefix = std::strlen(prefix_of(kind));
-  if (std::strncmp(name, prefix_of(kind), prefix) != 0) return false;
-  const char* rest = name + prefix;
-  if (std::strlen(rest) != random_letters) return false;
+/// `name` is prefix + exactly six letters or digits (parts directories, whose prefix names
+/// their output: one to 64, the 32 hexadecimal digits of earlier releases' names included).
+bool has_temp_name(const char* name, temp_kind kind, const std::string& given_prefix = {}) {
+  const std::string prefix = prefix_of(kind, given_prefix);
+  if (prefix.empty() || std::strncmp(name, prefix.c_str(), prefix.size()) != 0) return false;
+  const char* rest = name + prefix.size();
+  const std::size_t letters = std::strlen(rest);
+  if (kind == temp_kind::parts_directory ? letters < 1 || letters > 64
+                                         : letters != random_letters) {
+    return false;
+  }
   for (const char* c = rest; *c; ++c) {
     if (!is_alphanumeric(*c)) return false;
   }
@@ -72,10 +78,29 @@ bool has_spill_file_name(const char* name) {
   return true;
 }
 
-std::string random_name(temp_kind kind) {
+/// `name` is a distributed build's: a part "L<layer>-<keys>-R<range>.part" (digits), the
+/// file while assembled, or a part's temporary file (distributed.cpp, ribbon.distributed).
+bool has_parts_file_name(const char* name) {
+  if (std::strcmp(name, "assembled.ribbon") == 0 || has_temp_name(name, temp_kind::output_file)) {
+    return true;
+  }
+  const char* c = name;
+  auto digits = [&c] {
+    const char* start = c;
+    while (*c >= '0' && *c <= '9') ++c;
+    return c != start;
+  };
+  if (*c++ != 'L' || !digits() || *c++ != '-' || !digits() || *c++ != '-' || *c++ != 'R' ||
+      !digits()) {
+    return false;
+  }
+  return std::strcmp(c, ".part") == 0;
+}
+
+std::string random_name(const std::string& prefix) {
   static const char letters[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
   thread_local std::mt19937_64 generator{std::random_device{}()};
-  std::string name = prefix_of(kind);
+  std::string name = prefix;
   for (std::size_t i = 0; i < random_letters; ++i) name += letters[generator() % 62];
   return name;
 }
@@ -113,13 +138,15 @@ bool is_dead_output(int fd, const struct stat& st) {
          std::memcmp(start, format::magic, sizeof(start)) == 0;
 }
 
-/// Empties a dead build's spill directory if it holds only spill files (or is empty and old).
-bool empty_dead_spill_directory(int fd, const struct stat& st) {
+/// Empties a dead build's spill (or parts) directory if it holds only spill files (parts),
+/// or is empty and old.
+bool empty_dead_directory(int fd, const struct stat& st, temp_kind kind) {
   if (!S_ISDIR(st.st_mode)) return false;
   bool ours = true, empty = true;
   if (!for_each_entry(fd, [&](const char* name) {
         empty = false;
-        ours = ours && has_spill_file_name(name);
+        ours = ours && (kind == temp_kind::spill_directory ? has_spill_file_name(name)
+                                                           : has_parts_file_name(name));
       })) {
     return false;
   }
@@ -130,14 +157,14 @@ bool empty_dead_spill_directory(int fd, const struct stat& st) {
 
 /// Removes one temporary if its owner is dead; the lock is held while it is removed.
 bool reclaim_if_dead(int directory_fd, const char* name, temp_kind kind) {
-  const bool directory = kind == temp_kind::spill_directory;
+  const bool directory = kind != temp_kind::output_file;
   const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (directory ? O_DIRECTORY : 0);
   unique_fd fd(::openat(directory_fd, name, flags));
   struct stat st;
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid()) return false;
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;  // its owner lives
   const bool dead =
-      directory ? empty_dead_spill_directory(fd.get(), st) : is_dead_output(fd.get(), st);
+      directory ? empty_dead_directory(fd.get(), st, kind) : is_dead_output(fd.get(), st);
   return dead && ::unlinkat(directory_fd, name, directory ? AT_REMOVEDIR : 0) == 0;
 }
 
@@ -208,29 +235,38 @@ unique_fd open_directory(const std::string& path) {
   return fd;
 }
 
-locked_temp::locked_temp(int directory_fd, const std::string& directory, temp_kind kind)
-    : directory_fd_(directory_fd), directory_(directory), name_(random_name(kind)), kind_(kind) {
+locked_temp::locked_temp(int directory_fd, const std::string& directory, temp_kind kind,
+                         const std::string& prefix,
+                         const std::function<void(const std::string&)>& before_locking)
+    : directory_fd_(directory_fd),
+      directory_(directory),
+      prefix_(prefix_of(kind, prefix)),
+      name_(random_name(prefix_)),
+      kind_(kind) {
+  const bool is_directory = kind != temp_kind::output_file;
   for (int attempt = 0;; ++attempt) {
     if (kind == temp_kind::output_file) {
       fd_ = unique_fd(
           ::openat(directory_fd, name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
-    } else if (::mkdirat(directory_fd, name_.c_str(), 0700) == 0) {
+    } else if (::mkdirat(directory_fd, name_.c_str(),
+                         kind == temp_kind::parts_directory ? 0777 : 0700) == 0) {
+      // A parts directory takes the umask: executors on a shared file system write to it.
       fd_ = unique_fd(
           ::openat(directory_fd, name_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (fd_.get() < 0) ::unlinkat(directory_fd, name_.c_str(), AT_REMOVEDIR);
     }
     if (fd_.get() >= 0) break;
     if (errno != EEXIST || attempt == 100) {
-      throw error("cannot create a temporary " +
-                  std::string(kind == temp_kind::output_file ? "file" : "directory") + " in " +
-                  directory + ": " + std::strerror(errno));
+      throw error("cannot create a temporary " + std::string(is_directory ? "directory" : "file") +
+                  " in " + directory + ": " + std::strerror(errno));
     }
-    name_ = random_name(kind);
+    name_ = random_name(prefix_);
   }
   try {
-    registration_.emplace(directory_fd, name_, kind == temp_kind::spill_directory);
+    registration_.emplace(directory_fd, name_, is_directory);
+    if (before_locking) before_locking(path());
   } catch (...) {
-    ::unlinkat(directory_fd, name_.c_str(), kind == temp_kind::spill_directory ? AT_REMOVEDIR : 0);
+    ::unlinkat(directory_fd, name_.c_str(), is_directory ? AT_REMOVEDIR : 0);
     throw;
   }
   // A reclaimer holds the lock only while it looks at a new, empty temporary: wait for it.
@@ -239,17 +275,21 @@ locked_temp::locked_temp(int directory_fd, const std::string& directory, temp_ki
 
 locked_temp::~locked_temp() {
   if (!committed_) {
-    ::unlinkat(directory_fd_, name_.c_str(),
-               kind_ == temp_kind::spill_directory ? AT_REMOVEDIR : 0);
+    ::unlinkat(directory_fd_, name_.c_str(), kind_ != temp_kind::output_file ? AT_REMOVEDIR : 0);
   }
 }
 
-int reclaim_stale_temporaries(int directory_fd, temp_kind kind) noexcept {
+int reclaim_stale_temporaries(int directory_fd, temp_kind kind,
+                              const std::string& prefix) noexcept {
   int removed = 0;
   for_each_entry(directory_fd, [&](const char* name) {
-    if (has_temp_name(name, kind) && reclaim_if_dead(directory_fd, name, kind)) ++removed;
+    if (has_temp_name(name, kind, prefix) && reclaim_if_dead(directory_fd, name, kind)) ++removed;
   });
   return removed;
+}
+
+void remove_files_in(int fd) noexcept {
+  for_each_entry(fd, [&](const char* name) { ::unlinkat(fd, name, 0); });
 }
 
 std::string temp_parent(const std::string& requested) {

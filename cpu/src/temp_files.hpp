@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -54,17 +55,22 @@ class unique_fd {
 /// Opens directory `path` for the *at() calls (-1 and errno on failure).
 unique_fd open_directory(const std::string& path);
 
-/// What a temporary is: a file (the output being written, recognised by the file magic) or a
-/// directory of spill files (recognised by its files' names).
-enum class temp_kind { output_file, spill_directory };
+/// What a temporary is: a file (the output being written, recognised by the file magic), a
+/// directory of spill files (recognised by its files' names) or a distributed build's parts
+/// directory (named after its output; recognised by its parts' names).
+enum class temp_kind { output_file, spill_directory, parts_directory };
 
 /// A new temporary in the directory open as `directory_fd` (shown as `directory` in
-/// messages), named after its kind and a random suffix, locked for the life of this object
-/// and registered for removal on signals. Removed when destroyed unless committed (renamed
-/// away by the owner).
+/// messages), named after its kind (a parts directory: `prefix`, its output's) and a random
+/// suffix, locked for the life of this object and registered for removal on signals. Removed
+/// when destroyed unless committed (renamed away by the owner); a directory only if empty.
+/// `before_locking(path)`, if given, runs between creating and locking it (tests: another
+/// build looks at it then).
 class locked_temp {
  public:
-  locked_temp(int directory_fd, const std::string& directory, temp_kind kind);
+  locked_temp(int directory_fd, const std::string& directory, temp_kind kind,
+              const std::string& prefix = {},
+              const std::function<void(const std::string&)>& before_locking = nullptr);
   ~locked_temp();
   locked_temp(const locked_temp&) = delete;
   locked_temp& operator=(const locked_temp&) = delete;
@@ -79,7 +85,7 @@ class locked_temp {
 
  private:
   int directory_fd_;
-  std::string directory_, name_;
+  std::string directory_, prefix_, name_;
   temp_kind kind_;
   unique_fd fd_;
   bool committed_ = false;
@@ -87,11 +93,15 @@ class locked_temp {
 };
 
 /// Removes the temporaries of `kind` in the directory open as `directory_fd` whose owner is
-/// dead: entries with exactly our naming, owned by this user, whose lock can be taken, and
-/// whose content is ours (a filter file's magic; spill files' names), or empty and older
-/// than a minute (a live owner locks its new temporary within microseconds). Never throws;
-/// returns the number removed.
-int reclaim_stale_temporaries(int directory_fd, temp_kind kind) noexcept;
+/// dead: entries with exactly our naming (parts directories: `prefix`, their output's),
+/// owned by this user, whose lock can be taken, and whose content is ours (a filter file's
+/// magic; spill files' names; parts' names), or empty and older than a minute (a live owner
+/// locks its new temporary within microseconds). Never throws; returns the number removed.
+int reclaim_stale_temporaries(int directory_fd, temp_kind kind,
+                              const std::string& prefix = {}) noexcept;
+
+/// Unlinks the files of the directory open as `fd` (not its subdirectories).
+void remove_files_in(int fd) noexcept;
 
 /// The directory for spill files: `requested`, else $TMPDIR, else /tmp.
 std::string temp_parent(const std::string& requested);

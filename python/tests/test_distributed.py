@@ -199,6 +199,76 @@ def test_a_misrouted_hash_is_refused_and_writes_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+class ShippingEngine(dist.LocalEngine):
+    """Runs the assembly's tasks as a cluster does: pickled, and here in reverse order."""
+
+    def run_tasks(self, tasks):
+        shipped = [pickle.loads(pickle.dumps(task)) for task in tasks]
+        results = [None] * len(shipped)
+        for i in reversed(range(len(shipped))):
+            results[i] = shipped[i]()
+        return results
+
+
+class DamagingEngine(dist.LocalEngine):
+    """Appends a byte to a part of layer 0 once its ranges are solved."""
+
+    def __init__(self, *args, parts_root, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.parts_root = parts_root
+
+    def solve_layer(self, plan, source, task):
+        results = super().solve_layer(plan, source, task)
+        if plan.layer == 0:
+            (parts,) = [n for n in os.listdir(self.parts_root) if "ribbon-parts" in n]
+            name = sorted(os.listdir(os.path.join(self.parts_root, parts)))[1]
+            with open(os.path.join(self.parts_root, parts, name), "ab") as f:
+                f.write(b"x")
+        return results
+
+
+def test_the_c_plus_plus_assembler_writes_the_file_locally_and_through_a_filesystem(tmp_path):
+    # The assembly's tasks (the checksums, each part's windows placed, or one stream) are the
+    # C++ assembler's steps: shipped pickled and run in any order, on local files or on a
+    # pyarrow file system that is not local (an object store's path: parts read and the file
+    # streamed through it), the file is the CLI's.
+    import pyarrow.fs as pafs
+
+    keys = random_u64(60000, seed=12)
+    expected = cli_build(keys, str(tmp_path), *CLI_SMALL)
+    params = dist.build_params("u64", shard_size=4096)
+    options = dict(range_keys=3000, one_place_keys=300)
+    out = str(tmp_path / "local.ribbon")
+    stats = dist.run_build(ShippingEngine(params, np.array_split(keys, 3)), params, out, **options)
+    assert open(out, "rb").read() == expected
+    assert 0 < stats.driver_bytes_written < stats.file_bytes
+    os.mkdir(tmp_path / "tree")
+    tree = pafs.SubTreeFileSystem(str(tmp_path / "tree"), pafs.LocalFileSystem())
+    destination = dist.Destination("remote.ribbon", tree)
+    assert not destination.local
+    dist.run_build(ShippingEngine(params, np.array_split(keys, 3)), params, destination, **options)
+    assert (tmp_path / "tree" / "remote.ribbon").read_bytes() == expected
+    assert parts_left(tmp_path) == [] and os.listdir(tmp_path / "tree") == ["remote.ribbon"]
+
+
+@pytest.mark.parametrize("remote", [False, True])
+def test_a_damaged_part_is_refused_and_the_old_file_stays(tmp_path, remote):
+    import pyarrow.fs as pafs
+
+    params = dist.build_params("u64", shard_size=4096)
+    out = tmp_path / "d.ribbon"
+    out.write_bytes(b"the previous file")
+    destination = str(out)
+    if remote:
+        destination = dist.Destination("d.ribbon", pafs.SubTreeFileSystem(str(tmp_path),
+                                                                         pafs.LocalFileSystem()))
+    engine = DamagingEngine(params, [random_u64(60000, seed=13)], parts_root=str(tmp_path))
+    with pytest.raises(ribbon.FileError, match="not a part of this build, or damaged"):
+        dist.run_build(engine, params, destination, range_keys=3000, one_place_keys=300)
+    assert out.read_bytes() == b"the previous file"
+    assert parts_left(tmp_path) == []
+
+
 class FailingEngine(dist.LocalEngine):
     """Dies in layer `fail_layer`, after the earlier layers wrote their parts."""
 
@@ -228,6 +298,9 @@ def test_a_failed_build_leaves_the_old_file_and_no_parts(tmp_path):
 
 
 def test_a_running_build_of_the_same_output_keeps_its_parts(tmp_path):
+    import subprocess
+    import sys
+
     # A parts directory whose lock is held (a build of the same output, running) is left
     # alone by another build, which still writes the file; one whose lock is free goes.
     out = str(tmp_path / "f.ribbon")
@@ -239,10 +312,12 @@ def test_a_running_build_of_the_same_output_keeps_its_parts(tmp_path):
     assert ribbon.load(out).info()["key_count"] == 100
     running.remove_parts()
     assert parts_left(tmp_path) == []
-    left = dist.Destination(out)
-    dead = left.make_parts_directory()
-    os.close(left._lock_fd)  # as if its driver had died
-    left._lock_fd = None
+    dead = subprocess.run(  # a driver that dies with its parts directory made and locked
+        [sys.executable, "-c", "import os, sys; from ribbon import distributed as dist; "
+         "d = dist.Destination(sys.argv[1]); print(d.make_parts_directory(), flush=True); "
+         "os._exit(0)",
+         out], check=True, capture_output=True, text=True).stdout.strip()
+    assert os.path.isdir(dead)
     dist.build([random_u64(100, seed=9)], out, key_kind="u64")
     assert os.path.exists(dead)  # empty and young: perhaps a build's not locked yet
     an_hour_ago = time.time() - 3600
@@ -258,19 +333,15 @@ def test_a_build_between_another_creating_and_locking_its_parts_leaves_them(tmp_
     # leaves theirs, and the first build keeps it.
     out = str(tmp_path / "f.ribbon")
     first = dist.Destination(out)
-    real = first.fs
+    created = []
 
-    class SiblingBuildsAfterCreating:
-        def __getattr__(self, name):
-            return getattr(real, name)
+    def sibling_builds_after_creating(path):
+        created.append(path)
+        dist.build([random_u64(100, seed=9)], out, key_kind="u64")
 
-        def create_dir(self, path, *args, **kwargs):
-            real.create_dir(path, *args, **kwargs)
-            dist.build([random_u64(100, seed=9)], out, key_kind="u64")
-
-    first.fs = SiblingBuildsAfterCreating()
+    first._before_locking = sibling_builds_after_creating
     parts = first.make_parts_directory()
-    assert os.path.isdir(parts) and first._lock_fd is not None
+    assert created == [parts] and os.path.isdir(parts) and first._parts is not None
     assert ribbon.load(out).info()["key_count"] == 100  # the sibling built its file
     first.remove_parts()
     assert parts_left(tmp_path) == []

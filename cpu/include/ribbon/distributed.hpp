@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -193,13 +194,98 @@ struct section_checksums {
 
 /// Writes the file: header, the distributed layers (their sections concatenated from the part
 /// files, whose sizes are checked), then the finished layers; to a temporary file renamed
-/// over `path`. `key_count` is layer 0's input_keys (or 0 for an empty build); `group_count`
-/// a filter set's distinct groups (0 for a filter), `names` the names of its groups (null:
-/// none, format version 6) and `metadata` the application's bytes (null: none).
+/// over `path`: the steps below (frame_file, checksum_sections, write_file) run in one place.
+/// `key_count` is layer 0's input_keys (or 0 for an empty build); `group_count` a filter set's
+/// distinct groups (0 for a filter), `names` the names of its groups (null: none, format version 6)
+/// and `metadata` the application's bytes (null: none).
 void assemble(const std::string& path, const filter_params& p, std::uint64_t key_count,
               const std::vector<solved_layer>& layers, const finished_layers* rest,
               std::uint64_t group_count = 0, std::shared_ptr<const group_names> names = nullptr,
               std::shared_ptr<const std::string> metadata = nullptr);
+
+/// The directory of a distributed build's parts (and of its file while assembled) beside a
+/// local output: `.NAME.ribbon-parts-XXXXXX`, created and locked for the life of this object
+/// by the builders' temporary-file protocol (cpu/src/temp_files.hpp): a later build removes
+/// it only once its lock is free (its driver dead) and if it holds only a build's files, or
+/// is empty and older than a minute (between creating and locking it). Creating one first
+/// removes the dead builds' parts directories of the same output. Removed with its files
+/// when destroyed (or by remove()). `before_locking(path)`: see detail::locked_temp (tests).
+class parts_directory {
+ public:
+  explicit parts_directory(const std::string& output,
+                           const std::function<void(const std::string&)>& before_locking = nullptr);
+  ~parts_directory();
+  parts_directory(const parts_directory&) = delete;
+  parts_directory& operator=(const parts_directory&) = delete;
+  const std::string& path() const;
+  /// Removes its files and itself, and drops the lock (again: nothing).
+  void remove() noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// The name prefix of the parts directories of builds of `output`: ".NAME.ribbon-parts-".
+std::string parts_prefix(const std::string& output);
+
+/// Bytes [offset, offset + bytes) of part file `part` (of part_bytes bytes), which go to the
+/// file at file_offset: a part's thresholds or its solution blocks.
+struct part_window {
+  std::string part;
+  std::uint64_t part_bytes = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t file_offset = 0;
+};
+
+/// Where the assembly reads the part files: local_part_files, or an engine's own storage (an
+/// object store).
+class part_files {
+ public:
+  virtual ~part_files() = default;
+  /// Passes window w's bytes to sink, in pieces of at most buffer.size() bytes. Throws
+  /// ribbon::error if the part is not w.part_bytes long (another build's, damaged or cut
+  /// short) or cannot be read.
+  virtual void read(const part_window& w, std::vector<unsigned char>& buffer,
+                    const format::byte_sink& sink) = 0;
+};
+
+/// Part files on a local (or mounted, shared) file system.
+class local_part_files final : public part_files {
+ public:
+  void read(const part_window& w, std::vector<unsigned char>& buffer,
+            const format::byte_sink& sink) override;
+};
+
+/// Where the assembly writes the file: bytes at their offsets. A writer of a stream (an
+/// object store's upload) takes them in file order only (write_file()).
+class file_writer {
+ public:
+  virtual ~file_writer() = default;
+  virtual void write(std::uint64_t offset, const void* data, std::size_t size) = 0;
+};
+
+/// A local file written in place at any offsets: several writers (the tasks of one assembly,
+/// on one machine or on a shared file system) fill their windows of it at once.
+class local_file_writer final : public file_writer {
+ public:
+  /// Creates `path` (a new file, 0666 under the umask, replacing none) with all its `bytes`
+  /// allocated: a full disk fails here, not as a short write later. Throws ribbon::error.
+  static void create(const std::string& path, std::uint64_t bytes);
+  /// Opens `path` (made by create()) for writing. Throws ribbon::error.
+  explicit local_file_writer(const std::string& path);
+  ~local_file_writer() override;
+  local_file_writer(const local_file_writer&) = delete;
+  local_file_writer& operator=(const local_file_writer&) = delete;
+  void write(std::uint64_t offset, const void* data, std::size_t size) override;
+  /// Flushes the file to disk (fsync). Throws ribbon::error.
+  void sync();
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
 
 /// The file around its distributed layers' sections, for engines that place those sections
 /// themselves (range tasks writing their windows at their offsets, or one writer streaming
@@ -215,6 +301,9 @@ struct file_frame {
     std::uint64_t bytes = 0;
     std::uint32_t layer = 0;
     format::section which = format::section::thresholds;
+    /// The parts' windows that make the section, in range order (empty when the layers
+    /// given to frame_file() named no parts).
+    std::vector<part_window> windows;
   };
   std::uint64_t file_bytes = 0;
   std::vector<piece> pieces;  ///< in file order; with the holes, they tile the file
@@ -222,12 +311,33 @@ struct file_frame {
 };
 
 /// The frame of the file that assemble() would write, `checksums[l]` being layer l's
-/// (`layers[l].parts` are not read).
+/// (`layers[l].parts` are not read: they name the holes' windows when given for every range).
 file_frame frame_file(const filter_params& p, std::uint64_t key_count,
                       const std::vector<solved_layer>& layers,
                       const std::vector<section_checksums>& checksums, const finished_layers* rest,
                       std::uint64_t group_count = 0,
                       std::shared_ptr<const group_names> names = nullptr,
                       std::shared_ptr<const std::string> metadata = nullptr);
+
+/// The assembly's steps over a frame, which an engine may run in different places: the
+/// sections' checksums (one pass over the parts, in order: XXH64 cannot be combined from
+/// pieces), then the sections written at their offsets (a writer per part, at once, on a
+/// file that takes positioned writes) and the pieces; or the whole file in order (a stream).
+
+/// Layer l's section checksums, reading each section's windows in order.
+std::vector<section_checksums> checksum_sections(const file_frame& frame, part_files& parts);
+
+/// The holes' windows grouped by part (the file's order within each part, parts in file
+/// order): the work of one writer each.
+std::vector<std::vector<part_window>> windows_by_part(const file_frame& frame);
+
+/// Copies windows of parts to their offsets in the file.
+void copy_windows(const std::vector<part_window>& windows, part_files& parts, file_writer& out);
+
+/// Writes the frame's pieces (header, descriptors, padding, finished layers) at their offsets.
+void write_pieces(const file_frame& frame, file_writer& out);
+
+/// Writes the whole file in file order: the pieces and the sections' windows.
+void write_file(const file_frame& frame, part_files& parts, file_writer& out);
 
 }  // namespace ribbon::distributed

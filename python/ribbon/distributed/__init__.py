@@ -32,8 +32,8 @@ the one given as ``filesystem=`` (see :class:`Destination`).
 The package's modules, by concern: :mod:`.steps` (parameters, hashing, routing, the range
 task), :mod:`.destination` (the output's file system, the parts directory and its lock),
 :mod:`.engine` (the engine interface and the local engine), :mod:`.driver` (the driver's loop
-over the layers) and :mod:`.assembly` (the file's checksums and placement). Every name is
-re-exported here: ``ribbon.distributed.X`` is the way to reach it.
+over the layers) and :mod:`.assembly` (where each step of the C++ assembler runs). Every
+name is re-exported here: ``ribbon.distributed.X`` is the way to reach it.
 """
 
 from __future__ import annotations
@@ -42,10 +42,16 @@ from .._ribbon import (  # noqa: F401  (the steps, re-exported)
     DistributedParams,
     FinishedLayers,
     LayerPlan,
+    FileFrame,
     LayerStep,
+    PartsDirectory,
     RangedLayers,
     SectionChecksum,
     assemble,
+    assembly_frame,
+    checksum_sections,
+    copy_windows,
+    create_assembled_file,
     frame_file,
     finish_layers,
     group_by_range,
@@ -55,16 +61,11 @@ from .._ribbon import (  # noqa: F401  (the steps, re-exported)
     to_stored_values,
 )
 from .assembly import (  # noqa: F401
-    COPY_CHUNK_BYTES,
     Window,
     _fsync_directory,
-    _placements,
-    _pwrite_all,
-    _read_windows,
     assemble_file,
     checksum_task,
     place_task,
-    section_windows,
     stream_task,
 )
 from .destination import Destination, check_output_path  # noqa: F401

@@ -4,18 +4,16 @@ same output (see :mod:`ribbon.distributed`)."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import posixpath
 import re
-import time
 import uuid
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pyarrow.fs as pafs
 
-from .._ribbon import LayerPlan
+from .._ribbon import LayerPlan, PartsDirectory, parts_prefix
 
 
 class Destination:
@@ -38,11 +36,14 @@ class Destination:
         self.path = os.path.realpath(path) if self.local else path.rstrip("/")
         self.directory, self.name = posixpath.split(self.path)
         self.parts_dir: Optional[str] = None
-        self._lock_fd: Optional[int] = None  # the driver's lock on its local parts directory
+        self._parts: Optional[PartsDirectory] = None  # the driver's locked local parts directory
+
+    #: Called with a local parts directory's path between creating and locking it (tests).
+    _before_locking: Optional[Callable[[str], None]] = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_lock_fd"] = None  # a descriptor of the driver's process only
+        state["_parts"] = None  # the driver's lock, of its process only
         return state
 
     def __repr__(self) -> str:
@@ -79,53 +80,28 @@ class Destination:
 
     def parts_prefix(self) -> str:
         """Parts of builds of this output live in directories named with this prefix."""
-        return f".{self.name}.ribbon-parts-"
-
-    # An empty parts directory younger than this may be a live build's that it has not locked
-    # yet (created, then locked: microseconds apart), as the C++ temporaries' rule has it.
-    UNLOCKED_GRACE_SECONDS = 60
+        return parts_prefix(self.path)
 
     def make_parts_directory(self) -> str:
         """A fresh parts directory (where the file is assembled too); those of earlier builds
-        that died (a lost driver) go. On a local file system the driver holds an exclusive
-        lock on its directory until the build ends, as the C++ writer does on its temporary
-        file, and a directory whose lock is held (a build of the same output still running),
-        or that is empty and younger than a minute (one created but not yet locked), is left
-        alone; object stores have no locks, so there one output takes one build at a time."""
+        that died (a lost driver) go. On a local file system the C++ temporaries' protocol
+        makes it (PartsDirectory): the driver holds its lock until the build ends, and a
+        directory whose lock is held (a build of the same output still running), or that is
+        empty and younger than a minute (one created but not yet locked), or that holds other
+        files than a build's, is left alone. Object stores have no locks, so there one output
+        takes one build at a time."""
+        if self.local:
+            self._parts = PartsDirectory(self.path, before_locking=self._before_locking)
+            self.parts_dir = self._parts.path
+            return self.parts_dir
         prefix = self.parts_prefix()
         listing = self.fs.get_file_info(pafs.FileSelector(self.directory or "/", allow_not_found=True))
         for info in listing:
             if info.base_name.startswith(prefix):
-                self._remove_if_dead(info.path)
+                self.remove(info.path)
         self.parts_dir = posixpath.join(self.directory, prefix + uuid.uuid4().hex)
         self.fs.create_dir(self.parts_dir)
-        if self.local:
-            self._lock_fd = os.open(self.parts_dir, os.O_RDONLY | os.O_DIRECTORY)
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         return self.parts_dir
-
-    def _remove_if_dead(self, directory: str) -> None:
-        """Removes a parts directory whose build is dead: its lock can be taken (the lock goes
-        with the process) and it holds parts, or is empty and older than the grace period.
-        The lock is held while it is removed."""
-        if not self.local:
-            return self.remove(directory)
-        try:
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            return None  # gone, or not a directory: nothing to protect
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return None  # a live build's
-            young = time.time() - os.fstat(fd).st_mtime <= self.UNLOCKED_GRACE_SECONDS
-            if young and not os.listdir(fd):
-                return None  # perhaps a live build's, between creating and locking it
-            self.remove(directory)
-        finally:
-            os.close(fd)
-        return None
 
     def remove(self, directory: str) -> None:
         try:
@@ -134,11 +110,11 @@ class Destination:
             pass  # already gone
 
     def remove_parts(self) -> None:
-        if self.parts_dir is not None:
+        if self._parts is not None:
+            self._parts.remove()  # its files, itself, then the lock
+            self._parts = None
+        elif self.parts_dir is not None:
             self.remove(self.parts_dir)
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
 
     def part_path(self, plan: LayerPlan, range_index: int) -> str:
         """Where range ``range_index`` of a layer puts its part. The layer's key count is in
