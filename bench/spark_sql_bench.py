@@ -55,6 +55,10 @@ def main():
     )
     spark.sparkContext.setLogLevel("ERROR")
     ribbon.spark_jvm.register(spark)
+    # The Java reader's row checks and key hashing use the Vector API where the JVM has its
+    # module (docs/jvm.md); say which, since the figures depend on it.
+    vector = spark._jvm.java.lang.ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()
+    print("JVM with jdk.incubator.vector:", "yes (the reader's vector lanes)" if vector else "no (scalar lanes)")
 
     tmp = tempfile.mkdtemp()
     keys = spark.range(args.keys).select(F.xxhash64("id").alias("k")).cache()

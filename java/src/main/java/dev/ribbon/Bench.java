@@ -31,6 +31,8 @@ final class Bench {
             RibbonFilter f = RibbonFilter.open(Path.of(args[0]));
             long[] members = readU64(Path.of(args[1]));
             long[] others = new SplittableRandom(42).longs(members.length).toArray();
+            System.out.println("lanes: " + Lanes.CHOSEN.name()
+                    + (Lanes.CHOSEN.name().equals("vector") ? "" : " (--add-modules jdk.incubator.vector: the vector code)"));
             report("scalar members", rounds, () -> scalar(f, members), members.length);
             report("scalar random", rounds, () -> scalar(f, others), others.length);
             report("batched members", rounds, () -> batched(f, members), members.length);

@@ -12,7 +12,10 @@ public final class Hashing {
     static final XXHash64 XXH64 = XXHashFactory.fastestJavaInstance().hash64();
 
     private static final long SEED_MIX_CONSTANT = 0x5851F42D4C957F2DL;
-    private static final long KEY_MULTIPLIER = 0x9E3779B97F4A7C15L;
+    static final long KEY_MULTIPLIER = 0x9E3779B97F4A7C15L;
+    /** mix64's multipliers (VectorLanes uses them too). */
+    static final long MIX_1 = 0xFF51AFD7ED558CCDL;
+    static final long MIX_2 = 0xC4CEB9FE1A85EC53L;
     private static final long GROUP_SEED = 0x2545F4914F6CDD1DL;
 
     private Hashing() {}
@@ -20,9 +23,9 @@ public final class Hashing {
     /** MurmurHash3's 64-bit finalizer, a bijection. */
     static long mix64(long x) {
         x ^= x >>> 33;
-        x *= 0xFF51AFD7ED558CCDL;
+        x *= MIX_1;
         x ^= x >>> 33;
-        x *= 0xC4CEB9FE1A85EC53L;
+        x *= MIX_2;
         x ^= x >>> 33;
         return x;
     }

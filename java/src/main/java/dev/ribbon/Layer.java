@@ -4,7 +4,7 @@ package dev.ribbon;
  * One layer of a mapped file: its geometry (docs/format.md, section 3) and the two questions
  * a query asks it: does it bump a key, and what is the key's row result.
  */
-final class Layer {
+final class Layer extends LayerQuery {
     static final int KIND_BUMPED = 0;
     static final int KIND_PLAIN = 1;
     static final int KIND_STANDARD = 2;
@@ -13,7 +13,6 @@ final class Layer {
     final long numStarts;
     final int shardBits;
     final int kind;
-    final long salt;
     final long upperStartBlock;
     final long numBlocks;
     /** File offsets of the sections (thresholds: 0 where there are none). */
@@ -30,13 +29,13 @@ final class Layer {
     final CodeRegions regions;
 
     Layer(FilterParams p, MappedFile file, int index, long numStarts, int shardBits, int kind, long salt) {
+        super(salt);
         this.p = p;
         this.file = file;
         this.index = index;
         this.numStarts = numStarts;
         this.shardBits = shardBits;
         this.kind = kind;
-        this.salt = salt;
         this.numBlocks = numStarts / p.width + 1;
         long upper = (Math.multiplyHigh(numBlocks, p.extraBitFraction) << 48)
                 | ((numBlocks * p.extraBitFraction) >>> 16);
@@ -71,12 +70,13 @@ final class Layer {
         return 8 * (p.twoBitCodes ? (buckets + 31) / 32 : regions.words());
     }
 
-    /** The start of a layer hash: the high word of hash times numStarts. */
+    /** The high word of hash times numStarts. */
+    @Override
     long start(long hash) {
         return Hashing.unsignedMultiplyHigh(hash, numStarts);
     }
 
-    /** Is the key whose layer hash starts at `start` passed on to the next layer? */
+    @Override
     boolean bumps(long start) {
         if (kind == KIND_PLAIN) return false;
         if (start > shardMask && (start & shardMask) < p.width) return true;  // a shard's head
@@ -97,15 +97,13 @@ final class Layer {
         return p.resultBits + ((start >>> widthBits) >= upperStartBlock ? 1 : 0);
     }
 
-    /** Does the key's row result equal its right side (fingerprint; 0 in homogeneous filters)? */
-    boolean matches(long start, long hash) {
-        int result = result(start, hash);
-        if (p.variant == Variant.HOMOGENEOUS) return result == 0;
-        return result == Rows.fingerprint(hash, resultBits(start));
+    @Override
+    int residue(long start, long hash, int rhsMask) {
+        return result(start, hash) ^ (Rows.fingerprint(hash, resultBits(start)) & rhsMask);
     }
 
     /** The row result of the key with layer hash `hash` starting at `start` (not bumped here). */
-    int result(long start, long hash) {
+    private int result(long start, long hash) {
         long block = start >>> widthBits;
         int bits = resultBits(start);
         int shift = (int) (start & (p.width - 1));
@@ -115,30 +113,5 @@ final class Layer {
             case 64: return Rows.result64(file, at, bits, shift, hash);
             default: return Rows.result128(file, at, bits, shift, hash);
         }
-    }
-
-    /**
-     * Membership from layer `first` on, where `hash` is the key's hash in layer `first`: the
-     * first layer that does not bump the key answers; none: absent.
-     */
-    static boolean contains(Layer[] layers, int first, long hash) {
-        for (int l = first; l < layers.length; l++) {
-            Layer layer = layers[l];
-            if (l > first) hash = Hashing.remix(hash, layer.salt);
-            long start = layer.start(hash);
-            if (!layer.bumps(start)) return layer.matches(start, hash);
-        }
-        return false;
-    }
-
-    /** Retrieval from layer `first` on (as {@link #contains}): the first unbumped layer's result; none: 0. */
-    static int lookup(Layer[] layers, int first, long hash) {
-        for (int l = first; l < layers.length; l++) {
-            Layer layer = layers[l];
-            if (l > first) hash = Hashing.remix(hash, layer.salt);
-            long start = layer.start(hash);
-            if (!layer.bumps(start)) return layer.result(start, hash);
-        }
-        return 0;
     }
 }

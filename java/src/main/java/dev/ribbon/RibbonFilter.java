@@ -53,6 +53,8 @@ public final class RibbonFilter {
     private final int valueMask;
     /** The w = 64 plan, where the file fits it (Query64.of); null: the layers' general code. */
     private final Query64 plan;
+    /** The fingerprint mask of membership: 0 in homogeneous filters (rows solved for 0), else all ones. */
+    private final int rhsMask;
 
     private static final int BYTE_KEYS = 1;
     private static final int RETRIEVAL = 2;
@@ -77,6 +79,7 @@ public final class RibbonFilter {
         this.membershipKind = p.checkBits != 0 ? kind & ~RETRIEVAL : kind;
         this.valueMask = p.valueBits() >= 32 ? -1 : (1 << p.valueBits()) - 1;
         this.plan = Query64.of(p, layers, file, heapBytes);
+        this.rhsMask = p.variant == Variant.HOMOGENEOUS ? 0 : -1;
     }
 
     /**
@@ -317,16 +320,15 @@ public final class RibbonFilter {
     private int[][] groupsOfHashes(long[] keyHashes) {
         long[] groups = groupHashes();
         int block = Math.min(groups.length, Query64.BLOCK);
-        long[] hashes = new long[block];
-        long[] starts = new long[block];
+        Batch batch = new Batch(block);
         boolean[] found = new boolean[groups.length];
         int[] indices = new int[groups.length];
         int[][] out = new int[keyHashes.length][];
         for (int k = 0; k < keyHashes.length; k++) {
             for (int from = 0; from < groups.length; from += block) {
                 int count = Math.min(block, groups.length - from);
-                for (int i = 0; i < count; i++) hashes[i] = Hashing.pairHash(groups[from + i], keyHashes[k]);
-                containsHashes(hashes, count, found, from, starts);
+                for (int i = 0; i < count; i++) batch.hashes[i] = Hashing.pairHash(groups[from + i], keyHashes[k]);
+                containsHashes(batch, count, found, from);
             }
             int n = 0;
             for (int g = 0; g < groups.length; g++) {
@@ -396,13 +398,7 @@ public final class RibbonFilter {
     public boolean[] contains(long[] keys) {
         requireMembership(0);
         boolean[] out = new boolean[keys.length];
-        long[] hashes = new long[Math.min(keys.length, Query64.BLOCK)];
-        long[] starts = new long[hashes.length];
-        for (int from = 0; from < keys.length; from += hashes.length) {
-            int count = Math.min(hashes.length, keys.length - from);
-            for (int i = 0; i < count; i++) hashes[i] = Hashing.hashLong(keys[from + i], seedMixed);
-            containsHashes(hashes, count, out, from, starts);
-        }
+        batched(keys.length, hashesOf(keys), out, null);
         return out;
     }
 
@@ -410,51 +406,56 @@ public final class RibbonFilter {
     public boolean[] contains(byte[][] keys) {
         requireMembership(BYTE_KEYS);
         boolean[] out = new boolean[keys.length];
-        long[] hashes = new long[Math.min(keys.length, Query64.BLOCK)];
-        long[] starts = new long[hashes.length];
-        for (int from = 0; from < keys.length; from += hashes.length) {
-            int count = Math.min(hashes.length, keys.length - from);
-            for (int i = 0; i < count; i++) hashes[i] = Hashing.hashBytes(keys[from + i], p.seed);
-            containsHashes(hashes, count, out, from, starts);
-        }
+        batched(keys.length, hashesOf(keys), out, null);
         return out;
     }
 
     /** The value of every key: {@code result[i] = lookup(keys[i])}. */
     public int[] lookup(long[] keys) {
         requireKind(RETRIEVAL);
-        long[] hashes = new long[keys.length];
-        for (int i = 0; i < keys.length; i++) hashes[i] = Hashing.hashLong(keys[i], seedMixed);
-        return lookupHashes(hashes);
+        int[] out = new int[keys.length];
+        batched(keys.length, hashesOf(keys), null, out);
+        return out;
     }
 
     /** The value of every key: {@code result[i] = lookup(keys[i])}. */
     public int[] lookup(byte[][] keys) {
         requireKind(BYTE_KEYS | RETRIEVAL);
-        long[] hashes = new long[keys.length];
-        for (int i = 0; i < keys.length; i++) hashes[i] = Hashing.hashBytes(keys[i], p.seed);
-        return lookupHashes(hashes);
+        int[] out = new int[keys.length];
+        batched(keys.length, hashesOf(keys), null, out);
+        return out;
+    }
+
+    /** Writes the key hashes of keys [from, from + count) to hashes[0, count). */
+    private interface BlockHashes {
+        void hash(int from, int count, long[] hashes);
+    }
+
+    private BlockHashes hashesOf(long[] keys) {
+        return (from, count, hashes) -> Lanes.CHOSEN.hashLongs(keys, from, count, seedMixed, hashes);
+    }
+
+    private BlockHashes hashesOf(byte[][] keys) {
+        return (from, count, hashes) -> {
+            for (int i = 0; i < count; i++) hashes[i] = Hashing.hashBytes(keys[from + i], p.seed);
+        };
     }
 
     /**
-     * The value of every key hash (overwritten: the plan keeps layer 0's hashes there), in
-     * blocks whose reads overlap where the file has a w = 64 plan.
+     * Every batched call: n keys in blocks of Query64.BLOCK, hashed, then answered as membership
+     * (into found) or values (into values, where found is null).
      */
-    private int[] lookupHashes(long[] hashes) {
-        int[] out = new int[hashes.length];
-        if (plan == null) {
-            for (int i = 0; i < hashes.length; i++) out[i] = lookupHash(hashes[i]) & valueMask;
-            return out;
+    private void batched(int n, BlockHashes keyHashes, boolean[] found, int[] values) {
+        Batch batch = new Batch(n);
+        for (int from = 0; from < n; from += Query64.BLOCK) {
+            int count = Math.min(Query64.BLOCK, n - from);
+            keyHashes.hash(from, count, batch.hashes);
+            if (found != null) {
+                containsHashes(batch, count, found, from);
+            } else {
+                lookupHashes(batch, count, values, from);
+            }
         }
-        long[] block = new long[Math.min(hashes.length, Query64.BLOCK)];
-        long[] starts = new long[block.length];
-        for (int from = 0; from < hashes.length; from += block.length) {
-            int count = Math.min(block.length, hashes.length - from);
-            System.arraycopy(hashes, from, block, 0, count);
-            plan.lookup(block, count, out, from, starts);
-        }
-        for (int i = 0; i < out.length; i++) out[i] &= valueMask;
-        return out;
     }
 
     /** Small, so that the JIT inlines it into each query; the message is built out of line. */
@@ -496,11 +497,6 @@ public final class RibbonFilter {
                         + "not membership"));
     }
 
-    /** Layer 0's hash of a key hash: the key hash, or its remix where layer 0 has a salt. */
-    private long layer0Hash(long keyHash) {
-        return layers[0].salt != 0 ? Hashing.remix(keyHash, layers[0].salt) : keyHash;
-    }
-
     /** Do a stored result's top checkBits hold the key hash's fingerprint (as the C++ reader)? */
     private boolean checkPasses(long keyHash, int stored) {
         return p.checkBits == 0 || stored >>> p.valueBits() == Rows.fingerprint(keyHash, p.checkBits);
@@ -511,26 +507,63 @@ public final class RibbonFilter {
         return checkPasses(keyHash, stored) ? OptionalInt.of(stored & valueMask) : OptionalInt.empty();
     }
 
+    /**
+     * Every query walks the layers (LayerQuery#walk): the plan's (called here, not through one
+     * more method: each level of calls less leaves C2 more of its inlining depth for
+     * VectorLanes' calls), else the file's ({@link #fileResidue}).
+     */
     private boolean containsHash(long keyHash) {
         if (p.checkBits != 0) return checkPasses(keyHash, lookupHash(keyHash));
-        if (plan != null) return plan.contains(keyHash);
-        return layers.length != 0 && Layer.contains(layers, 0, layer0Hash(keyHash));
-    }
-
-    /**
-     * containsHash of hashes[i] in out[from + i], i below count (the plan overlaps their reads;
-     * `starts` is its scratch, as long as `hashes`).
-     */
-    private void containsHashes(long[] hashes, int count, boolean[] out, int from, long[] starts) {
-        if (plan != null && p.checkBits == 0) {
-            plan.contains(hashes, count, out, from, starts);
-            return;
-        }
-        for (int i = 0; i < count; i++) out[from + i] = containsHash(hashes[i]);
+        return (plan != null ? plan.residue(keyHash, rhsMask, -1) : fileResidue(keyHash, rhsMask, -1)) == 0;
     }
 
     private int lookupHash(long keyHash) {
-        if (plan != null) return plan.lookup(keyHash);
-        return layers.length != 0 ? Layer.lookup(layers, 0, layer0Hash(keyHash)) : 0;
+        return plan != null ? plan.residue(keyHash, 0, 0) : fileResidue(keyHash, 0, 0);
+    }
+
+    /** The walk through the file's layers, where it has no plan. */
+    private int fileResidue(long keyHash, int mask, int absent) {
+        if (layers.length == 0) return absent;
+        long hash = LayerQuery.layer0Hash(layers, keyHash);
+        return LayerQuery.walk(layers, hash, layers[0].start(hash), mask, absent);
+    }
+
+    /** A batched call's scratch: a block of key hashes, their starts and residues. */
+    private static final class Batch {
+        final long[] hashes;
+        final long[] starts;
+        final int[] residues;
+
+        Batch(int keys) {
+            int n = Math.min(keys, Query64.BLOCK);
+            hashes = new long[n];
+            starts = new long[n];
+            residues = new int[n];
+        }
+    }
+
+    /** The walk of batch.hashes[i] (overwritten) to batch.residues[i], i below count. */
+    private void residues(Batch batch, int count, int mask, int absent) {
+        if (plan != null) {
+            plan.residues(batch.hashes, count, mask, absent, batch.starts, batch.residues);
+            return;
+        }
+        for (int i = 0; i < count; i++) batch.residues[i] = fileResidue(batch.hashes[i], mask, absent);
+    }
+
+    /** containsHash of batch.hashes[i] in out[from + i], i below count. */
+    private void containsHashes(Batch batch, int count, boolean[] out, int from) {
+        if (p.checkBits != 0) {
+            for (int i = 0; i < count; i++) out[from + i] = containsHash(batch.hashes[i]);
+            return;
+        }
+        residues(batch, count, rhsMask, -1);
+        for (int i = 0; i < count; i++) out[from + i] = batch.residues[i] == 0;
+    }
+
+    /** The values of batch.hashes[i] in out[from + i], i below count. */
+    private void lookupHashes(Batch batch, int count, int[] out, int from) {
+        residues(batch, count, 0, 0);
+        for (int i = 0; i < count; i++) out[from + i] = batch.residues[i] & valueMask;
     }
 }

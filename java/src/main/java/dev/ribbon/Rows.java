@@ -18,26 +18,25 @@ final class Rows {
 
     static int result32(MappedFile file, long block, int bits, int shift, long hash) {
         int coeff = (int) (hash * COEFFICIENT_MULTIPLIER) | 1;
-        int low = coeff << shift;
-        int high = (coeff >>> 1) >>> (31 - shift);  // coeff >>> (32 - shift), 0 for shift 0
-        int result = 0;
-        for (int j = 0; j < bits; j++) {
-            int here = file.getInt(block + 4L * j);
-            int next = file.getInt(block + 4L * (j + bits));
-            result |= (Integer.bitCount((here & low) ^ (next & high)) & 1) << j;
-        }
-        return result;
+        // coeff >>> (32 - shift), 0 for shift 0; 32-bit words as longs have the same parities.
+        return result(file, block, 4, bits, (coeff << shift) & 0xFFFFFFFFL,
+                ((coeff >>> 1) >>> (31 - shift)) & 0xFFFFFFFFL);
     }
 
     static int result64(MappedFile file, long block, int bits, int shift, long hash) {
         long coeff = (hash * COEFFICIENT_MULTIPLIER) | 1;
-        long low = coeff << shift;
-        long high = (coeff >>> 1) >>> (63 - shift);
+        return result(file, block, 8, bits, coeff << shift, (coeff >>> 1) >>> (63 - shift));
+    }
+
+    /** The row of w = 32 or 64 (wordBytes 4 or 8) with its coefficients in this block and the next. */
+    private static int result(MappedFile file, long block, int wordBytes, int bits, long low, long high) {
         int result = 0;
         for (int j = 0; j < bits; j++) {
-            long here = file.getLong(block + 8L * j);
-            long next = file.getLong(block + 8L * (j + bits));
-            result |= (Long.bitCount((here & low) ^ (next & high)) & 1) << j;
+            long here = block + (long) wordBytes * j;
+            long next = block + (long) wordBytes * (j + bits);
+            long x = wordBytes == 4 ? file.getInt(here) & low ^ file.getInt(next) & high
+                    : file.getLong(here) & low ^ file.getLong(next) & high;
+            result |= (Long.bitCount(x) & 1) << j;
         }
         return result;
     }

@@ -238,6 +238,21 @@ final class RibbonFunctions {
             return true;
         }
 
+        /** lookup: a long; contains, contains_in: a boolean. */
+        @Override
+        public DataType resultType() {
+            return kind == Kind.LOOKUP ? DataTypes.LongType : DataTypes.BooleanType;
+        }
+
+        /**
+         * Null for a null key, group or path, and lookup's failed check bits; but contains of an
+         * integer key with the path in the name: Spark answers null for a null primitive key itself.
+         */
+        @Override
+        public boolean isResultNullable() {
+            return kind != Kind.CONTAINS || path == null || key != INTEGER;
+        }
+
         /** The filter of the path in the name. */
         final RibbonFilter filter() {
             RibbonFilter f = filter;
@@ -318,16 +333,6 @@ final class RibbonFunctions {
             super(name, kind, path, group, key, inputTypes);
         }
 
-        @Override
-        public DataType resultType() {
-            return DataTypes.BooleanType;
-        }
-
-        @Override
-        public boolean isResultNullable() {
-            return path == null || key != INTEGER;  // Spark answers null for a null primitive key itself
-        }
-
         public boolean invoke(long k) {
             return filter().contains(k);
         }
@@ -367,16 +372,6 @@ final class RibbonFunctions {
             super(name, kind, path, group, key, inputTypes);
         }
 
-        @Override
-        public DataType resultType() {
-            return DataTypes.LongType;
-        }
-
-        @Override
-        public boolean isResultNullable() {
-            return true;
-        }
-
         public Long invoke(long k) {
             return lookup(filter(), k);
         }
@@ -414,16 +409,6 @@ final class RibbonFunctions {
 
         ContainsIn(String name, Kind kind, String path, int group, int key, DataType[] inputTypes) {
             super(name, kind, path, group, key, inputTypes);
-        }
-
-        @Override
-        public DataType resultType() {
-            return DataTypes.BooleanType;
-        }
-
-        @Override
-        public boolean isResultNullable() {
-            return true;
         }
 
         private static byte[] b(UTF8String s) {

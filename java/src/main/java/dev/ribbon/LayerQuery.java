@@ -1,0 +1,51 @@
+package dev.ribbon;
+
+/**
+ * A layer as a query asks it (docs/format.md, section 8): where a key's layer hash starts, does
+ * the layer bump the key, and the key's row result there. {@link Layer} answers from the mapped
+ * file for every width and setting; {@link Query64}'s layers from a plan made at open. Both
+ * are walked by {@link #walk}, the one walk of every query.
+ */
+abstract class LayerQuery {
+    /** The salt that derives this layer's hash from the previous layer's (layer 0: 0 or its own). */
+    final long salt;
+
+    LayerQuery(long salt) {
+        this.salt = salt;
+    }
+
+    /** The start of a layer hash. */
+    abstract long start(long hash);
+
+    /** Is the key whose layer hash starts at `start` passed on to the next layer? */
+    abstract boolean bumps(long start);
+
+    /**
+     * The row result of the key with layer hash `hash` starting at `start` (not bumped here), XOR
+     * {@code fingerprint & rhsMask}: membership passes the mask of the key's right side (all
+     * ones; 0 in homogeneous filters, whose right sides are 0), retrieval 0 (the result itself).
+     */
+    abstract int residue(long start, long hash, int rhsMask);
+
+    /**
+     * The walk of every query, scalar or batched, membership or retrieval: from layer 0, where
+     * the key's hash is `hash` and its start `start`, to the first layer that does not bump it:
+     * its {@link #residue} (a member: 0), or {@code absent} where every layer bumps the key.
+     */
+    static int walk(LayerQuery[] layers, long hash, long start, int rhsMask, int absent) {
+        LayerQuery layer = layers[0];
+        for (int l = 0; layer.bumps(start); ) {
+            if (++l == layers.length) return absent;
+            layer = layers[l];
+            hash = Hashing.remix(hash, layer.salt);
+            start = layer.start(hash);
+        }
+        return layer.residue(start, hash, rhsMask);
+    }
+
+    /** Layer 0's hash of a key hash: the key hash, or its remix where layer 0 has a salt. */
+    static long layer0Hash(LayerQuery[] layers, long keyHash) {
+        long salt = layers[0].salt;
+        return salt != 0 ? Hashing.remix(keyHash, salt) : keyHash;
+    }
+}
