@@ -14,7 +14,6 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -31,21 +30,11 @@ def main():
 
     import ribbon.spark
     import ribbon.spark_jvm
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.jars", ribbon.spark_jvm.jar_path())
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", 1 << 16)
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    ribbon.spark_jvm.register(spark)
+    from spark_session import local_session
+
+    spark = local_session()
 
     tmp = tempfile.mkdtemp()
     keys = spark.range(args.keys).select(F.xxhash64("id").alias("k")).cache()

@@ -20,7 +20,6 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -39,22 +38,11 @@ def main():
     import ribbon
     import ribbon.spark
     import ribbon.spark_jvm
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.jars", ribbon.spark_jvm.jar_path())
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", 1 << 16)
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    ribbon.spark_jvm.register(spark)
+    from spark_session import local_session
+
+    spark = local_session(**{"spark.sql.execution.arrow.pyspark.enabled": "true"})
     # The Java reader's row checks and key hashing use the Vector API where the JVM has its
     # module (docs/jvm.md); say which, since the figures depend on it.
     vector = spark._jvm.java.lang.ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()

@@ -1,0 +1,28 @@
+"""The Spark session of the Spark benchmarks (spark_jvm_bench.py, spark_sql_bench.py):
+local[2], the ribbon jar on its class path and the JVM functions registered."""
+
+import os
+import sys
+
+
+def local_session(**conf):
+    """A local[2] session with ribbon.jar and ``conf`` (Spark settings, dots as in Spark:
+    pass a dict with ``**{"spark.x": v}``); the ribbon SQL functions registered."""
+    import ribbon.spark_jvm
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "4g")
+        .config("spark.jars", ribbon.spark_jvm.jar_path())
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", 1 << 16)
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    ribbon.spark_jvm.register(spark)
+    return spark
