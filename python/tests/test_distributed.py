@@ -420,3 +420,25 @@ def test_hash_blobs_read_alike_with_32_and_64_bit_offsets():
         assert np.array_equal(np.concatenate(_blob_views(column)), hashes[3:]), kind
     with pytest.raises(TypeError, match="binary"):
         _blob_views(pa.array(["x"]))
+
+
+def test_the_distributed_builds_share_one_option_list(tmp_path):
+    """ribbon.distributed.build, ribbon.spark.build and build_set take the options of
+    BUILD_OPTIONS (their one definition), shown in their signatures with its defaults."""
+    import inspect
+
+    import ribbon.spark
+
+    for function in (dist.build, ribbon.spark.build, ribbon.spark.build_set):
+        parameters = inspect.signature(function).parameters
+        for name, (default, _) in dist.BUILD_OPTIONS.items():
+            assert parameters[name].default == default, (function.__name__, name)
+            assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+    with pytest.raises(TypeError, match="'fpx'"):
+        dist.build([np.arange(10, dtype=np.uint64)], str(tmp_path / "f.ribbon"), key_kind="u64",
+                   fpx=0.01)
+    stats = dist.build([np.arange(1000, dtype=np.uint64)], str(tmp_path / "f.ribbon"),
+                       key_kind="u64", bits=5, seed=3)
+    assert (tmp_path / "f.ribbon").read_bytes() == ribbon.build(
+        np.arange(1000, dtype=np.uint64), bits=5, seed=3).to_bytes()
+    assert stats.keys == 1000

@@ -77,6 +77,7 @@ from .driver import (  # noqa: F401
 )
 from .engine import Engine, LocalEngine  # noqa: F401
 from .steps import (  # noqa: F401
+    BUILD_OPTIONS,
     DEFAULT_ONE_PLACE_KEYS,
     DEFAULT_RANGE_KEYS,
     PARAM_OPTIONS,
@@ -87,4 +88,5 @@ from .steps import (  # noqa: F401
     options_of,
     route_batch,
     solve_task,
+    takes_build_options,
 )

@@ -23,6 +23,7 @@ from .steps import (
     build_params,
     options_of,
     solve_task,
+    takes_build_options,
 )
 
 #: The options of :func:`run_build` after the path, by name (see :func:`options_of`).
@@ -161,6 +162,7 @@ def run_build(
     return stats
 
 
+@takes_build_options
 def build(
     batches: Iterable,
     path: str,
@@ -169,18 +171,10 @@ def build(
     group_kind: Optional[str] = None,
     values: bool = False,
     check_bits: int = 0,
-    fpr: Optional[float] = None,
-    bits: Optional[int] = None,
-    width: int = 64,
-    seed: int = 0,
-    shard_size: Optional[int] = None,
-    threshold_codes: Optional[str] = None,
-    range_keys: int = DEFAULT_RANGE_KEYS,
-    one_place_keys: int = DEFAULT_ONE_PLACE_KEYS,
     order_seed: int = 0,
-    filesystem: Optional[pafs.FileSystem] = None,
     group_names: bool = True,
     metadata: Optional[bytes] = None,
+    **options,
 ) -> BuildStats:
     """A distributed build run in this process (:class:`LocalEngine`): the same file as
     ``ribbon build`` over the distinct keys of ``batches``; with ``group_kind``, the filter
@@ -188,6 +182,7 @@ def build(
     groups' names unless ``group_names`` is False); with ``values``, the retrieval structure
     of the (keys, values) batches (``bits`` value bits, ``check_bits``), as ``ribbon build
     --values`` builds it. ``metadata``: bytes stored with the file (format version 7)."""
-    params = build_params(key_kind, **options_of(locals()))
+    arguments = {**locals(), **options}
+    params = build_params(key_kind, **options_of(arguments))
     engine = LocalEngine(params, batches, order_seed=order_seed)
-    return run_build(engine, params, path, **options_of(locals(), RUN_OPTIONS))
+    return run_build(engine, params, path, **options_of(arguments, RUN_OPTIONS))

@@ -4,6 +4,8 @@ hashes of a batch, their routing to shard ranges and the range task (see
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence, Tuple
 
@@ -29,6 +31,43 @@ DEFAULT_ONE_PLACE_KEYS = 1 << 20
 #: The options of :func:`build_params` after the key kind, by name (see :func:`options_of`).
 PARAM_OPTIONS = ("fpr", "bits", "width", "seed", "shard_size", "threshold_codes", "group_kind",
                  "values", "check_bits")
+
+
+#: The keyword options every distributed build takes (ribbon.distributed.build,
+#: ribbon.spark.build and build_set), with their defaults and types: their one definition.
+BUILD_OPTIONS = {
+    "fpr": (None, "Optional[float]"),
+    "bits": (None, "Optional[int]"),
+    "width": (64, "int"),
+    "seed": (0, "int"),
+    "shard_size": (None, "Optional[int]"),
+    "threshold_codes": (None, "Optional[str]"),
+    "range_keys": (DEFAULT_RANGE_KEYS, "int"),
+    "one_place_keys": (DEFAULT_ONE_PLACE_KEYS, "int"),
+    "filesystem": (None, "Optional[pyarrow.fs.FileSystem]"),
+}
+
+
+def takes_build_options(function):
+    """Gives ``function``, which takes ``**options``, the keyword-only parameters of
+    BUILD_OPTIONS in its signature (``help()`` and editors show them, an unknown keyword is
+    a TypeError as for any function) and calls it with every option, defaults filled in."""
+    own = inspect.signature(function)
+    kept = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    private = [p for p in kept if p.name.startswith("_")]
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                annotation=annotation)
+              for name, (default, annotation) in BUILD_OPTIONS.items()]
+    signature = own.replace(parameters=[p for p in kept if p not in private] + shared + private)
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return function(*bound.args, **bound.kwargs)
+
+    call.__signature__ = signature
+    return call
 
 
 def options_of(arguments: dict, names: Sequence[str] = PARAM_OPTIONS) -> dict:

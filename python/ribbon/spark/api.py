@@ -34,6 +34,7 @@ def key_kind_of_column(df, column: str) -> str:
     )
 
 
+@dist.takes_build_options
 def build(
     df,
     column: str,
@@ -41,18 +42,10 @@ def build(
     *,
     values: Optional[str] = None,
     check_bits: int = 0,
-    fpr: Optional[float] = None,
-    bits: Optional[int] = None,
-    width: int = 64,
-    seed: int = 0,
-    shard_size: Optional[int] = None,
-    threshold_codes: Optional[str] = None,
-    range_keys: int = dist.DEFAULT_RANGE_KEYS,
-    one_place_keys: int = dist.DEFAULT_ONE_PLACE_KEYS,
     batch_keys: int = ROUTE_BATCH_KEYS,
-    filesystem=None,
     engine: str = "auto",
     _fail_first_attempt: Sequence[Tuple[int, int, str]] = (),
+    **options,
 ) -> dist.BuildStats:
     """Builds the default (bumped) filter of the keys in ``df[column]`` into ``path``.
 
@@ -86,30 +79,23 @@ def build(
     if values is None:
         if check_bits:
             raise _error("OptionsError", ValueError)("check_bits is for builds with values")
-        return _build(df, [column], ["key"], path, **_options(locals()))
-    return _build(df, [column, values], ["key", "value"], path, **_options(locals()))
+        return _build(df, [column], ["key"], path, **_options(locals()), **options)
+    return _build(df, [column, values], ["key", "value"], path, **_options(locals()), **options)
 
 
+@dist.takes_build_options
 def build_set(
     df,
     group_column: str,
     key_column: str,
     path: Union[str, os.PathLike],
     *,
-    fpr: Optional[float] = None,
-    bits: Optional[int] = None,
-    width: int = 64,
-    seed: int = 0,
-    shard_size: Optional[int] = None,
-    threshold_codes: Optional[str] = None,
-    range_keys: int = dist.DEFAULT_RANGE_KEYS,
-    one_place_keys: int = dist.DEFAULT_ONE_PLACE_KEYS,
     batch_keys: int = ROUTE_BATCH_KEYS,
-    filesystem=None,
     engine: str = "auto",
     group_names: Union[bool, Any] = True,
     metadata: Optional[bytes] = None,
     _fail_first_attempt: Sequence[Tuple[int, int, str]] = (),
+    **options,
 ) -> dist.BuildStats:
     """Builds the filter set of the pairs (``df[group_column]``, ``df[key_column]``) into
     ``path``: one file answering "may group g hold key k?" (``ribbon.load_set``,
@@ -125,12 +111,12 @@ def build_set(
     themselves (every group, those without pairs too: not collected); ``metadata``
     (bytes) is stored with the file as ``ribbon.build_set(metadata=)`` stores it."""
     return _build(df, [group_column, key_column], ["group", "key"], path, check_bits=0,
-                  **_options(locals()))
+                  **_options(locals()), **options)
 
 
-_BUILD_OPTIONS = ("fpr", "bits", "width", "seed", "shard_size", "threshold_codes", "range_keys",
-                  "one_place_keys", "batch_keys", "filesystem", "engine", "_fail_first_attempt",
-                  "check_bits", "group_names", "metadata")
+#: build()'s and build_set()'s own options, handed to _build beside the shared ones.
+_BUILD_OPTIONS = ("batch_keys", "engine", "_fail_first_attempt", "check_bits", "group_names",
+                  "metadata")
 
 
 def _options(arguments: dict) -> dict:
