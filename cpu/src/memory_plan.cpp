@@ -19,7 +19,7 @@ namespace ribbon {
 namespace detail {
 namespace {
 
-/// Bytes of one thread's shard-solver workspace (layered_builder.hpp): working arrays of
+/// Bytes of one thread's shard-solver workspace (build_workspace.hpp): working arrays of
 /// `interleaved_shards` shards (a coefficient word and a result per column), their undo
 /// lists, and the sort scratch (a shard's keys: about S, twice for skewed shards).
 std::uint64_t solver_workspace_bytes(const filter_params& p) {
