@@ -255,6 +255,37 @@ TEST_P(SmallFile, IsValidAndMultiLayer) {
             << s.filter.num_layers() << " layers\n";
 }
 
+// Parameters travel (to distributed tasks) as the header's bytes: every field comes back, and
+// any other bytes are refused.
+TEST_P(SmallFile, ParamsTravelAsHeaderBytes) {
+  const ribbon::filter_params p = make_small(GetParam()).filter.params();
+  const std::vector<unsigned char> bytes = ribbon::format::params_bytes(p);
+  ASSERT_EQ(bytes.size(), sizeof(file_header));
+  const ribbon::filter_params q = ribbon::format::params_from_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(q.width, p.width);
+  EXPECT_EQ(q.result_bits, p.result_bits);
+  EXPECT_EQ(q.bucket_size, p.bucket_size);
+  EXPECT_EQ(q.threshold_light, p.threshold_light);
+  EXPECT_EQ(q.threshold_heavy, p.threshold_heavy);
+  EXPECT_EQ(q.variant, p.variant);
+  EXPECT_EQ(q.shard_size, p.shard_size);
+  EXPECT_EQ(q.seed, p.seed);
+  EXPECT_EQ(q.keys, p.keys);
+  EXPECT_EQ(q.extra_bit_fraction, p.extra_bit_fraction);
+  EXPECT_EQ(q.threshold_codes, p.threshold_codes);
+  EXPECT_EQ(q.groups, p.groups);
+  EXPECT_EQ(q.check_bits, p.check_bits);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    std::vector<unsigned char> changed = bytes;
+    changed[i] ^= 0x10;
+    EXPECT_THROW(ribbon::format::params_from_bytes(changed.data(), changed.size()),
+                 ribbon::error)
+        << "byte " << i;
+  }
+  EXPECT_THROW(ribbon::format::params_from_bytes(bytes.data(), bytes.size() - 1),
+               ribbon::error);
+}
+
 TEST_P(SmallFile, EverySingleByteCorruptionIsRejected) {
   small_filter s = make_small(GetParam());
   ribbon_test::aligned_buffer image(s.bytes.data(), s.bytes.size());

@@ -580,4 +580,17 @@ parsed_image parse_image(const unsigned char* data, std::uint64_t size, bool ver
   return out;
 }
 
+filter_params params_from_bytes(const void* data, std::size_t size) {
+  const std::string source = "filter parameters";
+  file_header h;
+  if (size != sizeof(h)) fail(source, std::to_string(size) + " bytes, not 128");
+  std::memcpy(&h, data, sizeof(h));
+  if (std::memcmp(h.magic, magic, sizeof(magic)) != 0 ||
+      h.header_checksum != checksum(&h, offsetof(file_header, header_checksum)) ||
+      h.format_version != features_version || h.file_bytes != sizeof(h) || h.num_layers != 0) {
+    fail(source, "not the bytes of format::params_bytes");
+  }
+  return params_of(h, source);
+}
+
 }  // namespace ribbon::format

@@ -48,24 +48,12 @@ void describe_layer(const layer_image& li, const section_layout& s, layer_descri
   d.upper_start_block = li.geometry.upper_start_block;
 }
 
-/// Fills in place too: the header checksum covers the header's padding bytes.
-void fill_header(const filter_image& image, threshold_encoding encoding, std::uint64_t file_bytes,
-                 const std::vector<layer_descriptor>& descriptors, file_header& h) {
-  const filter_params& p = image.params;
-  const std::size_t n = descriptors.size();
+/// The header's fields that record the parameters (and the magic); the rest stays zero.
+void put_params(const filter_params& p, threshold_encoding encoding, file_header& h) {
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, magic, sizeof(magic));
-  const std::uint32_t features = features_of(image);
-  h.format_version = version_for_features(features);
-  if (h.format_version == features_version) {
-    h.features = features;
-  } else {
-    h.header_bytes = sizeof(file_header);
-  }
   h.check_bits = p.check_bits;
-  h.group_count = image.group_count;
   h.group_kind = static_cast<std::uint32_t>(p.groups);
-  h.file_bytes = file_bytes;
   h.variant = static_cast<std::uint32_t>(p.variant);
   h.extra_bit_fraction = p.extra_bit_fraction;
   h.key_kind = static_cast<std::uint32_t>(p.keys);
@@ -77,6 +65,22 @@ void fill_header(const filter_image& image, threshold_encoding encoding, std::ui
   h.threshold_encoding = static_cast<std::uint32_t>(encoding);
   h.shard_size = p.shard_size;
   h.seed = p.seed;
+}
+
+/// Fills in place too: the header checksum covers the header's padding bytes.
+void fill_header(const filter_image& image, threshold_encoding encoding, std::uint64_t file_bytes,
+                 const std::vector<layer_descriptor>& descriptors, file_header& h) {
+  const std::size_t n = descriptors.size();
+  put_params(image.params, encoding, h);
+  const std::uint32_t features = features_of(image);
+  h.format_version = version_for_features(features);
+  if (h.format_version == features_version) {
+    h.features = features;
+  } else {
+    h.header_bytes = sizeof(file_header);
+  }
+  h.group_count = image.group_count;
+  h.file_bytes = file_bytes;
   h.key_count = image.key_count;
   h.num_layers = static_cast<std::uint32_t>(n);
   h.descriptor_bytes = sizeof(layer_descriptor);
@@ -226,6 +230,18 @@ void write_image(const filter_image& image, const byte_sink& sink, const section
     out.emit(payload.data(), payload.size());
     offset += sizeof(frame) + payload.size();
   }
+}
+
+std::vector<unsigned char> params_bytes(const filter_params& p) {
+  file_header h;
+  put_params(p, p.threshold_codes, h);
+  h.format_version = features_version;  // features 0: the header alone, no layers
+  h.file_bytes = sizeof(file_header);
+  h.descriptor_bytes = sizeof(layer_descriptor);
+  h.header_checksum = checksum(&h, offsetof(file_header, header_checksum));
+  std::vector<unsigned char> bytes(sizeof(h));
+  std::memcpy(bytes.data(), &h, sizeof(h));
+  return bytes;
 }
 
 std::vector<unsigned char> serialize(const filter_image& image) {

@@ -69,38 +69,15 @@ std::vector<T> concatenated(const std::vector<input_array<T>>& arrays) {
   return out;
 }
 
-using params_state =
-    std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t,
-               std::uint32_t, std::uint64_t, std::uint64_t, std::uint32_t, std::uint32_t,
-               std::uint32_t, std::uint32_t, std::uint32_t>;
-
-params_state params_to_state(const filter_params& p) {
-  return {p.width,
-          p.result_bits,
-          p.bucket_size,
-          p.threshold_light,
-          p.threshold_heavy,
-          static_cast<std::uint32_t>(p.variant),
-          p.shard_size,
-          p.seed,
-          static_cast<std::uint32_t>(p.keys),
-          p.extra_bit_fraction,
-          static_cast<std::uint32_t>(p.threshold_codes),
-          static_cast<std::uint32_t>(p.groups),
-          p.check_bits};
+/// Parameters travel as the format's own serialized form (format::params_bytes).
+nb::bytes params_to_state(const filter_params& p) {
+  const std::vector<unsigned char> bytes = format::params_bytes(p);
+  return nb::bytes(bytes.data(), bytes.size());
 }
 
-filter_params params_from_state(const params_state& s) {
-  filter_params p;
-  std::tie(p.width, p.result_bits, p.bucket_size, p.threshold_light, p.threshold_heavy, std::ignore,
-           p.shard_size, p.seed, std::ignore, p.extra_bit_fraction, std::ignore, std::ignore,
-           p.check_bits) = s;
-  p.variant = static_cast<filter_variant>(std::get<5>(s));
-  p.keys = static_cast<key_kind>(std::get<8>(s));
-  p.threshold_codes = static_cast<threshold_encoding>(std::get<10>(s));  // check_params checks it
-  p.groups = static_cast<group_kind>(std::get<11>(s));                   // and this
-  if (const char* problem = check_params(p)) raise(failure::options, problem);
-  return p;
+filter_params params_from_state(const nb::bytes& state) {
+  return translating(failure::options,
+                     [&] { return format::params_from_bytes(state.c_str(), state.size()); });
 }
 
 using plan_state = std::tuple<std::uint32_t, std::uint64_t, std::uint64_t, std::uint64_t,
@@ -195,7 +172,7 @@ void bind_params(nb::module_& m) {
           "threshold_codes",
           [](const filter_params& p) { return threshold_encoding_name(p.threshold_codes); })
       .def("__getstate__", &params_to_state)
-      .def("__setstate__", [](filter_params* self, const params_state& s) {
+      .def("__setstate__", [](filter_params* self, const nb::bytes& s) {
         new (self) filter_params(params_from_state(s));
       });
 }

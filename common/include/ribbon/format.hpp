@@ -295,6 +295,14 @@ void write_image(const filter_image& image, const byte_sink& sink,
 /// The file bytes in memory.
 std::vector<unsigned char> serialize(const filter_image& image);
 
+/// The one serialized form of filter_params (for distributed tasks and caches): a standard
+/// header of no layers that records `p`, checksummed (128 bytes).
+std::vector<unsigned char> params_bytes(const filter_params& p);
+
+/// The parameters of params_bytes(). Throws ribbon::error for bytes it did not write or
+/// parameters that break the rules (check_params).
+filter_params params_from_bytes(const void* data, std::size_t size);
+
 /// A parsed, validated file image.
 struct parsed_image {
   filter_ref ref;  ///< points into the image
