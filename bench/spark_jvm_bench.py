@@ -10,7 +10,6 @@ Usage (repository root, after a build with the jar):
       bench/spark_jvm_bench.py [--rows N] [--keys N] [--rounds N]
 """
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -18,21 +17,16 @@ import tempfile
 import time
 
 import numpy as np
+from spark_session import local_session, workload_arguments
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=20_000_000)
-    parser.add_argument("--keys", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--ribbon", default="build/tools/ribbon")
-    args = parser.parse_args()
+    args = workload_arguments(rounds=3).parse_args()
 
     import ribbon.spark
     import ribbon.spark_jvm
     from pyspark.sql import functions as F
 
-    from spark_session import local_session
 
     spark = local_session()
 

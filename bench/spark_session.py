@@ -5,6 +5,19 @@ import os
 import sys
 
 
+def workload_arguments(rounds: int):
+    """The parser of the pre-filter workload both benchmarks run: --rows probe rows, a
+    --keys-key filter built by --ribbon, --rounds rounds."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--ribbon", default="build/tools/ribbon")
+    return parser
+
+
 def local_session(**conf):
     """A local[2] session with ribbon.jar and ``conf`` (Spark settings, dots as in Spark:
     pass a dict with ``**{"spark.x": v}``); the ribbon SQL functions registered."""

@@ -16,7 +16,6 @@ Usage (repository root, after a build with the jar):
       bench/spark_sql_bench.py [--rows N] [--keys N] [--rounds N] [--skip NAME ...]
 """
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -24,14 +23,11 @@ import tempfile
 import time
 
 import numpy as np
+from spark_session import local_session, workload_arguments
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=20_000_000)
-    parser.add_argument("--keys", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--ribbon", default="build/tools/ribbon")
+    parser = workload_arguments(rounds=1)
     parser.add_argument("--skip", nargs="*", default=[], help="methods to leave out (substrings)")
     args = parser.parse_args()
 
@@ -40,7 +36,6 @@ def main():
     import ribbon.spark_jvm
     from pyspark.sql import functions as F
 
-    from spark_session import local_session
 
     spark = local_session(**{"spark.sql.execution.arrow.pyspark.enabled": "true"})
     # The Java reader's row checks and key hashing use the Vector API where the JVM has its
