@@ -278,12 +278,10 @@ TEST_P(SmallFile, ParamsTravelAsHeaderBytes) {
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     std::vector<unsigned char> changed = bytes;
     changed[i] ^= 0x10;
-    EXPECT_THROW(ribbon::format::params_from_bytes(changed.data(), changed.size()),
-                 ribbon::error)
+    EXPECT_THROW(ribbon::format::params_from_bytes(changed.data(), changed.size()), ribbon::error)
         << "byte " << i;
   }
-  EXPECT_THROW(ribbon::format::params_from_bytes(bytes.data(), bytes.size() - 1),
-               ribbon::error);
+  EXPECT_THROW(ribbon::format::params_from_bytes(bytes.data(), bytes.size() - 1), ribbon::error);
 }
 
 TEST_P(SmallFile, EverySingleByteCorruptionIsRejected) {
