@@ -10,14 +10,10 @@ Usage (repository root, after a build with the jar):
       bench/spark_jvm_bench.py [--rows N] [--keys N] [--rounds N]
 """
 
-import os
 import statistics
-import subprocess
-import tempfile
 import time
 
-import numpy as np
-from spark_session import local_session, workload_arguments
+from spark_session import local_session, workload, workload_arguments
 
 
 def main():
@@ -27,18 +23,8 @@ def main():
     import ribbon.spark_jvm
     from pyspark.sql import functions as F
 
-
     spark = local_session()
-
-    tmp = tempfile.mkdtemp()
-    keys = spark.range(args.keys).select(F.xxhash64("id").alias("k")).cache()
-    members = np.array([row.k for row in keys.collect()], dtype=np.int64)
-    members.astype("<i8").tofile(os.path.join(tmp, "keys.u64"))
-    path = os.path.join(tmp, "keys.ribbon")
-    subprocess.run([args.ribbon, "build", "-q", "--format", "u64", "-i", os.path.join(tmp, "keys.u64"),
-                    "-o", path], check=True)
-    probes = spark.range(args.rows).select(F.xxhash64("id").alias("k")).cache()
-    probes.count()
+    keys, path, probes = workload(spark, args)
 
     methods = {
         "contains_column (JVM, path bound)": lambda: probes.where(ribbon.spark_jvm.contains_column(path, "k")).count(),

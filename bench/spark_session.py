@@ -18,6 +18,27 @@ def workload_arguments(rounds: int):
     return parser
 
 
+def workload(spark, args):
+    """(keys, path, probes): a filter of --keys keys (xxhash64 of ids 0..keys-1, built by
+    `ribbon build --format u64` into a temporary directory), its keys' DataFrame and --rows
+    probe rows (xxhash64 of ids 0..rows-1), both cached."""
+    import subprocess
+    import tempfile
+
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    tmp = tempfile.mkdtemp()
+    keys = spark.range(args.keys).select(F.xxhash64("id").alias("k")).cache()
+    keys.toPandas()["k"].to_numpy(dtype="<i8").tofile(os.path.join(tmp, "keys.u64"))
+    path = os.path.join(tmp, "keys.ribbon")
+    subprocess.run([args.ribbon, "build", "-q", "--format", "u64", "-i",
+                    os.path.join(tmp, "keys.u64"), "-o", path], check=True)
+    probes = spark.range(args.rows).select(F.xxhash64("id").alias("k")).cache()
+    probes.count()
+    return keys, path, probes
+
+
 def local_session(**conf):
     """A local[2] session with ribbon.jar and ``conf`` (Spark settings, dots as in Spark:
     pass a dict with ``**{"spark.x": v}``); the ribbon SQL functions registered."""

@@ -18,12 +18,10 @@ Usage (repository root, after a build with the jar):
 
 import os
 import statistics
-import subprocess
-import tempfile
 import time
 
 import numpy as np
-from spark_session import local_session, workload_arguments
+from spark_session import local_session, workload, workload_arguments
 
 
 def main():
@@ -43,15 +41,7 @@ def main():
     vector = spark._jvm.java.lang.ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()
     print("JVM with jdk.incubator.vector:", "yes (the reader's vector lanes)" if vector else "no (scalar lanes)")
 
-    tmp = tempfile.mkdtemp()
-    keys = spark.range(args.keys).select(F.xxhash64("id").alias("k")).cache()
-    members = keys.toPandas()["k"].to_numpy(dtype=np.int64)
-    members.astype("<i8").tofile(os.path.join(tmp, "keys.u64"))
-    path = os.path.join(tmp, "keys.ribbon")
-    subprocess.run([args.ribbon, "build", "-q", "--format", "u64", "-i", os.path.join(tmp, "keys.u64"),
-                    "-o", path], check=True)
-    probes = spark.range(args.rows).select(F.xxhash64("id").alias("k")).cache()
-    probes.count()
+    keys, path, probes = workload(spark, args)
     named = ribbon.spark_jvm.function_name("contains", path)
 
     methods = {
