@@ -155,11 +155,7 @@ Use it as a context manager: leaving the block removes every temporary file.)")
             options.memory_limit = given.value<std::uint64_t>("memory_limit", 0);
             options.tmp_dir = given.value<std::string>("tmp_dir", "");
             options.expected_keys = given.value<std::uint64_t>("expected_keys", 0);
-            if (const auto groups = given.optional<std::string>("groups")) {
-              options.groups = key_kind_from_name(*groups) == ribbon::key_kind::u64
-                                   ? ribbon::group_kind::u64
-                                   : ribbon::group_kind::bytes;
-            }
+            options.groups = group_kind_named(given.optional<std::string>("groups"));
             if (const auto metadata = given.optional<nb::bytes>("metadata")) {
               options.metadata =
                   std::make_shared<const std::string>(metadata->c_str(), metadata->size());

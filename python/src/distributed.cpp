@@ -108,12 +108,6 @@ dist::layer_plan plan_from_state(const plan_state& s) {
   return p;
 }
 
-/// A filter set's group kind, named as key kinds are ("u64", "bytes"); none without a name.
-group_kind group_kind_named(const std::optional<std::string>& name) {
-  if (!name) return group_kind::none;
-  return key_kind_from_name(*name) == key_kind::u64 ? group_kind::u64 : group_kind::bytes;
-}
-
 void bind_params(nb::module_& m) {
   nb::class_<filter_params>(m, "DistributedParams",
                             "The parameters of a distributed build (what `ribbon build` uses).")

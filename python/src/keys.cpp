@@ -421,6 +421,11 @@ std::vector<std::uint32_t> to_values(nanobind::handle values, std::uint64_t key_
   return out;
 }
 
+group_kind group_kind_named(const std::optional<std::string>& name) {
+  if (!name) return group_kind::none;
+  return key_kind_from_name(*name) == key_kind::u64 ? group_kind::u64 : group_kind::bytes;
+}
+
 /// The key kind named, if any.
 std::optional<key_kind> kind_named(const std::optional<std::string>& name) {
   if (!name) return std::nullopt;

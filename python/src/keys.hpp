@@ -106,6 +106,9 @@ group_names to_group_names(nanobind::handle names, group_kind kind);
 /// The key_kind named "u64" or "bytes"; raises ribbon.OptionsError for other names.
 key_kind key_kind_from_name(const std::string& name);
 
+/// A filter set's group kind, named as key kinds are ("u64", "bytes"); none without a name.
+group_kind group_kind_named(const std::optional<std::string>& name);
+
 /// values= of a retrieval build: any integer array or iterable, each value in [0, 2^32);
 /// raises ribbon.KeysError unless there are `key_count` of them.
 std::vector<std::uint32_t> to_values(nanobind::handle values, std::uint64_t key_count);
