@@ -57,6 +57,11 @@ class bulk_build {
   }
 
   nb::dict finish(const std::filesystem::path& path) {
+    if (options_.groups != group_kind::none && !group_count_given_) {
+      raise(failure::options,
+            "a filter set's BulkBuilder needs set_group_count(n) (the distinct groups of its "
+            "pairs) before finish()");
+    }
     bulk_builder& b = live();
     bulk_result r;
     translating(failure::generic, [&] {
@@ -81,6 +86,7 @@ class bulk_build {
   void set_group_count(std::uint64_t groups) {
     bulk_builder& b = live();
     translating(failure::options, [&] { b.set_group_count(groups); });
+    group_count_given_ = true;
   }
 
   void set_group_names(nb::handle names) {
@@ -119,6 +125,7 @@ class bulk_build {
   key_kind kind_;
   build_progress progress_;
   bulk_options options_;
+  bool group_count_given_ = false;
   std::unique_ptr<bulk_builder> builder_;
 };
 

@@ -94,6 +94,10 @@ def test_bulk_set_errors(tmp_path):
     with ribbon.BulkBuilder("u64", groups="bytes") as b:
         with pytest.raises(TypeError, match="byte strings"):
             b.set_group_names([1, 2])
+        b.add_hashes(ribbon.hash_pairs([b"a"], [1]))
+        with pytest.raises(ribbon.OptionsError, match="set_group_count"):
+            b.finish(tmp_path / "set.ribbon")
+    assert not (tmp_path / "set.ribbon").exists()
 
 
 @pytest.mark.parametrize("check_bits", [0, 6])
