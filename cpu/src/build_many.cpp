@@ -118,8 +118,8 @@ std::vector<filter> build_groups(const filter_params& p, const build_options& op
 template <class MakeHash>
 std::vector<filter> build_many_of(key_kind kind, std::uint64_t key_count, const key_groups& groups,
                                   const build_options& options, const MakeHash& make_hash) {
-  const filter_params p = detail::params_from(options, kind);
-  (void)detail::sizing_from(options, p, 1);  // bad options fail before any work
+  const filter_params p = build_params(options, kind);
+  (void)build_sizing(options, p, 1);  // bad options fail before any work
   detail::check_groups(groups, key_count);
   return build_groups(p, options, groups, make_hash(p));
 }

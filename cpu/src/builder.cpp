@@ -17,138 +17,13 @@
 
 namespace ribbon {
 
-namespace detail {
-
-namespace {
-
-filter_params checked(const filter_params& p) {
-  if (const char* problem = check_params(p)) {
-    throw error(std::string("invalid build options: ") + problem);
-  }
-  return p;
-}
-
-}  // namespace
-
-filter_params params_from(const build_options& o, key_kind keys) {
-  std::uint32_t bits = o.result_bits;
-  std::uint32_t fraction = 0;
-  if (o.check_bits != 0 && !is_retrieval(o.variant)) {
-    throw error("invalid build options: check bits are for builds with values (retrieval)");
-  }
-  if (o.target_fpr != 0) {
-    if (is_retrieval(o.variant)) {
-      throw error("invalid build options: a retrieval structure has no false-positive rate");
-    }
-    const fractional_bits f = fractional_bits_for_fpr(o.target_fpr);
-    if (f.result_bits == 0) throw error("invalid build options: target FPR must be in (0, 1)");
-    bits = f.result_bits;
-    fraction = f.extra_bit_fraction;
-  }
-  filter_params p = make_params(o.width, bits, o.shard_size, o.seed, keys);
-  p.variant = o.variant;
-  p.extra_bit_fraction = fraction;
-  if (o.threshold_codes) p.threshold_codes = *o.threshold_codes;
-  return checked(p);
-}
-
-filter_params retrieval_params_from(const build_options& o, key_kind keys) {
-  build_options r = o;
-  r.check_bits = 0;
-  if (o.check_bits != 0) {
-    if (o.check_bits >= 32 || o.result_bits + o.check_bits > 32) {
-      throw error("invalid build options: value bits + check bits must be at most 32 (" +
-                  std::to_string(o.result_bits) + " + " + std::to_string(o.check_bits) + ")");
-    }
-    r.result_bits = o.result_bits + o.check_bits;
-  }
-  switch (o.variant) {
-    case filter_variant::bumped: r.variant = filter_variant::bumped_retrieval; break;
-    case filter_variant::standard: r.variant = filter_variant::standard_retrieval; break;
-    case filter_variant::homogeneous:
-      throw error("invalid build options: the homogeneous variant stores no values");
-    default: break;
-  }
-  filter_params p = params_from(r, keys);
-  p.check_bits = o.check_bits;
-  return checked(p);
-}
-
-layer_sizing sizing_from(const build_options& o, const filter_params& p, std::uint64_t keys) {
-  layer_sizing s = default_sizing(p.width);
-  if (uses_bumping(p.variant)) return s;
-  if (!std::isnan(o.slack)) {
-    const bool homogeneous = p.variant == filter_variant::homogeneous;
-    if (!(o.slack <= 4) || !(o.slack > (homogeneous ? -0.5 : 0))) {
-      throw error(std::string("invalid build options: slack must be in ") +
-                  (homogeneous ? "(-0.5, 4]" : "(0, 4]"));
-    }
-    s.standard_slack = o.slack;
-  } else {
-    // Homogeneous filters never fail, but their false-positive rate climbs steeply where a
-    // standard build would fail (bench/RESULTS.md): the same slack keeps it near 2^-r.
-    if (!(o.success_probability > 0 && o.success_probability < 1)) {
-      throw error("invalid build options: success probability must be in (0, 1)");
-    }
-    s.standard_slack = standard_slack_for_success(p, keys, o.success_probability);
-  }
-  return s;
-}
-
-void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits,
-                  std::uint64_t first_index) {
-  if (result_bits >= 32) return;
-  const std::uint32_t limit = std::uint32_t{1} << result_bits;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    if (values[i] >= limit) throw_value_too_wide(values[i], first_index + i, result_bits);
-  }
-}
-
-void throw_value_too_wide(std::uint32_t value, std::uint64_t index, std::uint32_t result_bits) {
-  throw error("value " + std::to_string(value) + " of key " + std::to_string(index) +
-              " (counting from 0) does not fit in " + std::to_string(result_bits) + " result bits");
-}
-
-}  // namespace detail
-
-filter_params build_params(const build_options& options, key_kind keys, bool with_values) {
-  return with_values ? detail::retrieval_params_from(options, keys)
-                     : detail::params_from(options, keys);
-}
-
-void check_build_options(const build_options& options, key_kind keys, std::uint64_t key_count,
-                         bool with_values) {
-  (void)detail::sizing_from(options, build_params(options, keys, with_values), key_count);
-}
-
-const char* backend_name(build_backend backend) {
-  return backend == build_backend::cpu ? "cpu" : backend == build_backend::gpu ? "gpu" : "auto";
-}
-
-bool backend_from_name(std::string_view name, build_backend* out) {
-  for (const build_backend backend : all_backends) {
-    if (name == backend_name(backend)) {
-      *out = backend;
-      return true;
-    }
-  }
-  return false;
-}
-
-bool runs_on_gpu(build_backend backend, bool gpu_ready, const std::string& why_not) {
-  if (backend == build_backend::gpu && !gpu_ready) {
-    throw error("the GPU backend cannot run: " + why_not);
-  }
-  return backend != build_backend::cpu && gpu_ready;
-}
-
 namespace {
 
 /// Filter builds: the records are the key hashes; make_hash(p) gives key i's hash.
 template <class MakeHash>
 filter build_filter(key_kind kind, std::uint64_t count, const build_options& options,
                     build_stats* stats, const MakeHash& make_hash) {
-  const filter_params p = detail::params_from(options, kind);
+  const filter_params p = build_params(options, kind);
   return detail::build_in_memory(p, options, count, make_hash(p), stats, options.progress);
 }
 
@@ -157,8 +32,8 @@ template <class MakeHash>
 filter build_retrieval(key_kind kind, const std::uint32_t* values, std::uint64_t count,
                        const build_options& options, build_stats* stats,
                        const MakeHash& make_hash) {
-  const filter_params p = detail::retrieval_params_from(options, kind);
-  detail::check_values(values, count, p.value_bits());
+  const filter_params p = build_params(options, kind, true);
+  check_values(values, count, p.value_bits());
   const auto key_hash = make_hash(p);
   auto record = [&](std::uint64_t i) {
     const std::uint64_t h = key_hash(i);
@@ -270,7 +145,7 @@ group_names collect_group_names(const Group* groups, std::uint64_t count) {
 template <class Group, class Key>
 filter filter::build_set(const Group* groups, const Key* keys, std::uint64_t count,
                          const build_options& options, build_stats* stats) {
-  filter_params p = detail::params_from(options, key_kind_for<Key>);
+  filter_params p = build_params(options, key_kind_for<Key>);
   p.groups = group_kind_for<Group>;
   if (const char* problem = check_params(p)) {
     throw error(std::string("invalid build options: ") + problem);

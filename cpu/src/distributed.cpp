@@ -18,7 +18,7 @@ namespace ribbon::distributed {
 namespace {
 
 layer_sizing sizing_of(const filter_params& p) {
-  return default_sizing(p.width);  // what sizing_from() gives every bumped build
+  return default_sizing(p.width);  // what build_sizing() gives every bumped build
 }
 
 /// Runs f(i) for i < n in parallel pieces (vectorized steps on large batches).
@@ -56,7 +56,7 @@ filter_params retrieval_params(const build_options& options, key_kind keys) {
 
 void to_stored_values(const filter_params& p, const std::uint64_t* key_hashes,
                       std::uint32_t* values, std::uint64_t n) {
-  detail::check_values(values, n, p.value_bits(), 0);
+  check_values(values, n, p.value_bits(), 0);
   for_each_index(n, [&](std::uint64_t i) { values[i] = p.stored_value(key_hashes[i], values[i]); });
 }
 

@@ -216,7 +216,7 @@ decltype(auto) run_with_threads(std::uint32_t threads, F&& f) {
 }
 
 /// In-memory build of every layer from the distinct records key_hash(i), i < n (`p` from
-/// params_from() or retrieval_params_from() of `options`), in the calling thread's arena
+/// build_params() of `options`), in the calling thread's arena
 /// (build_many() runs many of them in one).
 template <class Source>
 filter build_in_this_arena(const filter_params& p, const build_options& options, std::uint64_t n,

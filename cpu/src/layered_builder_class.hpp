@@ -31,7 +31,7 @@ class layered_builder {
                   build_progress* progress)
       : p_(p),
         options_(options),
-        sizing_(sizing_from(options, p, 0)),
+        sizing_(build_sizing(options, p, 0)),
         stats_(stats),
         progress_(progress) {}
 
@@ -88,7 +88,7 @@ class layered_builder {
   void size_for(std::uint64_t input_keys, std::uint64_t distinct_keys) {
     stats_.input_keys = input_keys;
     stats_.distinct_keys = distinct_keys;
-    sizing_ = sizing_from(options_, p_, distinct_keys);
+    sizing_ = build_sizing(options_, p_, distinct_keys);
   }
 
   /// Sorts each shard [first_shard, end_shard) of `hashes` (grouped at `offsets`, relative to

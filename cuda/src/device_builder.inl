@@ -252,7 +252,7 @@ Out run_pipeline(const filter_params& p, const build_options& options,
   stats.input_keys = hashes.size();
   drop_repeats(p, hashes, stats);
   stats.distinct_keys = hashes.size();
-  const layer_sizing sizing = ribbon::detail::sizing_from(options, p, hashes.size());
+  const layer_sizing sizing = build_sizing(options, p, hashes.size());
   return ribbon::detail::dispatch_layout(p, [&](auto width_tag, auto result_tag) {
     return device_builder<decltype(width_tag)::value, decltype(result_tag), Record>(
                p, sizing, stats, device, stage)

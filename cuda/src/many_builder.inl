@@ -179,7 +179,7 @@ class many_builder {
     std::vector<ribbon::detail::layer_walk> walks;
     walks.reserve(keys.size());
     for (const std::uint64_t n : keys) {
-      walks.emplace_back(p_, ribbon::detail::sizing_from(options_, p_, n), 0, n);
+      walks.emplace_back(p_, build_sizing(options_, p_, n), 0, n);
     }
     std::vector<std::shared_ptr<std::vector<std::vector<std::uint64_t>>>> sections(keys.size());
     for (auto& s : sections) s = std::make_shared<std::vector<std::vector<std::uint64_t>>>();

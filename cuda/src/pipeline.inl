@@ -55,12 +55,11 @@ struct too_wide_op {
   }
 };
 
-/// Throws, as ribbon::detail::check_values, for the first value that does not fit in r bits.
+/// Throws, as ribbon::check_values, for the first value that does not fit in r bits.
 void check_device_values(const device_vector<std::uint32_t>& values, std::uint32_t result_bits) {
   const auto at = thrust::find_if(exec(), values.begin(), values.end(), too_wide_op{result_bits});
   if (at == values.end()) return;
-  ribbon::detail::throw_value_too_wide(*at, static_cast<std::uint64_t>(at - values.begin()),
-                                       result_bits);
+  ribbon::throw_value_too_wide(*at, static_cast<std::uint64_t>(at - values.begin()), result_bits);
 }
 
 /// Times the whole build into stats (if given); f(stats, stage) builds, with the staging
@@ -82,7 +81,7 @@ auto timed(device_build_stats* stats, F&& f) {
 template <class Out>
 Out build_integer_keys(const std::uint64_t* keys, std::uint64_t count, const build_options& options,
                        memory where, device_build_stats* stats, const device_options& device) {
-  const filter_params p = ribbon::detail::params_from(options, key_kind::u64);
+  const filter_params p = build_params(options, key_kind::u64);
   return timed(stats, [&](device_build_stats& s, staging& stage) {
     auto start = clock_type::now();
     device_vector<std::uint64_t> hashes = to_device(stage, keys, count, where);
@@ -100,7 +99,7 @@ template <class Out>
 Out build_integer_keys(const std::uint64_t* keys, const std::uint32_t* values, std::uint64_t count,
                        const build_options& options, memory where, device_build_stats* stats,
                        const device_options& device) {
-  const filter_params p = ribbon::detail::retrieval_params_from(options, key_kind::u64);
+  const filter_params p = build_params(options, key_kind::u64, true);
   return timed(stats, [&](device_build_stats& s, staging& stage) {
     auto start = clock_type::now();
     device_vector<std::uint64_t> hashes = to_device(stage, keys, count, where);
@@ -135,8 +134,8 @@ std::vector<filter> build_many_of(const std::uint64_t* values, std::uint64_t cou
                                   const key_groups& groups, const build_options& options,
                                   device_build_stats* stats, const device_options& device,
                                   const Hash& hash) {
-  const filter_params p = ribbon::detail::params_from(options, kind);
-  (void)ribbon::detail::sizing_from(options, p, 1);  // bad options fail before any work
+  const filter_params p = build_params(options, kind);
+  (void)build_sizing(options, p, 1);  // bad options fail before any work
   ribbon::detail::check_groups(groups, count);
   return in_group_order(values, groups, [&](const std::uint64_t* ordered, std::uint64_t n) {
     return timed(stats, [&](device_build_stats& s, staging& stage) {
@@ -196,7 +195,7 @@ device_filter build_device_filter(const std::uint64_t* keys, const std::uint32_t
 
 filter build(const std::string_view* keys, std::uint64_t count, const build_options& options,
              device_build_stats* stats, const device_options& device) {
-  const filter_params p = ribbon::detail::params_from(options, key_kind::bytes);
+  const filter_params p = build_params(options, key_kind::bytes);
   return timed(stats, [&](device_build_stats& s, staging& stage) {
     auto start = clock_type::now();
     std::vector<std::uint64_t> offsets(count + 1, 0);
@@ -224,7 +223,7 @@ filter build(const std::string_view* keys, std::uint64_t count, const build_opti
 filter build_from_hashes(const std::uint64_t* hashes, std::uint64_t count, key_kind keys,
                          const build_options& options, device_build_stats* stats,
                          const device_options& device) {
-  const filter_params p = ribbon::detail::params_from(options, keys);
+  const filter_params p = build_params(options, keys);
   return timed(stats, [&](device_build_stats& s, staging& stage) {
     const auto start = clock_type::now();
     device_vector<std::uint64_t> device_hashes = pipeline::upload(stage, hashes, count);
@@ -237,7 +236,7 @@ filter build_from_hashes(std::uint64_t count,
                          const std::function<void(const hash_visitor&)>& hashes, key_kind keys,
                          const build_options& options, device_build_stats* stats,
                          const device_options& device) {
-  const filter_params p = ribbon::detail::params_from(options, keys);
+  const filter_params p = build_params(options, keys);
   return timed(stats, [&](device_build_stats& s, staging& stage) {
     const auto start = clock_type::now();
     device_vector<std::uint64_t> device_hashes(count);
@@ -256,8 +255,8 @@ filter build_from_hashes(std::uint64_t count,
 filter build_from_hashes(const std::uint64_t* hashes, const std::uint32_t* values,
                          std::uint64_t count, key_kind keys, const build_options& options,
                          device_build_stats* stats, const device_options& device) {
-  const filter_params p = ribbon::detail::retrieval_params_from(options, keys);
-  ribbon::detail::check_values(values, count, p.value_bits());
+  const filter_params p = build_params(options, keys, true);
+  ribbon::check_values(values, count, p.value_bits());
   return timed(stats, [&](device_build_stats& s, staging& stage) {
     const auto start = clock_type::now();
     const device_vector<std::uint64_t> device_hashes = pipeline::upload(stage, hashes, count);

@@ -30,15 +30,6 @@ namespace {
 /// Builds (and queries) of fewer keys run on the calling thread: no helper thread for Ctrl-C.
 constexpr std::uint64_t interruptible_keys = std::uint64_t{1} << 18;
 
-/// The CLI's rule for retrieval: r = the width of the largest value (at least 1).
-std::uint32_t value_bits(const std::vector<std::uint32_t>& values) {
-  std::uint32_t all = 0;
-  for (std::uint32_t v : values) all |= v;
-  std::uint32_t bits = 1;
-  while (bits < 32 && (all >> bits) != 0) ++bits;
-  return bits;
-}
-
 /// A CPU build from byte-string keys in one Arrow array's buffers, in place.
 filter build_from_arrow(const arrow_strings& chunk, const std::vector<std::uint32_t>* values,
                         const build_options& options) {
@@ -91,7 +82,9 @@ filter build(nb::handle keys, nb::handle values, const build_arguments& args,
   std::vector<std::uint32_t> value_array;
   if (!values.is_none()) {
     value_array = to_values(values, views.size());
-    if (!args.bits) options.result_bits = value_bits(value_array);
+    if (!args.bits)
+      options.result_bits = value_bits_for(
+          value_array.empty() ? 0 : *std::max_element(value_array.begin(), value_array.end()));
   }
   // Option errors before the build, as OptionsError.
   translating(failure::options,
@@ -374,6 +367,9 @@ threshold_codes: how buckets store their thresholds: "1+-bit" (the smallest file
   (format version 2 for older readers, about 0.04 % more space; CPU queries are as fast with
   either) or "auto"/None (1+-bit; 2-bit at w=32).
 Runs without the GIL; Ctrl-C stops it within about a second.)");
+  m.def("value_bits_for", &ribbon::value_bits_for, nb::arg("largest_value"),
+        "The value bits of a build with values when bits is not given: as many as the largest "
+        "value needs, at least 1 (the rule of build(values=), the Spark build and the CLI).");
 }
 
 void bind_load(nb::module_& m) {

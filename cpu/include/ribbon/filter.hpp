@@ -14,46 +14,11 @@
 #include "ribbon/filter_ref.hpp"
 #include "ribbon/format.hpp"
 #include "ribbon/layer.hpp"
+#include "ribbon/options.hpp"
 #include "ribbon/params.hpp"
 #include "ribbon/summary.hpp"
 
 namespace ribbon {
-
-struct build_progress;  // build_progress.hpp
-
-/// What to build.
-struct build_options {
-  filter_variant variant = filter_variant::bumped;  ///< see filter_variant
-  std::uint32_t width = 64;                         ///< ribbon width: 32, 64 or 128
-  std::uint32_t result_bits = 8;  ///< r, 1..32: false-positive rate 2^-r; value bits (retrieval)
-  /// Filters: if > 0, the false-positive rate to reach with fractional bits per key (r and
-  /// r + 1 bits in a mix of blocks: --fpr 0.01 costs about 6.7 bits/key, not 7).
-  double target_fpr = 0;
-  /// Standard and homogeneous variants: eps of layer 0, (1 + eps) n slots. NaN: derived from
-  /// success_probability (homogeneous builds never fail, but below that slack their
-  /// false-positive rate climbs far above 2^-r). Homogeneous accepts eps <= 0 (overloaded).
-  double slack = std::numeric_limits<double>::quiet_NaN();
-  /// Standard variants: probability that the first try of layer 0 succeeds (sets the slack).
-  double success_probability = 0.95;
-  std::uint64_t shard_size = 0;  ///< start positions per shard (power of two); 0: default
-  /// How bucket thresholds are stored; none: the default (1+-bit codes, the smaller file,
-  /// except at w = 32). two_bit: format version 2, which older readers read, and one word
-  /// read per GPU query decision, for about 0.04 % more space. CPU queries are as fast with
-  /// either (the query plan decodes 1+-bit codes into 2-bit ones).
-  std::optional<threshold_encoding> threshold_codes;
-  /// Builds with values: C fingerprint bits of each key stored above its value (r value bits
-  /// + C <= 32), so that lookups tell a non-member apart except with probability 2^-C
-  /// (filter::find, contains). Format version 4. 0: none.
-  std::uint32_t check_bits = 0;
-  std::uint64_t seed = 0;     ///< hash seed; the file is a function of keys, params, seed
-  std::uint32_t threads = 0;  ///< worker threads; 0: all hardware threads
-  /// Filter sets: write the names of the groups given (format version 7), so that the set
-  /// answers "which groups may hold this key?" (filter::groups_of); false writes version 6,
-  /// which readers of the release before version 7 read.
-  bool group_names = true;
-  /// Optional (filter::build): progress counters, and the flag that cancels the build.
-  build_progress* progress = nullptr;
-};
 
 /// Wall-clock times of the build's stages (seconds) and layer counts.
 struct build_stats {
@@ -75,15 +40,6 @@ struct build_stats {
 };
 
 namespace detail {
-/// The parameters of a build with these options (r from the target FPR where one is given),
-/// shared by every builder. Throws ribbon::error for invalid options (what check_params()
-/// finds, or a target FPR outside (0, 1)).
-filter_params params_from(const build_options& options, key_kind keys);
-/// params_from() for a build with values: a retrieval variant (bumped -> bumped_retrieval,
-/// standard -> standard_retrieval; homogeneous has none) with r = options.result_bits.
-filter_params retrieval_params_from(const build_options& options, key_kind keys);
-/// The layer sizing of a build of `keys` keys (the standard slack from the options).
-layer_sizing sizing_from(const build_options& options, const filter_params& p, std::uint64_t keys);
 /// The row check of batched queries: the fastest this CPU has (AVX-512 or AVX2 where present,
 /// the default), AVX2 (where present, else portable) or the portable one. Process-wide; tests
 /// compare them, benchmarks time them.
@@ -103,13 +59,6 @@ struct planned_queries {
 };
 /// The plan of the filter `f` views (with the row check set_row_check() chose).
 planned_queries plan_queries(const filter_ref& f);
-/// Throws ribbon::error naming the first value that does not fit in r bits, as the value of
-/// key number first_index + i (a batch of a longer input starts at first_index).
-void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits,
-                  std::uint64_t first_index = 0);
-/// The error of check_values(): value `value` of key number `index` needs more than r bits.
-[[noreturn]] void throw_value_too_wide(std::uint32_t value, std::uint64_t index,
-                                       std::uint32_t result_bits);
 }  // namespace detail
 
 /// How to open a filter file.

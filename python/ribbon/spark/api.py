@@ -8,6 +8,7 @@ import os
 import time
 from typing import Any, Optional, Sequence, Tuple, Union
 
+from .. import _ribbon
 from .. import distributed as dist
 from .engine import SparkEngine, _build_settings, _Counts, _error
 from .routing import ROUTE_BATCH_KEYS, _check_engine, _route_in_jvm
@@ -177,7 +178,7 @@ def _value_bits(counts: _Counts, bits: Optional[int], check_bits: int, column: s
         raise keys_error(f"column {column!r} holds the value {counts.largest_value}, which does "
                          "not fit in 32 bits")
     if bits is None:
-        return max(1, counts.largest_value.bit_length())
+        return _ribbon.value_bits_for(counts.largest_value)
     if counts.largest_value >= 1 << bits:
         raise keys_error(f"column {column!r} holds the value {counts.largest_value}, which does "
                          f"not fit in bits={bits} (values must be below 2^{bits})")
