@@ -44,22 +44,22 @@ bool reset_peak_rss() {
   return static_cast<bool>(clear);
 }
 
+build_options with_seed(std::uint64_t seed) {
+  build_options options;
+  options.seed = seed;
+  return options;
+}
+
 struct bench_settings {
   std::uint64_t keys = 10'000'000;
   std::uint64_t copies = 1;     // each key given this many times (the filter stores it once)
   std::uint64_t negatives = 0;  // 0: as many as keys
-  std::uint32_t width = 64;
-  std::uint32_t bits = 8;
-  double fpr = 0;  // if set, chooses bits
+  /// The flags that are the library's options (-w, -r, --fpr, --slack, -t, --seed, ...);
+  /// options_of() adds the variant and threshold codes, spelled as names.
+  build_options options = with_seed(1);
   std::string variant = "bumped";
-  double slack = std::nan("");
-  double success_probability = 0.95;
-  std::uint32_t threads = 0;
-  std::uint64_t seed = 1;
-  std::uint64_t shard_size = 0;
   std::string threshold_codes = "auto";
   std::string backend = "cpu";
-  std::uint32_t check_bits = 0;  ///< retrieval: check bits above each value
   bool json = false;
 };
 
@@ -74,29 +74,22 @@ bench_data make_data(const bench_settings& s, bool retrieval) {
   bench_data d;
   d.keys.resize(s.keys);
   d.negatives.resize(s.negatives != 0 ? s.negatives : std::max<std::uint64_t>(s.keys, 1'000'000));
-  std::uint64_t state = s.seed * 0x2545F4914F6CDD1DULL;
+  std::uint64_t state = s.options.seed * 0x2545F4914F6CDD1DULL;
   for (auto& k : d.keys) k = splitmix64(state) & ~(std::uint64_t{1} << 63);
   for (auto& k : d.negatives) k = splitmix64(state) | (std::uint64_t{1} << 63);
   if (retrieval) {
     d.values.resize(s.keys);
-    for (auto& v : d.values) v = static_cast<std::uint32_t>(splitmix64(state) >> (64 - s.bits));
+    for (auto& v : d.values)
+      v = static_cast<std::uint32_t>(splitmix64(state) >> (64 - s.options.result_bits));
   }
   return d;
 }
 
 build_options options_of(const bench_settings& s, std::uint32_t threads) {
-  build_options options;
-  options.width = s.width;
-  options.result_bits = s.bits;
-  options.target_fpr = s.fpr;
+  build_options options = s.options;
   options.threads = threads;
-  options.seed = s.seed;
-  options.shard_size = s.shard_size;
   options.threshold_codes = threshold_codes_of(s.threshold_codes);
   options.variant = parse_variant(s.variant);
-  options.slack = s.slack;
-  options.success_probability = s.success_probability;
-  options.check_bits = s.check_bits;
   return options;
 }
 
@@ -291,9 +284,9 @@ void print_json(const bench_settings& s, const filter& f, const bench_result& r,
       variant_name(f.variant()), static_cast<unsigned long long>(x.keys),
       static_cast<unsigned long long>(st.input_keys),
       static_cast<unsigned long long>(st.distinct_keys),
-      static_cast<unsigned long long>(x.negatives), s.width, f.params().result_bits,
+      static_cast<unsigned long long>(x.negatives), s.options.width, f.params().result_bits,
       f.params().extra_bit_fraction / 65536.0, x.ideal_bits, r.threads, "cpu",
-      static_cast<unsigned long long>(s.seed),
+      static_cast<unsigned long long>(s.options.seed),
       static_cast<unsigned long long>(f.params().shard_size), f.num_layers(),
       r.build_seconds * x.per_key, st.hash_seconds * x.per_key, st.partition_seconds * x.per_key,
       st.solve_seconds * x.per_key, st.gather_seconds * x.per_key,
@@ -316,7 +309,7 @@ void print_text(const bench_settings& s, const filter& f, const bench_result& r,
       "ribbon bench: %s, %llu input keys, %llu distinct, w=%u, r=%u%s, %u threads, "
       "backend %s\n",
       variant_name(f.variant()), static_cast<unsigned long long>(st.input_keys),
-      static_cast<unsigned long long>(st.distinct_keys), s.width, f.params().result_bits,
+      static_cast<unsigned long long>(st.distinct_keys), s.options.width, f.params().result_bits,
       f.params().extra_bit_fraction != 0 ? " (+1 in some blocks)" : "", r.threads, "cpu");
   std::printf(
       "  build        %8.2f ns/key  (%.3f s; hash %.2f, partition %.2f, solve %.2f, "
@@ -361,7 +354,8 @@ void print_text(const bench_settings& s, const filter& f, const bench_result& r,
 int run_bench(const bench_settings& s) {
   const bool gpu = use_gpu(s.backend);
   bench_result r;
-  r.threads = s.threads != 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+  r.threads = s.options.threads != 0 ? s.options.threads
+                                     : std::max(1u, std::thread::hardware_concurrency());
   const build_options options = options_of(s, r.threads);
   const bool retrieval = is_retrieval(options.variant);
   if (gpu && retrieval) {
@@ -399,25 +393,26 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("--negatives", settings->negatives,
                   "non-member keys to query (default max(keys, 10^6))")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
-  cmd->add_option("-w,--width", settings->width, "ribbon width: 32, 64 or 128")
+  cmd->add_option("-w,--width", settings->options.width, "ribbon width: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}));
-  cmd->add_option("-r,--bits", settings->bits, "result bits r (FPR 2^-r), 1..32")
+  cmd->add_option("-r,--bits", settings->options.result_bits, "result bits r (FPR 2^-r), 1..32")
       ->check(CLI::Range(1, 32));
-  cmd->add_option("--fpr", settings->fpr, "target false-positive rate (chooses r)")
+  cmd->add_option("--fpr", settings->options.target_fpr, "target false-positive rate (chooses r)")
       ->check(CLI::Range(1e-10, 0.75));
   cmd->add_option("--variant", settings->variant,
                   "bumped (default), standard, homogeneous, retrieval (bumped, random r-bit "
                   "values) or standard-retrieval")
       ->check(CLI::IsMember(variant_names()));
-  cmd->add_option("--slack", settings->slack,
+  cmd->add_option("--slack", settings->options.slack,
                   "standard/homogeneous: layer-0 eps (default: from --success-probability; "
                   "homogeneous 0.01)");
-  cmd->add_option("--success-probability", settings->success_probability,
+  cmd->add_option("--success-probability", settings->options.success_probability,
                   "standard: probability that the first try succeeds (default 0.95)");
-  cmd->add_option("-t,--threads", settings->threads, "threads (default: all cores)")
+  cmd->add_option("-t,--threads", settings->options.threads, "threads (default: all cores)")
       ->transform(thread_option());
-  cmd->add_option("--seed", settings->seed, "seed for keys and hashing")->transform(seed_option());
-  cmd->add_option("--shard-size", settings->shard_size, "slots per shard (power of two)")
+  cmd->add_option("--seed", settings->options.seed, "seed for keys and hashing")
+      ->transform(seed_option());
+  cmd->add_option("--shard-size", settings->options.shard_size, "slots per shard (power of two)")
       ->transform(shard_size_option());
   add_threshold_codes_option(cmd, settings->threshold_codes);
   cmd->add_option("--backend", settings->backend,
@@ -425,7 +420,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
                   "from device-resident keys; GPU batched queries, a tile and a thread per key) "
                   "or auto (the GPU where present)")
       ->check(CLI::IsMember(backend_names()));
-  cmd->add_option("--check-bits", settings->check_bits,
+  cmd->add_option("--check-bits", settings->options.check_bits,
                   "retrieval: check bits above each r-bit value (r + C <= 32); queries use "
                   "find(), the non-members found are reported")
       ->check(CLI::Range(1, 31));

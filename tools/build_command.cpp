@@ -64,7 +64,7 @@ filter_variant checked_variant(const build_settings& s, input_format format) {
           "--variant homogeneous stores no values: use --variant bumped (retrieval) or "
           "standard (standard-retrieval) with --values or --value-file");
     }
-    if (s.fpr != 0) {
+    if (s.options.target_fpr != 0) {
       throw error(
           "--fpr is for filters: a build with values stores --bits bits per value "
           "(default: as many as the largest value needs)");
@@ -76,7 +76,7 @@ filter_variant checked_variant(const build_settings& s, input_format format) {
     }
     if (variant == filter_variant::bumped) variant = filter_variant::bumped_retrieval;
     if (variant == filter_variant::standard) variant = filter_variant::standard_retrieval;
-  } else if (s.check_bits != 0) {
+  } else if (s.options.check_bits != 0) {
     throw error(
         "--check-bits is for builds with values (--values or --value-file): a filter's "
         "--bits already are its check");
@@ -122,7 +122,7 @@ streamed_build::streamed_build(const build_settings& s, input_format format, inp
     : memory_limit(memory_limit_option != 0 ? memory_limit_option : default_memory_limit()),
       reader_bytes(memory_limit / 8),
       reader(s.inputs, format, records,
-             input_reader::chunk_bytes_within(reader_bytes, s.threads, format)) {
+             input_reader::chunk_bytes_within(reader_bytes, s.options.threads, format)) {
   options.build = build_options_of(s, variant);
   options.layout = file_layout_of(s.layout);
   options.memory_limit = memory_limit - reader_bytes;
@@ -181,7 +181,7 @@ int run_bulk_build(const build_settings& s, input_format format, filter_variant 
   return run_streamed_build(
       s, streamed, key_kind_of(format), gpu, memory_limit, start, mode, [&](bulk_builder& builder) {
         streamed.reader.run(
-            s.threads, parse_output::hashes, builder.params().seed, [](input_chunk&) {},
+            s.options.threads, parse_output::hashes, builder.params().seed, [](input_chunk&) {},
             [&](input_chunk& c) { builder.add_hashes(c.values.data(), c.values.size()); });
       });
 }
@@ -292,11 +292,11 @@ struct given_options {
 given_options add_filter_kind_options(CLI::App* cmd, build_settings& s) {
   given_options given;
   CLI::Option* fpr =
-      cmd->add_option("--fpr", s.fpr,
+      cmd->add_option("--fpr", s.options.target_fpr,
                       "target false-positive rate P: fractional bits per key (r and r + 1 bits "
                       "in a mix of blocks, 2^-(r+1) < P <= 2^-r), about log2(1/P) bits per key")
           ->check(CLI::Range(1e-12, 0.99));
-  given.bits = cmd->add_option("-r,--bits", s.bits,
+  given.bits = cmd->add_option("-r,--bits", s.options.result_bits,
                                "result bits r: false-positive rate 2^-r (default 8); with "
                                "values, the bits of each value (default: as many as the "
                                "largest value needs)")
@@ -309,12 +309,12 @@ given_options add_filter_kind_options(CLI::App* cmd, build_settings& s) {
       ->check(CLI::IsMember(variant_names()))
       ->capture_default_str();
   given.slack =
-      cmd->add_option("--slack", s.slack,
+      cmd->add_option("--slack", s.options.slack,
                       "standard and homogeneous variants: eps, layer 0 has (1 + eps) n slots "
                       "(standard: (0, 4], default from --success-probability; homogeneous: "
                       "(-0.5, 4], default 0.01)");
   given.success_probability = cmd->add_option(
-      "--success-probability", s.success_probability,
+      "--success-probability", s.options.success_probability,
       "standard variants: probability that the first try succeeds, sets the slack (default "
       "0.95)");
   given.slack->excludes(given.success_probability);
@@ -329,7 +329,7 @@ given_options add_filter_kind_options(CLI::App* cmd, build_settings& s) {
   values->excludes(value_file);
   fpr->excludes(values);
   fpr->excludes(value_file);
-  cmd->add_option("--check-bits", s.check_bits,
+  cmd->add_option("--check-bits", s.options.check_bits,
                   "with values: C fingerprint bits stored above each value (--bits + C <= 32), "
                   "so that a lookup tells a key not in the set apart except with probability "
                   "2^-C (`ribbon query --values` prints only keys found; format version 4, or 5 "
@@ -341,16 +341,17 @@ given_options add_filter_kind_options(CLI::App* cmd, build_settings& s) {
 /// How the file is laid out and hashed, and the threads that build it: -w, -t, --seed,
 /// --shard-size, --threshold-codes.
 void add_layout_options(CLI::App* cmd, build_settings& s) {
-  cmd->add_option("-w,--width", s.width, "ribbon width: 32, 64 or 128")
+  cmd->add_option("-w,--width", s.options.width, "ribbon width: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}))
       ->capture_default_str();
-  cmd->add_option("-t,--threads", s.threads, "threads (default 0: all cores; at most 8 per core)")
+  cmd->add_option("-t,--threads", s.options.threads,
+                  "threads (default 0: all cores; at most 8 per core)")
       ->transform(thread_option());
-  cmd->add_option("--seed", s.seed,
+  cmd->add_option("--seed", s.options.seed,
                   "hash seed, 0 to 2^64 - 1 (the file is a function of keys and seed)")
       ->transform(seed_option())
       ->capture_default_str();
-  cmd->add_option("--shard-size", s.shard_size,
+  cmd->add_option("--shard-size", s.options.shard_size,
                   "start positions per shard, a power of two (default 0: 131072); recorded in "
                   "the file. Smaller shards: more parallelism, a little more space")
       ->transform(shard_size_option());
@@ -391,18 +392,9 @@ void add_display_options(CLI::App* cmd, build_settings& s) {
 
 /// The library's options for these settings (every build path).
 build_options build_options_of(const build_settings& s, filter_variant variant) {
-  build_options options;
+  build_options options = s.options;
   options.variant = variant;
-  options.width = s.width;
-  options.result_bits = s.bits;
-  options.target_fpr = s.fpr;
-  options.slack = s.slack;
-  options.success_probability = s.success_probability;
-  options.threads = s.threads;
-  options.seed = s.seed;
-  options.shard_size = s.shard_size;
   options.threshold_codes = threshold_codes_of(s.threshold_codes);
-  options.check_bits = s.check_bits;
   return options;
 }
 

@@ -23,12 +23,10 @@ struct build_settings {
   std::vector<std::string> inputs;
   std::string format = "lines";
   std::string output;
-  double fpr = 0;
-  std::uint32_t bits = 8;
-  std::uint32_t width = 64;
-  std::uint32_t threads = 0;
-  std::uint64_t seed = 0;
-  std::uint64_t shard_size = 0;
+  /// The flags that are the library's options (-r, --fpr, -w, -t, --seed, --shard-size,
+  /// --slack, --success-probability, --check-bits), parsed into them; build_options_of() adds
+  /// those spelled as names.
+  build_options options;
   std::string threshold_codes = "auto";
   std::string layout = "auto";  ///< the file's layout: auto, standard or compact
   // The CPU until bench/RESULTS.md records a passing bench/gpu_check.sh on a GPU.
@@ -38,22 +36,20 @@ struct build_settings {
   bool progress = false;
   bool quiet = false;
   std::string variant = "bumped";
-  double slack = std::numeric_limits<double>::quiet_NaN();
-  double success_probability = 0.95;
-  bool values = false;           ///< inputs are key<TAB>value lines
-  std::string value_file;        ///< little-endian 8-byte values, one per key
-  std::uint32_t check_bits = 0;  ///< retrieval: fingerprint bits stored above each value
-  bool groups = false;           ///< inputs are (group, key) pairs: a set, or a filter per group
-  std::string out_dir;           ///< --groups: the directory of the groups' files (else -o: a set)
-  bool group_names = true;       ///< --groups -o: write the groups' names (format version 7)
-  std::string metadata_file;     ///< --metadata: bytes stored with the file (format version 7)
+  bool values = false;        ///< inputs are key<TAB>value lines
+  std::string value_file;     ///< little-endian 8-byte values, one per key
+  bool groups = false;        ///< inputs are (group, key) pairs: a set, or a filter per group
+  std::string out_dir;        ///< --groups: the directory of the groups' files (else -o: a set)
+  bool group_names = true;    ///< --groups -o: write the groups' names (format version 7)
+  std::string metadata_file;  ///< --metadata: bytes stored with the file (format version 7)
   // Which options were given (set after parsing).
   bool bits_given = false;
   bool slack_given = false;
   bool success_probability_given = false;
 };
 
-/// The library's options for these settings (every build path).
+/// The library's options for these settings (every build path): `options` with the variant
+/// and threshold codes they name.
 build_options build_options_of(const build_settings& s, filter_variant variant);
 
 /// What the streamed builds (filters, filter sets) share: the memory limit split between the

@@ -45,7 +45,7 @@ grouped_hashes read_pairs(const build_settings& s, input_reader& reader) {
   grouped_hashes out;
   std::unordered_map<label, std::uint64_t> numbers;
   reader.run(
-      s.threads, parse_output::hashes, s.seed, [](input_chunk&) {},
+      s.options.threads, parse_output::hashes, s.options.seed, [](input_chunk&) {},
       [&](input_chunk& c) {
         for (std::size_t i = 0; i < c.key_count; ++i) {
           const Group group = group_at<Group>(c, i);

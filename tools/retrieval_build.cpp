@@ -75,12 +75,13 @@ bool inputs_rereadable(const build_settings& s) {
 
 /// Values must be below this: 2^--bits where given, else 2^32.
 std::uint64_t value_limit_of(const build_settings& s) {
-  return s.bits_given && s.bits < 32 ? std::uint64_t{1} << s.bits : std::uint64_t{1} << 32;
+  return s.bits_given && s.options.result_bits < 32 ? std::uint64_t{1} << s.options.result_bits
+                                                    : std::uint64_t{1} << 32;
 }
 
 std::string too_wide_for_bits(const build_settings& s) {
-  return "does not fit in --bits " + std::to_string(s.bits) + " (values must be below 2^" +
-         std::to_string(s.bits) + ")";
+  return "does not fit in --bits " + std::to_string(s.options.result_bits) +
+         " (values must be below 2^" + std::to_string(s.options.result_bits) + ")";
 }
 
 /// What the inputs of a retrieval build hold: key<TAB>value lines (--values), or keys.
@@ -112,7 +113,8 @@ keyed_values read_keyed_values(const build_settings& s, input_reader& reader,
   kv.hashes.reserve(expected);
   if (s.values) kv.values.reserve(expected);
   reader.run(
-      s.threads, parse_output::hashes, s.seed, [&](input_chunk& c) { check_values(s, c); },
+      s.options.threads, parse_output::hashes, s.options.seed,
+      [&](input_chunk& c) { check_values(s, c); },
       [&](input_chunk& c) {
         if (!s.values && kv.hashes.size() + c.values.size() > value_file_values) {
           throw error("value file " + s.value_file + " holds " + std::to_string(value_file_values) +
@@ -143,15 +145,6 @@ void attach_value_file(const build_settings& s, input_format format, const input
                   key_location(reader, kv, format, i) + ") " + too_wide_for_bits(s));
     }
   }
-}
-
-/// As many bits as the largest value needs, at least 1.
-std::uint32_t bits_for_values(const std::vector<std::uint32_t>& values) {
-  const std::uint32_t largest =
-      values.empty() ? 0 : *std::max_element(values.begin(), values.end());
-  std::uint32_t bits = 1;
-  while (bits < 32 && (largest >> bits) != 0) ++bits;
-  return bits;
 }
 
 /// A --value-file read as the keys stream past, a chunk's values at a time: little-endian
@@ -210,7 +203,8 @@ void read_hashes_and_values(const build_settings& s, input_reader& reader,
   std::optional<value_file_stream> value_file;
   if (!s.values) value_file.emplace(s);
   reader.run(
-      s.threads, parse_output::hashes, s.seed, [&](input_chunk& c) { check_values(s, c); },
+      s.options.threads, parse_output::hashes, s.options.seed,
+      [&](input_chunk& c) { check_values(s, c); },
       [&](input_chunk& c) {
         if (value_file) value_file->read(c.key_count, c.entry_values);
         on_chunk(c, c.entry_values);
@@ -229,7 +223,7 @@ std::string conflict_message_from_inputs(const build_settings& s, input_format k
   std::string key, first_place, places;
   std::uint32_t first_value = 0;
   again.run(
-      1, parse_output::hashes_and_texts, s.seed, [](input_chunk&) {},
+      1, parse_output::hashes_and_texts, s.options.seed, [](input_chunk&) {},
       [&](input_chunk& c) {
         if (value_file) value_file->read(c.key_count, c.entry_values);
         for (std::uint64_t i = 0; i < c.key_count && places.empty(); ++i) {
@@ -290,7 +284,7 @@ int run_streamed_retrieval_build(const build_settings& s, input_format key_forma
   const std::uint64_t reader_bytes = memory_limit / 8;
   input_reader reader(
       s.inputs, key_format, records_of(s),
-      input_reader::chunk_bytes_within(reader_bytes / 4, s.threads, input_format::lines));
+      input_reader::chunk_bytes_within(reader_bytes / 4, s.options.threads, input_format::lines));
   build_progress progress;
   bulk_options options;
   options.build = build_options_of(s, variant);
@@ -347,7 +341,10 @@ int run_retrieval_build(const build_settings& s, input_format format, filter_var
   progress_display display(mode, "build", &reader.counters(), reader.total_bytes(), &progress);
   keyed_values kv = read_keyed_values(s, reader, file_values.size());
   if (!s.values) attach_value_file(s, format, reader, std::move(file_values), kv);
-  if (!s.bits_given) options.result_bits = bits_for_values(kv.values);
+  if (!s.bits_given) {
+    options.result_bits = value_bits_for(
+        kv.values.empty() ? 0 : *std::max_element(kv.values.begin(), kv.values.end()));
+  }
 
   progress.current.store(build_progress::solving, std::memory_order_relaxed);
   const std::uint64_t count = kv.hashes.size();

@@ -52,10 +52,10 @@ class group_collector {
 /// the builder the count and (unless --no-group-names) the names of the set's groups.
 template <class Group>
 void add_pairs(const build_settings& s, input_reader& reader, bulk_builder& builder) {
-  const set_hasher hash{s.seed, seed_mix(s.seed)};
+  const set_hasher hash{s.options.seed, seed_mix(s.options.seed)};
   group_collector<Group> groups;
   reader.run(
-      s.threads, parse_output::hashes, s.seed,
+      s.options.threads, parse_output::hashes, s.options.seed,
       [&](input_chunk& c) {
         c.group_hashes.resize(c.key_count);
         for (std::size_t i = 0; i < c.key_count; ++i) {
