@@ -1,5 +1,6 @@
 // `ribbon info`: every parameter of a filter file, its layers and what they cost.
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -28,49 +29,29 @@ std::string u(std::uint64_t value) {
   return std::to_string(value);
 }
 
+/// A summary field's value as `ribbon info --json` writes it.
+struct json_value {
+  std::string operator()(std::uint64_t value) const { return u(value); }
+  std::string operator()(summary_number n) const { return number(n.value, n.format); }
+  std::string operator()(const std::string& text) const { return json_string(text); }
+  std::string operator()(std::nullptr_t) const { return "null"; }
+};
+
 std::string layer_json(std::size_t l, const layer_summary& layer) {
-  return "    {\"index\": " + u(l) + ", \"kind\": \"" + layer_kind_name(layer.kind) +
-         "\", \"starts\": " + u(layer.starts) + ", \"shards\": " + u(layer.shards) +
-         ", \"buckets\": " + u(layer.buckets) + ", \"salt\": " + u(layer.salt) +
-         ", \"input_keys\": " + u(layer.input_keys) + ", \"bumped_keys\": " + u(layer.bumped_keys) +
-         ", \"bumped_fraction\": " + number(layer.bumped_fraction, "%.6f") +
-         ", \"threshold_bytes\": " + u(layer.threshold_bytes) +
-         ", \"solution_bytes\": " + u(layer.solution_bytes) + "}";
+  std::string out;
+  for_each_field(l, layer, [&](const char* name, const auto& value) {
+    out += std::string(out.empty() ? "    {\"" : ", \"") + name + "\": " + json_value{}(value);
+  });
+  return out + "}";
 }
 
 std::string info_json(const filter_summary& x, const std::string& path) {
-  const filter_params& p = x.params;
   std::string out = "{\n";
-  auto field = [&](const char* name, const std::string& value) {
-    out += std::string("  \"") + name + "\": " + value + ",\n";
+  auto field = [&](const char* name, const auto& value) {
+    out += std::string("  \"") + name + "\": " + json_value{}(value) + ",\n";
   };
-  field("file", json_string(path));
-  field("file_bytes", u(x.file_bytes));
-  field("format_version", u(x.format_version));
-  field("layout", json_string(x.compact_layout ? "compact" : "standard"));
-  field("variant", json_string(variant_name(p.variant)));
-  field("key_kind", json_string(key_kind_name(p.keys)));
-  field("width", u(p.width));
-  field("result_bits", u(p.result_bits));
-  field("check_bits", u(p.check_bits));
-  field("extra_bit_fraction", number(x.extra_bit_fraction, "%.6f"));
-  field("bucket_size", u(p.bucket_size));
-  field("threshold_light", u(p.threshold_light));
-  field("threshold_heavy", u(p.threshold_heavy));
-  field("threshold_encoding", json_string(threshold_encoding_name(x.threshold_codes)));
-  field("shard_size", u(p.shard_size));
-  field("seed", u(p.seed));
-  field("key_count", u(x.key_count));
-  field("group_kind", json_string(group_kind_name(p.groups)));
-  field("group_count", u(x.group_count));
-  field("group_names", x.has_group_names ? u(x.group_names) : std::string("null"));
-  field("metadata_bytes", x.has_metadata ? u(x.metadata_bytes) : std::string("null"));
-  field("features", json_string(format::feature_names(x.features)));
-  field("num_layers", u(x.layers.size()));
-  field("bits_per_key", number(x.bits_per_key, "%.6f"));
-  field("ideal_bits_per_key", number(x.ideal_bits_per_key, "%.6f"));
-  field("overhead_pct", number(x.overhead_pct, "%.4f"));
-  field("expected_fpr", x.retrieval ? std::string("null") : number(x.expected_fpr, "%.10g"));
+  field("file", path);
+  for_each_field(x, field);
   out += "  \"layers\": [";
   for (std::size_t l = 0; l < x.layers.size(); ++l) {
     out += (l == 0 ? "\n" : ",\n") + layer_json(l, x.layers[l]);
