@@ -113,20 +113,11 @@ final class RibbonFunctions {
         return catalog + "." + (path == null ? "" : "`" + path.replace("`", "``") + "`.") + kind.sqlName;
     }
 
-    /** A function before Spark binds it to its argument types. */
-    static final class Unbound implements UnboundFunction {
-        private static final long serialVersionUID = 1L;
-        private final String catalog;
-        private final Kind kind;
-        /** The path in the function's name, or null: the path is the first argument. */
-        private final String path;
-
-        Unbound(String catalog, Kind kind, String path) {
-            this.catalog = catalog;
-            this.kind = kind;
-            this.path = path;
-        }
-
+    /**
+     * A function before Spark binds it to its argument types; {@code path} is the path in the
+     * function's name, or null (the path is the first argument).
+     */
+    record Unbound(String catalog, Kind kind, String path) implements UnboundFunction {
         @Override
         public String name() {
             return displayName(catalog, kind, path);

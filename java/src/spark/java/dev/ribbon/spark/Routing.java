@@ -129,16 +129,7 @@ public final class Routing {
     }
 
     /** An integer column (a long): {@link Hashing#hashLong} under a seed's mix. */
-    static final class LongColumn implements KeyHash {
-        private static final long serialVersionUID = 1L;
-        private final int ordinal;
-        private final long seedMixed;
-
-        LongColumn(int ordinal, long seedMixed) {
-            this.ordinal = ordinal;
-            this.seedMixed = seedMixed;
-        }
-
+    record LongColumn(int ordinal, long seedMixed) implements KeyHash {
         @Override
         public long of(InternalRow row) {
             return Hashing.hashLong(row.getLong(ordinal), seedMixed);
@@ -146,18 +137,7 @@ public final class Routing {
     }
 
     /** A string (hashed in place) or binary column: {@link Hashing#hashBytes} under a seed. */
-    static final class ByteColumn implements KeyHash {
-        private static final long serialVersionUID = 1L;
-        private final int ordinal;
-        private final long seed;
-        private final boolean binary;
-
-        ByteColumn(int ordinal, long seed, boolean binary) {
-            this.ordinal = ordinal;
-            this.seed = seed;
-            this.binary = binary;
-        }
-
+    record ByteColumn(int ordinal, long seed, boolean binary) implements KeyHash {
         /** Column {@code ordinal} of {@code input}, a string or binary column. */
         static ByteColumn of(Dataset<Row> input, int ordinal, long seed) {
             return new ByteColumn(ordinal, seed,
@@ -178,16 +158,7 @@ public final class Routing {
     }
 
     /** A filter set's pair: {@link Hashing#pairHash} of its group's and its key's hashes. */
-    static final class PairHash implements KeyHash {
-        private static final long serialVersionUID = 1L;
-        private final KeyHash group;
-        private final KeyHash key;
-
-        PairHash(KeyHash group, KeyHash key) {
-            this.group = group;
-            this.key = key;
-        }
-
+    record PairHash(KeyHash group, KeyHash key) implements KeyHash {
         @Override
         public long of(InternalRow row) {
             return Hashing.pairHash(group.of(row), key.of(row));

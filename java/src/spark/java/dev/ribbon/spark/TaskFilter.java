@@ -11,17 +11,7 @@ import org.apache.spark.TaskContext;
  */
 final class TaskFilter {
     /** What was looked up last, in one immutable object: threads sharing an instance see a whole one. */
-    private static final class Current {
-        final String path;
-        final long taskAttempt;
-        final RibbonFilter filter;
-
-        Current(String path, long taskAttempt, RibbonFilter filter) {
-            this.path = path;
-            this.taskAttempt = taskAttempt;
-            this.filter = filter;
-        }
-    }
+    private record Current(String path, long taskAttempt, RibbonFilter filter) {}
 
     private Current current;
 
