@@ -33,9 +33,9 @@ class layered_builder<Width, Result, Record>::memory_layers {
                 std::vector<aligned_bytes>& buffers)
       : b_(builder), records_(std::move(records)), count_(count), buffers_(buffers) {}
 
-  void bumped(std::uint32_t l, format::layer_image& layer) {
+  void bumped(const layer_step& step, format::layer_image& layer) {
     const std::uint64_t n = layer.input_keys;
-    if (l == 0) {  // the key records, sorted: already grouped by shard
+    if (!step.remixes()) {  // the key records, sorted: already grouped by shard
       b_.solve_sorted_layer(0, n, records_.get(), layer, buffers_);  // a bumped layer solves
       return;
     }
@@ -49,22 +49,24 @@ class layered_builder<Width, Result, Record>::memory_layers {
     // layer's records (most of them after layer 0) need not stay resident while this layer
     // is built, which was the build's peak (bench/RESULTS.md, "Build memory at 10^7").
     release_tail(records_.get(), n * sizeof(Record), count_ * sizeof(Record));
-    records_ = b_.bumped_layer(l, n, source, layer, buffers_);
+    records_ = b_.bumped_layer(step.index, n, source, layer, buffers_);
     count_ = n;
     b_.stats_.later_layers_seconds += seconds_since(start);
   }
 
   /// A failed try keeps the records (permuted), so the next one rehashes and sorts them in
   /// place.
-  bool standard(format::layer_image& layer) {
-    if (layer.salt != salt_) resalt(records_.get(), layer.input_keys, salt_, layer.salt);
-    salt_ = layer.salt;
+  bool standard(const layer_step& step, format::layer_image& layer) {
+    const std::optional<std::uint64_t> salt =
+        step.remixes() ? std::optional<std::uint64_t>(step.salt) : std::nullopt;
+    if (salt != salt_) resalt(records_.get(), layer.input_keys, salt_, salt);
+    salt_ = salt;
     return b_.solve_sorted_layer(0, layer.input_keys, records_.get(), layer, buffers_);
   }
 
-  bool plain(std::uint32_t l, format::layer_image& layer) {
+  bool plain(const layer_step& step, format::layer_image& layer) {
     const auto start = clock_type::now();
-    const bool solved = b_.plain_layer_try(l, records_.get(), layer, buffers_);
+    const bool solved = b_.plain_layer_try(step, records_.get(), layer, buffers_);
     b_.stats_.later_layers_seconds += seconds_since(start);
     return solved;
   }
@@ -74,7 +76,8 @@ class layered_builder<Width, Result, Record>::memory_layers {
   aligned_array<Record> records_;
   std::uint64_t count_;  // records in records_ (its allocated size, or less)
   std::vector<aligned_bytes>& buffers_;
-  std::uint64_t salt_ = 0;  // of the layer-0 records of a standard layer's tries
+  // The remix salt of the layer-0 records of a standard layer's tries (none: key records).
+  std::optional<std::uint64_t> salt_;
 };
 
 template <unsigned Width, class Result, class Record>
@@ -112,11 +115,12 @@ inline std::uint64_t layered_builder<Width, Result, Record>::distinct_records(st
 
 template <unsigned Width, class Result, class Record>
 inline void layered_builder<Width, Result, Record>::resalt(Record* records, std::uint64_t n,
-                                                           std::uint64_t from, std::uint64_t to) {
+                                                           std::optional<std::uint64_t> from,
+                                                           std::optional<std::uint64_t> to) {
   tbb::parallel_for(std::uint64_t{0}, n, [&](std::uint64_t i) {
     const std::uint64_t h = record_hash(records[i]);
-    const std::uint64_t key_hash = from == 0 ? h : unmix64(h) ^ from;
-    records[i] = with_hash(records[i], to == 0 ? key_hash : remix(key_hash, to));
+    const std::uint64_t key_hash = from ? unmix64(h) ^ *from : h;
+    records[i] = with_hash(records[i], to ? remix(key_hash, *to) : key_hash);
   });
   tbb::parallel_sort(records, records + n, record_less{});
 }

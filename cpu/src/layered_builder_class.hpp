@@ -195,9 +195,10 @@ class layered_builder {
   template <class Source>
   std::uint64_t distinct_records(std::uint64_t n, const Source& source, Record* out);
 
-  /// Rehashes layer-0 records salted with `from` (0: none) to salt `to`, in place, and sorts
-  /// them.
-  static void resalt(Record* records, std::uint64_t n, std::uint64_t from, std::uint64_t to);
+  /// Rehashes layer-0 records remixed with salt `from` (none: the key records) to salt `to`
+  /// (none: back to the key records), in place, and sorts them.
+  static void resalt(Record* records, std::uint64_t n, std::optional<std::uint64_t> from,
+                     std::optional<std::uint64_t> to);
 
   /// solve_layer() over n records sorted by hash, cut into the layer's shards here.
   bool solve_sorted_layer(std::uint32_t l, std::uint64_t n, Record* sorted_records,
@@ -212,10 +213,10 @@ class layered_builder {
                    const std::vector<std::uint64_t>& offsets, bool sorted,
                    format::layer_image& layer, std::vector<aligned_bytes>& buffers);
 
-  /// One try of the final plain layer (salt and geometry in `layer`) over the previous
-  /// layer's records `previous` of its layer.input_keys keys. Returns false, adding nothing,
-  /// if it failed.
-  bool plain_layer_try(std::uint32_t l, const Record* previous, format::layer_image& layer,
+  /// One try `step` of the final plain layer (salt and geometry also in `layer`) over the
+  /// previous layer's records `previous` of its layer.input_keys keys. Returns false, adding
+  /// nothing, if it failed.
+  bool plain_layer_try(const layer_step& step, const Record* previous, format::layer_image& layer,
                        std::vector<aligned_bytes>& buffers);
 
   void finish_stats() {

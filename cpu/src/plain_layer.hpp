@@ -16,16 +16,16 @@ namespace ribbon::detail {
 
 template <unsigned Width, class Result, class Record>
 inline bool layered_builder<Width, Result, Record>::plain_layer_try(
-    std::uint32_t l, const Record* previous, format::layer_image& layer,
+    const layer_step& step, const Record* previous, format::layer_image& layer,
     std::vector<aligned_bytes>& buffers) {
   const std::uint64_t n = layer.input_keys;
-  std::vector<Record> hashes(n);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    hashes[i] = with_hash(previous[i], remix(record_hash(previous[i]), layer.salt));
+  std::vector<Record> hashes(previous, previous + n);
+  if (step.remixes()) {
+    for (Record& r : hashes) r = with_hash(r, remix(record_hash(r), step.salt));
   }
   std::sort(hashes.begin(), hashes.end(), record_less{});
   const layer_geometry& g = layer.geometry;
-  start_layer(l, 1);
+  start_layer(step.index, 1);
   aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
   aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
   const std::vector<std::uint64_t> offsets{0, n};
