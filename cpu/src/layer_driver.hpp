@@ -20,6 +20,7 @@
 
 #include "layered_builder_class.hpp"
 #include "plain_layer.hpp"
+#include "shard_bundle.hpp"
 #include "shard_range_solve.hpp"
 
 namespace ribbon::detail {
@@ -144,10 +145,10 @@ inline bool layered_builder<Width, Result, Record>::solve_layer(
   const auto solve_start = clock_type::now();
   aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
   aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
-  std::vector<std::uint64_t> bumped_counts(g.num_shards());
+  std::vector<std::uint64_t> bumped_counts;
   const bool solved = solve_range(
       g, 0, g.num_shards(), hashes, offsets, sorted,
-      {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()}, &bumped_counts);
+      {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()}, bumped_counts);
   if (l == 0) stats_.solve_seconds += seconds_since(solve_start);
   if (!solved) return false;
   layer.thresholds = g.bumping() ? thresholds.get() : nullptr;
@@ -165,20 +166,17 @@ inline bool layered_builder<Width, Result, Record>::solve_layer(
 }
 
 /// Solves layer 0 of `count` (at most interleaved_shards) started builds whose layer 0 is one
-/// bumped shard (layered_builder::first_layer_is_one_shard()) on this thread, their
-/// eliminations interleaved (shard_interleave.hpp). layers[i] and buffers[i] receive build
-/// i's layer 0 for finish(); the records of its bumped keys are left at the front of its
-/// records. Each layer is the one solve_range() makes of that shard alone.
+/// bumped shard (layered_builder::first_layer_is_one_shard()) on this thread, as one shard
+/// bundle (shard_bundle.hpp). layers[i] and buffers[i] receive build i's layer 0 for finish();
+/// the records of its bumped keys are left at the front of its records. Each layer is the one
+/// solve_range() makes of that shard alone.
 template <unsigned Width, class Result, class Record>
 void solve_first_layers_together(
     const filter_params& p, typename layered_builder<Width, Result, Record>::started_build* builds,
     unsigned count, workspace<Width, Result, Record>& ws, format::layer_image* layers,
     std::vector<aligned_bytes>* buffers) {
-  using eliminator = shard_eliminator<Width, Result, Record>;
-  static_assert(std::is_trivially_destructible_v<eliminator>, "placed without destruction");
-  alignas(eliminator) unsigned char storage[interleaved_shards * sizeof(eliminator)];
-  auto* eliminators = reinterpret_cast<eliminator*>(storage);
   aligned_bytes thresholds[interleaved_shards], solutions[interleaved_shards];
+  bundle_shard<Record> bundle[interleaved_shards];
   for (unsigned i = 0; i < count; ++i) {
     const layer_step& step = *builds[i].layer0;
     const layer_geometry& g = step.geometry;
@@ -188,20 +186,21 @@ void solve_first_layers_together(
     layers[i].geometry = g;
     thresholds[i] = allocate_aligned(g.threshold_words(p.bucket_size) * 8);
     solutions[i] = allocate_aligned(g.solution_bytes(p.width, p.result_bits));
-    new (eliminators + i) eliminator(p, g, 0, builds[i].records.get(), step.keys,
-                                     ws.lane(i, max_shard_columns(g, Width), p.bucket_size),
-                                     reinterpret_cast<std::uint64_t*>(thresholds[i].get()), 0);
+    bundle[i] = {&layers[i].geometry,
+                 0,
+                 builds[i].records.get(),
+                 step.keys,
+                 {reinterpret_cast<std::uint64_t*>(thresholds[i].get()), solutions[i].get()},
+                 0,
+                 0};
   }
-  interleave(eliminators, count);
+  shard_outcome outcomes[interleaved_shards];
+  solve_shard_bundle<Width, Result, Record>(p, bundle, count, ws, outcomes, nullptr);
   for (unsigned i = 0; i < count; ++i) {
-    const shard_outcome outcome = eliminators[i].outcome();
-    if (!outcome.solved) throw error("internal error: a bumped layer failed to solve");
-    const auto view = ws.lane(i, 0, p.bucket_size);
-    back_substitute_shard<Width, Result>(p, layers[i].geometry, 0, view.coeffs, view.results,
-                                         reinterpret_cast<word_t<Width>*>(solutions[i].get()), 0);
+    if (!outcomes[i].solved) throw error("internal error: a bumped layer failed to solve");
     layers[i].thresholds = thresholds[i].get();
     layers[i].solution = solutions[i].get();
-    layers[i].bumped_keys = outcome.bumped;
+    layers[i].bumped_keys = outcomes[i].bumped;
     buffers[i].push_back(std::move(thresholds[i]));
     buffers[i].push_back(std::move(solutions[i]));
   }

@@ -29,8 +29,10 @@ inline bool layered_builder<Width, Result, Record>::plain_layer_try(
   aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
   aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
   const std::vector<std::uint64_t> offsets{0, n};
+  std::vector<std::uint64_t> bumped_counts;
   if (!solve_range(g, 0, 1, hashes.data(), offsets, true,
-                   {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()}, nullptr)) {
+                   {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()},
+                   bumped_counts)) {
     return false;
   }
   layer.thresholds = thresholds.get();
