@@ -143,18 +143,13 @@ inline bool layered_builder<Width, Result, Record>::solve_layer(
   const layer_geometry& g = layer.geometry;
   start_layer(l, g.num_shards());
   const auto solve_start = clock_type::now();
-  aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
-  aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
+  layer_sections sections(p_, g);
   std::vector<std::uint64_t> bumped_counts;
-  const bool solved = solve_range(
-      g, 0, g.num_shards(), hashes, offsets, sorted,
-      {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()}, bumped_counts);
+  const bool solved =
+      solve_range(g, 0, g.num_shards(), hashes, offsets, sorted, sections.windows(), bumped_counts);
   if (l == 0) stats_.solve_seconds += seconds_since(solve_start);
   if (!solved) return false;
-  layer.thresholds = g.bumping() ? thresholds.get() : nullptr;
-  layer.solution = solution.get();
-  if (g.bumping()) buffers.push_back(std::move(thresholds));
-  buffers.push_back(std::move(solution));
+  sections.hand_over(layer, buffers);
 
   // Gather the bumped hashes (each shard left them at the front of its range) at the front
   // of the same array: no second buffer at the layer's peak. Sequential, because the
@@ -175,34 +170,24 @@ void solve_first_layers_together(
     const filter_params& p, typename layered_builder<Width, Result, Record>::started_build* builds,
     unsigned count, workspace<Width, Result, Record>& ws, format::layer_image* layers,
     std::vector<aligned_bytes>* buffers) {
-  aligned_bytes thresholds[interleaved_shards], solutions[interleaved_shards];
+  std::optional<layer_sections> sections[interleaved_shards];
   bundle_shard<Record> bundle[interleaved_shards];
   for (unsigned i = 0; i < count; ++i) {
     const layer_step& step = *builds[i].layer0;
-    const layer_geometry& g = step.geometry;
     layers[i] = format::layer_image{};
     layers[i].input_keys = step.keys;
     layers[i].salt = step.salt;
-    layers[i].geometry = g;
-    thresholds[i] = allocate_aligned(g.threshold_words(p.bucket_size) * 8);
-    solutions[i] = allocate_aligned(g.solution_bytes(p.width, p.result_bits));
-    bundle[i] = {&layers[i].geometry,
-                 0,
-                 builds[i].records.get(),
-                 step.keys,
-                 {reinterpret_cast<std::uint64_t*>(thresholds[i].get()), solutions[i].get()},
-                 0,
-                 0};
+    layers[i].geometry = step.geometry;
+    sections[i].emplace(p, step.geometry);
+    bundle[i] = {
+        &layers[i].geometry, 0, builds[i].records.get(), step.keys, sections[i]->windows(), 0, 0};
   }
   shard_outcome outcomes[interleaved_shards];
   solve_shard_bundle<Width, Result, Record>(p, bundle, count, ws, outcomes, nullptr);
   for (unsigned i = 0; i < count; ++i) {
     if (!outcomes[i].solved) throw error("internal error: a bumped layer failed to solve");
-    layers[i].thresholds = thresholds[i].get();
-    layers[i].solution = solutions[i].get();
+    sections[i]->hand_over(layers[i], buffers[i]);
     layers[i].bumped_keys = outcomes[i].bumped;
-    buffers[i].push_back(std::move(thresholds[i]));
-    buffers[i].push_back(std::move(solutions[i]));
   }
 }
 

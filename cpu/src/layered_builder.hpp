@@ -3,9 +3,9 @@
 // back-substitute) -> gather bumped keys -> next layer; the last layer is plain and retried.
 // A header per stage:
 //   layered_builder_class.hpp  the class: state, small members, the stages declared
-//   build_workspace.hpp        stage clocks, per-thread solver memory, section windows,
-//                              gather_fronts
-//   shard_bundle.hpp            up to 3 shards solved on one thread (eliminations
+//   build_workspace.hpp        stage clocks, per-thread solver memory, a layer's sections
+//                              and their windows, gather_fronts
+//   shard_bundle.hpp           up to 3 shards solved on one thread (eliminations
 //                              interleaved, back-substitution, outcomes)
 //   shard_range_solve.hpp      a shard range solved (sort, then shard bundles);
 //                              drop_repeats; solve_shard_range

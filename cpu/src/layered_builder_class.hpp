@@ -205,11 +205,11 @@ class layered_builder {
   bool solve_sorted_layer(std::uint32_t l, std::uint64_t n, Record* sorted_records,
                           format::layer_image& layer, std::vector<aligned_bytes>& buffers);
 
-  /// Solves layer `l` (bumped or standard; its salt and geometry already in `layer`) over the
-  /// n layer-l records at `hashes`, grouped by shard at `offsets` (`sorted`: each group
-  /// sorted), into `layer` and `buffers`, leaving at the front of `hashes` the records of the
-  /// keys passed on (layer.bumped_keys of them). Returns false, adding nothing, if a standard
-  /// layer's shard failed.
+  /// Solves layer `l` (any kind; its salt and geometry already in `layer`) over the n
+  /// layer-l records at `hashes`, grouped by shard at `offsets` (`sorted`: each group sorted),
+  /// into `layer` (its sections allocated here) and `buffers`, leaving at the front of
+  /// `hashes` the records of the keys passed on (layer.bumped_keys of them). Returns false,
+  /// adding nothing, if a shard of a layer without thresholds (standard, plain) failed.
   bool solve_layer(std::uint32_t l, std::uint64_t n, Record* hashes,
                    const std::vector<std::uint64_t>& offsets, bool sorted,
                    format::layer_image& layer, std::vector<aligned_bytes>& buffers);
