@@ -1,15 +1,18 @@
 // What every stage of the oneTBB layer builder (layered_builder.hpp) shares: the stage clocks,
-// the per-thread working memory of the shard solver, the windows of a layer's sections that a
-// shard range writes, and the gather of each shard's front records (its bumped keys, or its
-// distinct keys) into one run.
+// the per-thread working memory of the shard solver, a layer's sections in memory and the
+// windows of them that a shard range writes, and the gather of each shard's front records (its
+// bumped keys, or its distinct keys) into one run.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "ribbon/detail/aligned_memory.hpp"
 #include "ribbon/detail/shard_solver.hpp"
+#include "ribbon/format.hpp"
 
 namespace ribbon::detail {
 
@@ -60,6 +63,35 @@ struct workspace {
 struct section_windows {
   std::uint64_t* thresholds;
   void* solution;
+};
+
+/// A layer's two sections in memory, allocated for its geometry, until the layer is solved
+/// and they are handed over.
+class layer_sections {
+ public:
+  layer_sections(const filter_params& p, const layer_geometry& g)
+      : thresholds_(allocate_aligned(g.threshold_words(p.bucket_size) * 8)),
+        solution_(allocate_aligned(g.solution_bytes(p.width, p.result_bits))),
+        bumping_(g.bumping()) {}
+
+  /// The windows of the whole layer (from shard 0).
+  section_windows windows() const {
+    return {reinterpret_cast<std::uint64_t*>(thresholds_.get()), solution_.get()};
+  }
+
+  /// Points `layer` at the sections and moves them into `buffers`, which keep them for the
+  /// filter. A layer without bumping has no thresholds (a null section, as a file gives).
+  void hand_over(format::layer_image& layer, std::vector<aligned_bytes>& buffers) {
+    layer.thresholds = bumping_ ? thresholds_.get() : nullptr;
+    layer.solution = solution_.get();
+    if (bumping_) buffers.push_back(std::move(thresholds_));
+    buffers.push_back(std::move(solution_));
+  }
+
+ private:
+  aligned_bytes thresholds_;
+  aligned_bytes solution_;
+  bool bumping_;
 };
 
 /// Moves the first counts[s] records of each shard's group (its bumped keys, or its distinct

@@ -363,13 +363,14 @@ spill_files bulk_pipeline_of<Record>::partition_bumped_keys(const spill_file& bu
                                                             const layer_step& step,
                                                             std::uint32_t& bits) {
   const std::uint64_t salt = step.salt;
+  const bool remixes = step.remixes();
   bits = partition_bits_for(step.keys);
   spill_files parts = open_partitions(bits);
   std::vector<Record> buffer(plan.io_buffer_bytes / sizeof(Record));
   bumped.for_each_piece(buffer, [&](const Record* records, std::uint64_t n) {
     Record* next = buffer.data();  // remixed in place: the piece is read
     for (std::uint64_t i = 0; i < n; ++i) {
-      next[i] = with_hash(records[i], remix(record_hash(records[i]), salt));
+      next[i] = remixes ? with_hash(records[i], remix(record_hash(records[i]), salt)) : records[i];
     }
     scatter(parts, bits, next, n);
   });

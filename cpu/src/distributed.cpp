@@ -102,7 +102,7 @@ layer_plan plan_layer(const filter_params& p, std::uint32_t layer, std::uint64_t
 }
 
 void to_layer_hashes(const layer_plan& plan, std::uint64_t* hashes, std::uint64_t n) {
-  if (plan.layer == 0) return;
+  if (!layer_remixes(plan.layer, plan.salt)) return;
   const std::uint64_t salt = plan.salt;
   for_each_index(n, [&](std::uint64_t i) { hashes[i] = remix(hashes[i], salt); });
 }

@@ -20,6 +20,7 @@
 
 #include "layered_builder_class.hpp"
 #include "plain_layer.hpp"
+#include "shard_bundle.hpp"
 #include "shard_range_solve.hpp"
 
 namespace ribbon::detail {
@@ -33,9 +34,9 @@ class layered_builder<Width, Result, Record>::memory_layers {
                 std::vector<aligned_bytes>& buffers)
       : b_(builder), records_(std::move(records)), count_(count), buffers_(buffers) {}
 
-  void bumped(std::uint32_t l, format::layer_image& layer) {
+  void bumped(const layer_step& step, format::layer_image& layer) {
     const std::uint64_t n = layer.input_keys;
-    if (l == 0) {  // the key records, sorted: already grouped by shard
+    if (!step.remixes()) {  // the key records, sorted: already grouped by shard
       b_.solve_sorted_layer(0, n, records_.get(), layer, buffers_);  // a bumped layer solves
       return;
     }
@@ -49,22 +50,24 @@ class layered_builder<Width, Result, Record>::memory_layers {
     // layer's records (most of them after layer 0) need not stay resident while this layer
     // is built, which was the build's peak (bench/RESULTS.md, "Build memory at 10^7").
     release_tail(records_.get(), n * sizeof(Record), count_ * sizeof(Record));
-    records_ = b_.bumped_layer(l, n, source, layer, buffers_);
+    records_ = b_.bumped_layer(step.index, n, source, layer, buffers_);
     count_ = n;
     b_.stats_.later_layers_seconds += seconds_since(start);
   }
 
   /// A failed try keeps the records (permuted), so the next one rehashes and sorts them in
   /// place.
-  bool standard(format::layer_image& layer) {
-    if (layer.salt != salt_) resalt(records_.get(), layer.input_keys, salt_, layer.salt);
-    salt_ = layer.salt;
+  bool standard(const layer_step& step, format::layer_image& layer) {
+    const std::optional<std::uint64_t> salt =
+        step.remixes() ? std::optional<std::uint64_t>(step.salt) : std::nullopt;
+    if (salt != salt_) resalt(records_.get(), layer.input_keys, salt_, salt);
+    salt_ = salt;
     return b_.solve_sorted_layer(0, layer.input_keys, records_.get(), layer, buffers_);
   }
 
-  bool plain(std::uint32_t l, format::layer_image& layer) {
+  bool plain(const layer_step& step, format::layer_image& layer) {
     const auto start = clock_type::now();
-    const bool solved = b_.plain_layer_try(l, records_.get(), layer, buffers_);
+    const bool solved = b_.plain_layer_try(step, records_.get(), layer, buffers_);
     b_.stats_.later_layers_seconds += seconds_since(start);
     return solved;
   }
@@ -74,7 +77,8 @@ class layered_builder<Width, Result, Record>::memory_layers {
   aligned_array<Record> records_;
   std::uint64_t count_;  // records in records_ (its allocated size, or less)
   std::vector<aligned_bytes>& buffers_;
-  std::uint64_t salt_ = 0;  // of the layer-0 records of a standard layer's tries
+  // The remix salt of the layer-0 records of a standard layer's tries (none: key records).
+  std::optional<std::uint64_t> salt_;
 };
 
 template <unsigned Width, class Result, class Record>
@@ -112,11 +116,12 @@ inline std::uint64_t layered_builder<Width, Result, Record>::distinct_records(st
 
 template <unsigned Width, class Result, class Record>
 inline void layered_builder<Width, Result, Record>::resalt(Record* records, std::uint64_t n,
-                                                           std::uint64_t from, std::uint64_t to) {
+                                                           std::optional<std::uint64_t> from,
+                                                           std::optional<std::uint64_t> to) {
   tbb::parallel_for(std::uint64_t{0}, n, [&](std::uint64_t i) {
     const std::uint64_t h = record_hash(records[i]);
-    const std::uint64_t key_hash = from == 0 ? h : unmix64(h) ^ from;
-    records[i] = with_hash(records[i], to == 0 ? key_hash : remix(key_hash, to));
+    const std::uint64_t key_hash = from ? unmix64(h) ^ *from : h;
+    records[i] = with_hash(records[i], to ? remix(key_hash, *to) : key_hash);
   });
   tbb::parallel_sort(records, records + n, record_less{});
 }
@@ -138,18 +143,13 @@ inline bool layered_builder<Width, Result, Record>::solve_layer(
   const layer_geometry& g = layer.geometry;
   start_layer(l, g.num_shards());
   const auto solve_start = clock_type::now();
-  aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
-  aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
-  std::vector<std::uint64_t> bumped_counts(g.num_shards());
-  const bool solved = solve_range(
-      g, 0, g.num_shards(), hashes, offsets, sorted,
-      {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()}, &bumped_counts);
+  layer_sections sections(p_, g);
+  std::vector<std::uint64_t> bumped_counts;
+  const bool solved =
+      solve_range(g, 0, g.num_shards(), hashes, offsets, sorted, sections.windows(), bumped_counts);
   if (l == 0) stats_.solve_seconds += seconds_since(solve_start);
   if (!solved) return false;
-  layer.thresholds = g.bumping() ? thresholds.get() : nullptr;
-  layer.solution = solution.get();
-  if (g.bumping()) buffers.push_back(std::move(thresholds));
-  buffers.push_back(std::move(solution));
+  sections.hand_over(layer, buffers);
 
   // Gather the bumped hashes (each shard left them at the front of its range) at the front
   // of the same array: no second buffer at the layer's peak. Sequential, because the
@@ -161,45 +161,33 @@ inline bool layered_builder<Width, Result, Record>::solve_layer(
 }
 
 /// Solves layer 0 of `count` (at most interleaved_shards) started builds whose layer 0 is one
-/// bumped shard (layered_builder::first_layer_is_one_shard()) on this thread, their
-/// eliminations interleaved (shard_interleave.hpp). layers[i] and buffers[i] receive build
-/// i's layer 0 for finish(); the records of its bumped keys are left at the front of its
-/// records. Each layer is the one solve_range() makes of that shard alone.
+/// bumped shard (layered_builder::first_layer_is_one_shard()) on this thread, as one shard
+/// bundle (shard_bundle.hpp). layers[i] and buffers[i] receive build i's layer 0 for finish();
+/// the records of its bumped keys are left at the front of its records. Each layer is the one
+/// solve_range() makes of that shard alone.
 template <unsigned Width, class Result, class Record>
 void solve_first_layers_together(
     const filter_params& p, typename layered_builder<Width, Result, Record>::started_build* builds,
     unsigned count, workspace<Width, Result, Record>& ws, format::layer_image* layers,
     std::vector<aligned_bytes>* buffers) {
-  using eliminator = shard_eliminator<Width, Result, Record>;
-  static_assert(std::is_trivially_destructible_v<eliminator>, "placed without destruction");
-  alignas(eliminator) unsigned char storage[interleaved_shards * sizeof(eliminator)];
-  auto* eliminators = reinterpret_cast<eliminator*>(storage);
-  aligned_bytes thresholds[interleaved_shards], solutions[interleaved_shards];
+  std::optional<layer_sections> sections[interleaved_shards];
+  bundle_shard<Record> bundle[interleaved_shards];
   for (unsigned i = 0; i < count; ++i) {
     const layer_step& step = *builds[i].layer0;
-    const layer_geometry& g = step.geometry;
     layers[i] = format::layer_image{};
     layers[i].input_keys = step.keys;
     layers[i].salt = step.salt;
-    layers[i].geometry = g;
-    thresholds[i] = allocate_aligned(g.threshold_words(p.bucket_size) * 8);
-    solutions[i] = allocate_aligned(g.solution_bytes(p.width, p.result_bits));
-    new (eliminators + i) eliminator(p, g, 0, builds[i].records.get(), step.keys,
-                                     ws.lane(i, max_shard_columns(g, Width), p.bucket_size),
-                                     reinterpret_cast<std::uint64_t*>(thresholds[i].get()), 0);
+    layers[i].geometry = step.geometry;
+    sections[i].emplace(p, step.geometry);
+    bundle[i] = {
+        &layers[i].geometry, 0, builds[i].records.get(), step.keys, sections[i]->windows(), 0, 0};
   }
-  interleave(eliminators, count);
+  shard_outcome outcomes[interleaved_shards];
+  solve_shard_bundle<Width, Result, Record>(p, bundle, count, ws, outcomes, nullptr);
   for (unsigned i = 0; i < count; ++i) {
-    const shard_outcome outcome = eliminators[i].outcome();
-    if (!outcome.solved) throw error("internal error: a bumped layer failed to solve");
-    const auto view = ws.lane(i, 0, p.bucket_size);
-    back_substitute_shard<Width, Result>(p, layers[i].geometry, 0, view.coeffs, view.results,
-                                         reinterpret_cast<word_t<Width>*>(solutions[i].get()), 0);
-    layers[i].thresholds = thresholds[i].get();
-    layers[i].solution = solutions[i].get();
-    layers[i].bumped_keys = outcome.bumped;
-    buffers[i].push_back(std::move(thresholds[i]));
-    buffers[i].push_back(std::move(solutions[i]));
+    if (!outcomes[i].solved) throw error("internal error: a bumped layer failed to solve");
+    sections[i]->hand_over(layers[i], buffers[i]);
+    layers[i].bumped_keys = outcomes[i].bumped;
   }
 }
 

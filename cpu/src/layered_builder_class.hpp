@@ -106,10 +106,10 @@ class layered_builder {
                   std::uint64_t remaining, std::vector<format::layer_image>& layers,
                   std::vector<aligned_bytes>& buffers);
 
-  /// Solves shards [first_shard, end_shard) of a layer with geometry `g` over `hashes`,
-  /// grouped by shard at `offsets` (relative to first_shard), into `windows`; `sorted`: each
-  /// group is sorted already. Per shard, the bumped keys are left at the front of its group
-  /// and counted in bumped_counts (relative). Returns false if a plain layer failed.
+  /// Solves shards [first_shard, end_shard) of a layer with geometry `g` over `hashes` into
+  /// `windows`, a shard bundle (shard_bundle.hpp) of up to interleaved_shards shards a task.
+  /// The one contract of every caller (a whole layer, a plain layer's try, a shard range out of
+  /// core or on a cluster):
   ///
   /// Pre: group s (hashes[offsets[s], offsets[s + 1])) holds exactly the records whose starts
   /// fall in shard first_shard + s; if `sorted`, sorted and without repeats (else sorted here,
@@ -117,15 +117,16 @@ class layered_builder {
   /// solution block of shard first_shard (shard_first_threshold_word, shard_first_block) and
   /// hold the whole range.
   /// Post (true): every shard of the range has its blocks and codes written, and no other
-  /// word of the windows is touched; every record left in a group past its bumped prefix
-  /// answers as it says (a filter's fingerprint, a retrieval value); the output is the same for
-  /// every thread count and grouping of shards (shards are independent, each eliminated and
-  /// back-substituted alone, shard_eliminator.hpp). (false): a shard of a layer without
-  /// thresholds was inconsistent; the windows are then undefined and the caller retries.
-  /// Throws conflicting_values_error naming the smallest conflicting hash, whatever the order.
+  /// word of the windows is touched; bumped_counts[s] keys of group s, at its front, are
+  /// passed on to the next layer, and every record after them answers as it says (a
+  /// filter's fingerprint, a retrieval value); the output is the same for every thread count
+  /// and grouping of shards (shards are independent). (false): a shard of a layer without
+  /// thresholds (standard or plain) was inconsistent; the windows are then undefined and the
+  /// caller retries. Throws conflicting_values_error naming the smallest conflicting hash,
+  /// whatever the order.
   bool solve_range(const layer_geometry& g, std::uint64_t first_shard, std::uint64_t end_shard,
                    Record* hashes, const std::vector<std::uint64_t>& offsets, bool sorted,
-                   section_windows windows, std::vector<std::uint64_t>* bumped_counts);
+                   section_windows windows, std::vector<std::uint64_t>& bumped_counts);
 
   /// The shard-range step of the out-of-core and distributed builds: over `keys` (layer
   /// hashes of shards [lo, hi) of a bumped layer, any order), groups them by shard, sorts each
@@ -195,27 +196,28 @@ class layered_builder {
   template <class Source>
   std::uint64_t distinct_records(std::uint64_t n, const Source& source, Record* out);
 
-  /// Rehashes layer-0 records salted with `from` (0: none) to salt `to`, in place, and sorts
-  /// them.
-  static void resalt(Record* records, std::uint64_t n, std::uint64_t from, std::uint64_t to);
+  /// Rehashes layer-0 records remixed with salt `from` (none: the key records) to salt `to`
+  /// (none: back to the key records), in place, and sorts them.
+  static void resalt(Record* records, std::uint64_t n, std::optional<std::uint64_t> from,
+                     std::optional<std::uint64_t> to);
 
   /// solve_layer() over n records sorted by hash, cut into the layer's shards here.
   bool solve_sorted_layer(std::uint32_t l, std::uint64_t n, Record* sorted_records,
                           format::layer_image& layer, std::vector<aligned_bytes>& buffers);
 
-  /// Solves layer `l` (bumped or standard; its salt and geometry already in `layer`) over the
-  /// n layer-l records at `hashes`, grouped by shard at `offsets` (`sorted`: each group
-  /// sorted), into `layer` and `buffers`, leaving at the front of `hashes` the records of the
-  /// keys passed on (layer.bumped_keys of them). Returns false, adding nothing, if a standard
-  /// layer's shard failed.
+  /// Solves layer `l` (any kind; its salt and geometry already in `layer`) over the n
+  /// layer-l records at `hashes`, grouped by shard at `offsets` (`sorted`: each group sorted),
+  /// into `layer` (its sections allocated here) and `buffers`, leaving at the front of
+  /// `hashes` the records of the keys passed on (layer.bumped_keys of them). Returns false,
+  /// adding nothing, if a shard of a layer without thresholds (standard, plain) failed.
   bool solve_layer(std::uint32_t l, std::uint64_t n, Record* hashes,
                    const std::vector<std::uint64_t>& offsets, bool sorted,
                    format::layer_image& layer, std::vector<aligned_bytes>& buffers);
 
-  /// One try of the final plain layer (salt and geometry in `layer`) over the previous
-  /// layer's records `previous` of its layer.input_keys keys. Returns false, adding nothing,
-  /// if it failed.
-  bool plain_layer_try(std::uint32_t l, const Record* previous, format::layer_image& layer,
+  /// One try `step` of the final plain layer (salt and geometry also in `layer`) over the
+  /// previous layer's records `previous` of its layer.input_keys keys. Returns false, adding
+  /// nothing, if it failed.
+  bool plain_layer_try(const layer_step& step, const Record* previous, format::layer_image& layer,
                        std::vector<aligned_bytes>& buffers);
 
   void finish_stats() {

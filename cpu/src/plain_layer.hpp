@@ -1,8 +1,8 @@
 // The plain last layer of the oneTBB layer builder: one try over the few keys left (at most
-// 2048), rehashed with the try's salt, sorted, and solved as one shard (solve_range) into
-// a tight plain Ribbon; the layer loop (detail/layer_loop.hpp) retries with a new salt and
-// one block more when a try fails.
-// The members defined here are declared, with their contracts, in layered_builder_class.hpp.
+// 2048), rehashed with the try's salt, sorted, and solved as a layer of one shard
+// (solve_layer) into a tight plain Ribbon; the layer loop (detail/layer_loop.hpp) retries with a
+// new salt and one block more when a try fails. The members defined here are declared, with their
+// contracts, in layered_builder_class.hpp.
 #pragma once
 
 #include <algorithm>
@@ -10,34 +10,22 @@
 #include <vector>
 
 #include "layered_builder_class.hpp"
-#include "shard_range_solve.hpp"
 
 namespace ribbon::detail {
 
 template <unsigned Width, class Result, class Record>
 inline bool layered_builder<Width, Result, Record>::plain_layer_try(
-    std::uint32_t l, const Record* previous, format::layer_image& layer,
+    const layer_step& step, const Record* previous, format::layer_image& layer,
     std::vector<aligned_bytes>& buffers) {
   const std::uint64_t n = layer.input_keys;
-  std::vector<Record> hashes(n);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    hashes[i] = with_hash(previous[i], remix(record_hash(previous[i]), layer.salt));
+  std::vector<Record> hashes(previous, previous + n);
+  if (step.remixes()) {
+    for (Record& r : hashes) r = with_hash(r, remix(record_hash(r), step.salt));
   }
   std::sort(hashes.begin(), hashes.end(), record_less{});
-  const layer_geometry& g = layer.geometry;
-  start_layer(l, 1);
-  aligned_bytes thresholds = allocate_aligned(g.threshold_words(p_.bucket_size) * 8);
-  aligned_bytes solution = allocate_aligned(g.solution_bytes(p_.width, p_.result_bits));
+  // One shard (a plain layer has no bumping): the whole layer is its group.
   const std::vector<std::uint64_t> offsets{0, n};
-  if (!solve_range(g, 0, 1, hashes.data(), offsets, true,
-                   {reinterpret_cast<std::uint64_t*>(thresholds.get()), solution.get()}, nullptr)) {
-    return false;
-  }
-  layer.thresholds = thresholds.get();
-  layer.solution = solution.get();
-  buffers.push_back(std::move(thresholds));
-  buffers.push_back(std::move(solution));
-  return true;
+  return solve_layer(step.index, n, hashes.data(), offsets, true, layer, buffers);
 }
 
 }  // namespace ribbon::detail

@@ -1,11 +1,8 @@
 // The shard-range stage of the oneTBB layer builder: shards [first, end) of a layer solved
-// into windows of its sections. A task takes up to three shards (interleaved_shards): sorts
-// each (finding a key with two values), places an eliminator per shard, interleaves their
-// elimination steps (shard_interleave.hpp: one shard's elimination alone is a chain of
-// dependent loads), reads each outcome, and back-substitutes the solved ones. Shards are
-// independent, so any grouping and thread count give the same bytes. Also the sort and
-// repeat drop of a range (drop_repeats) and the out-of-core/distributed range step
-// (solve_shard_range) built on the two.
+// into windows of its sections (solve_range), a task taking up to three shards
+// (interleaved_shards), sorting each (finding a key with two values) and solving them as one
+// shard bundle (shard_bundle.hpp). Also the sort and repeat drop of a range (drop_repeats) and
+// the out-of-core/distributed range step (solve_shard_range) built on the two.
 // The members defined here are declared, with their contracts, in layered_builder_class.hpp.
 #pragma once
 
@@ -18,6 +15,7 @@
 #include <vector>
 
 #include "layered_builder_class.hpp"
+#include "shard_bundle.hpp"
 
 namespace ribbon::detail {
 
@@ -52,67 +50,53 @@ template <unsigned Width, class Result, class Record>
 inline bool layered_builder<Width, Result, Record>::solve_range(
     const layer_geometry& g, std::uint64_t first_shard, std::uint64_t end_shard, Record* hashes,
     const std::vector<std::uint64_t>& offsets, bool sorted, section_windows windows,
-    std::vector<std::uint64_t>* bumped_counts) {
-  auto* solution_words = static_cast<word_t<Width>*>(windows.solution);
+    std::vector<std::uint64_t>& bumped_counts) {
   const std::uint64_t threshold_origin = g.shard_first_threshold_word(first_shard, p_.bucket_size);
   const std::uint64_t block_origin = g.shard_first_block(first_shard, Width);
-  const std::uint64_t columns = max_shard_columns(g, Width);
   std::atomic<bool> solved{true};
   const std::uint64_t shards = end_shard - first_shard;
-  // Fewer shards per group when a layer has too few to keep every thread busy (the later,
+  bumped_counts.assign(shards, 0);
+  // Fewer shards per bundle when a layer has too few to keep every thread busy (the later,
   // smaller layers). The grouping does not change the output: shards are independent.
   const auto threads = static_cast<std::uint64_t>(tbb::this_task_arena::max_concurrency());
-  const std::uint64_t per_group =
+  const std::uint64_t per_bundle =
       std::clamp<std::uint64_t>(divide_round_up(shards, threads), 1, interleaved_shards);
-  const std::uint64_t groups = divide_round_up(shards, per_group);
+  const std::uint64_t bundles = divide_round_up(shards, per_bundle);
   std::atomic<std::uint64_t> conflict{no_conflict};  // smallest conflicting hash
-  auto solve_group = [&](std::uint64_t group) {
+  auto solve_bundle = [&](std::uint64_t index) {
     throw_if_cancelled();
     workspace<Width, Result, Record>& ws = workspaces_.local();
-    const std::uint64_t first = group * per_group;  // relative to first_shard
-    const auto lanes = static_cast<unsigned>(std::min<std::uint64_t>(per_group, shards - first));
-    auto t = clock_type::now();
-    for (unsigned lane = 0; lane < lanes && !sorted; ++lane) {
+    const std::uint64_t first = index * per_bundle;  // relative to first_shard
+    const auto lanes = static_cast<unsigned>(std::min<std::uint64_t>(per_bundle, shards - first));
+    const auto t = clock_type::now();
+    bundle_shard<Record> bundle[interleaved_shards];
+    for (unsigned lane = 0; lane < lanes; ++lane) {
       const std::uint64_t s = first + lane;
+      Record* records = hashes + offsets[s];
       const std::uint64_t count = offsets[s + 1] - offsets[s];
-      sort_shard(hashes + offsets[s], count, g, first_shard + s, ws.scratch);
-      const std::uint64_t at = find_conflict(hashes + offsets[s], count);
-      if (at != count) note_conflict(conflict, record_hash(hashes[offsets[s] + at]));
+      if (!sorted) {
+        sort_shard(records, count, g, first_shard + s, ws.scratch);
+        const std::uint64_t at = find_conflict(records, count);
+        if (at != count) note_conflict(conflict, record_hash(records[at]));
+      }
+      bundle[lane] = {&g, first_shard + s, records, count, windows, threshold_origin, block_origin};
     }
     sort_ns_ += nanoseconds_since(t);
-    t = clock_type::now();
-    using eliminator = shard_eliminator<Width, Result, Record>;
-    static_assert(std::is_trivially_destructible_v<eliminator>, "placed without destruction");
-    alignas(eliminator) unsigned char storage[interleaved_shards * sizeof(eliminator)];
-    auto* eliminators = reinterpret_cast<eliminator*>(storage);
+    shard_outcome outcomes[interleaved_shards];
+    bundle_times times;
+    solve_shard_bundle<Width, Result, Record>(p_, bundle, lanes, ws, outcomes, &times);
+    eliminate_ns_ += times.eliminate_ns;
+    back_substitute_ns_ += times.back_substitute_ns;
     for (unsigned lane = 0; lane < lanes; ++lane) {
-      const std::uint64_t s = first + lane;
-      new (eliminators + lane)
-          eliminator(p_, g, first_shard + s, hashes + offsets[s], offsets[s + 1] - offsets[s],
-                     ws.lane(lane, columns, p_.bucket_size), windows.thresholds, threshold_origin);
+      if (!outcomes[lane].solved) solved = false;
+      bumped_counts[first + lane] = outcomes[lane].bumped;
     }
-    interleave(eliminators, lanes);
-    eliminate_ns_ += nanoseconds_since(t);
-    t = clock_type::now();
-    for (unsigned lane = 0; lane < lanes; ++lane) {
-      const std::uint64_t s = first + lane;
-      const shard_outcome outcome = eliminators[lane].outcome();
-      if (!outcome.solved) {
-        solved = false;
-        continue;
-      }
-      if (bumped_counts) (*bumped_counts)[s] = outcome.bumped;
-      const auto view = ws.lane(lane, columns, p_.bucket_size);
-      back_substitute_shard<Width, Result>(p_, g, first_shard + s, view.coeffs, view.results,
-                                           solution_words, block_origin);
-    }
-    back_substitute_ns_ += nanoseconds_since(t);
     if (progress_) progress_->done.fetch_add(lanes, std::memory_order_relaxed);
   };
-  if (groups == 1) {
-    solve_group(0);
+  if (bundles == 1) {
+    solve_bundle(0);
   } else {
-    tbb::parallel_for(std::uint64_t{0}, groups, solve_group);
+    tbb::parallel_for(std::uint64_t{0}, bundles, solve_bundle);
   }
   // The smallest conflicting hash, so that every thread count and builder names the same key.
   if (conflict != no_conflict) throw_conflicting_values(p_, conflict);
@@ -138,8 +122,8 @@ inline std::uint64_t layered_builder<Width, Result, Record>::solve_shard_range(
     for (std::size_t s = 0; s < counts.size(); ++s) offsets[s + 1] = offsets[s] + counts[s];
   }
   if (!proceed(static_cast<const Record*>(partitioned.get()), distinct)) return distinct;
-  std::vector<std::uint64_t> bumped_counts(hi - lo);
-  if (!solve_range(g, lo, hi, partitioned.get(), offsets, true, make_windows(), &bumped_counts)) {
+  std::vector<std::uint64_t> bumped_counts;
+  if (!solve_range(g, lo, hi, partitioned.get(), offsets, true, make_windows(), bumped_counts)) {
     throw error("internal error: a bumped layer failed to solve");
   }
   const std::uint64_t bumped = gather_fronts(partitioned.get(), offsets, bumped_counts);

@@ -66,27 +66,27 @@ class device_builder {
 
   // The layer solver (ribbon::detail::build_layers()) over *records_.
 
-  void bumped(std::uint32_t l, format::layer_image& layer) {
-    if (l > 0) remix_all(*records_, layer.salt);
-    solve_layer(layer, *records_, l == 0, true);  // a bumped layer solves
+  void bumped(const layer_step& step, format::layer_image& layer) {
+    if (step.remixes()) remix_all(*records_, layer.salt);
+    solve_layer(layer, *records_, !step.remixes(), true);  // a bumped layer solves
   }
 
   /// Solving permutes the records but keeps them, so a failed try is undone by unmixing
   /// them in place.
-  bool standard(format::layer_image& layer) {
-    if (layer.salt != 0) remix_all(*records_, layer.salt);
-    if (solve_layer(layer, *records_, layer.salt == 0, true)) return true;
-    if (layer.salt != 0) {
+  bool standard(const layer_step& step, format::layer_image& layer) {
+    if (step.remixes()) remix_all(*records_, layer.salt);
+    if (solve_layer(layer, *records_, !step.remixes(), true)) return true;
+    if (step.remixes()) {
       thrust::transform(exec(), records_->begin(), records_->end(), records_->begin(),
                         unmix_op{layer.salt});
     }
     return false;
   }
 
-  bool plain(std::uint32_t, format::layer_image& layer) {
+  bool plain(const layer_step& step, format::layer_image& layer) {
     device_vector<Record> hashes(*records_);
-    remix_all(hashes, layer.salt);
-    return solve_layer(layer, hashes, false, false);
+    if (step.remixes()) remix_all(hashes, layer.salt);
+    return solve_layer(layer, hashes, !step.remixes(), false);
   }
 
   void remix_all(device_vector<Record>& hashes, std::uint64_t salt) {

@@ -40,9 +40,9 @@ inline namespace RIBBON_GPU_BACKEND {
 namespace {
 
 /// A group's try in a round, as the device sees it: its layer's geometry, where its shards,
-/// threshold words and solution words start in the round's numbering and buffers, and how
-/// its records are remixed (not at all for layer 0 of a bumped filter or a standard layer's
-/// first try: the key hashes as they are).
+/// threshold words and solution words start in the round's numbering and buffers, and its
+/// salt, with which its records are remixed where the try remixes (layer_step::remixes();
+/// else they are the key hashes as they are).
 struct group_try {
   layer_geometry g;
   std::uint64_t first_shard = 0;
@@ -230,8 +230,7 @@ class many_builder {
       t.first_threshold_word = threshold_words_;
       t.first_solution_word = solution_words_;
       t.salt = step.salt;
-      t.remix = step.kind == layer_kind::plain ||
-                (step.kind == layer_kind::bumped ? step.index > 0 : step.salt != 0);
+      t.remix = step.remixes();
       shards_ += t.shards;
       threshold_words_ += t.g.shard_first_threshold_word(t.shards, p_.bucket_size);
       solution_words_ +=

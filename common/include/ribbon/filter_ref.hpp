@@ -156,7 +156,7 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t layer_result(const filter_params& p,
 /// (a standard layer retried with a new seed).
 RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t layer0_hash(const layer_ref& layer0,
                                                         std::uint64_t key_hash) {
-  return layer0.salt != 0 ? remix(key_hash, layer0.salt) : key_hash;
+  return layer_remixes(0, layer0.salt) ? remix(key_hash, layer0.salt) : key_hash;
 }
 
 /// Walks the layers from `first`, where the key's layer hash is `hash`, to the first layer
@@ -266,7 +266,7 @@ struct query_plan {
 
   /// Layer 0's hash of a key hash (layer0_hash()).
   RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t first_hash(std::uint64_t key_hash) const {
-    return layers[0].salt != 0 ? remix(key_hash, layers[0].salt) : key_hash;
+    return layer_remixes(0, layers[0].salt) ? remix(key_hash, layers[0].salt) : key_hash;
   }
 
   /// The first layer from `first` on that does not bump the key whose hash in layer

@@ -196,6 +196,14 @@ RIBBON_HD inline std::uint64_t layer_salt(std::uint64_t seed, std::uint32_t laye
                0x8CB92BA72F3D8DD7ULL * std::uint64_t{attempt});
 }
 
+/// Whether layer `layer` (with `salt`) hashes a key by remixing its hash of the layer
+/// before, or, for layer 0, its key hash: every later layer does, and layer 0 where it has a
+/// salt (a standard layer's retry); else layer 0 takes the key hash as it is. The one rule of
+/// every builder and reader.
+RIBBON_HD inline bool layer_remixes(std::uint32_t layer, std::uint64_t salt) {
+  return layer > 0 || salt != 0;
+}
+
 /// Salt of bumped layer `layer`: layer 0 uses the key hash as it is (salt 0, no remix).
 RIBBON_HD inline std::uint64_t bumped_layer_salt(std::uint64_t seed, std::uint32_t layer) {
   return layer == 0 ? 0 : layer_salt(seed, layer, 0);

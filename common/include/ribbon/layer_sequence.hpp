@@ -28,6 +28,9 @@ struct layer_step {
   bool in_ranges = false;
 
   bool last() const { return kind == layer_kind::plain; }
+  /// Whether this try's records are remixed from the previous layer's (or the key hashes);
+  /// if not, they are the key records as they are (layer_remixes()).
+  bool remixes() const { return layer_remixes(index, salt); }
 };
 
 /// The one place that decides a build's layers. Bumped layers follow each other until few

@@ -93,16 +93,18 @@ class layer_walk {
 /// Counts the tries in stats.standard_attempts and stats.plain_layer_attempts.
 ///
 /// The solver holds the records of the keys that reach the current layer and solves one
-/// layer at a time. Each call finds the layer's input_keys, salt and geometry set:
-///  - bumped(l, layer): solves bumped layer l (its records: the previous layer's bumped
-///    records remixed with layer.salt; layer 0's are the key records, sorted) and sets
+/// layer at a time. Each call gets the try's step (its index, kind, salt, and whether its
+/// records are remixed: step.remixes()) and finds the layer's input_keys, salt and geometry
+/// set:
+///  - bumped(step, layer): solves a bumped layer (its records: the previous layer's bumped
+///    records remixed with the salt; layer 0's are the key records, sorted) and sets
 ///    layer.bumped_keys; the bumped records are the next layer's input.
-///  - standard(layer): one try of a standard layer 0 (layer.salt 0 on the first try: the key
-///    records as they are). Returns false if a shard failed; the solver then still holds
-///    every key record for the next try. On success sets layer.bumped_keys (the shard-head
-///    keys, which go on to the plain layer).
-///  - plain(l, layer): one try of the final plain layer over the previous layer's bumped
-///    records remixed with layer.salt; returns false if it failed.
+///  - standard(step, layer): one try of a standard layer 0 (the key records as they are on
+///    the first try, remixed on a retry). Returns false if a shard failed; the solver then
+///    still holds every key record for the next try. On success sets layer.bumped_keys (the
+///    shard-head keys, which go on to the plain layer).
+///  - plain(step, layer): one try of the final plain layer over the previous layer's bumped
+///    records remixed with the salt; returns false if it failed.
 template <class LayerSolver, class Stats>
 void build_layers(LayerSolver& solver, const filter_params& p, const layer_sizing& sizing,
                   std::uint32_t first_layer, std::uint64_t keys,
@@ -112,13 +114,13 @@ void build_layers(LayerSolver& solver, const filter_params& p, const layer_sizin
     format::layer_image& layer = walk.layer();
     bool solved = true;
     if (step.kind == layer_kind::plain) {
-      solved = solver.plain(step.index, layer);
+      solved = solver.plain(step, layer);
       if (solved) stats.plain_layer_attempts = walk.attempt() + 1;
     } else if (step.kind == layer_kind::standard) {
-      solved = solver.standard(layer);
+      solved = solver.standard(step, layer);
       if (solved) stats.standard_attempts = walk.attempt() + 1;
     } else {
-      solver.bumped(step.index, layer);
+      solver.bumped(step, layer);
     }
     walk.end_try(solved, layers);
   }
