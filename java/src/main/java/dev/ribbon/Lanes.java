@@ -25,22 +25,26 @@ class Lanes {
      * high} (docs/format.md, section 8): its block's word j and the next block's.
      */
     int row8(long[] s, int at, long low, long high) {
-        // Each word's count in a byte of its own (at most 64: no carry into the next byte), then
-        // the 8 low bits gathered into one byte by a multiply: 8 popcounts, one pack.
-        long counts = Long.bitCount(s[at] & low ^ s[at + 8] & high)
-                | (long) Long.bitCount(s[at + 1] & low ^ s[at + 9] & high) << 8
-                | (long) Long.bitCount(s[at + 2] & low ^ s[at + 10] & high) << 16
-                | (long) Long.bitCount(s[at + 3] & low ^ s[at + 11] & high) << 24
-                | (long) Long.bitCount(s[at + 4] & low ^ s[at + 12] & high) << 32
-                | (long) Long.bitCount(s[at + 5] & low ^ s[at + 13] & high) << 40
-                | (long) Long.bitCount(s[at + 6] & low ^ s[at + 14] & high) << 48
-                | (long) Long.bitCount(s[at + 7] & low ^ s[at + 15] & high) << 56;
-        return gatherLowBits(counts);
+        // Each word's count in a byte of its own (at most 64: no carry into the next byte), four
+        // to an int (int arithmetic: no widening of each count to a long), then the 4 low bits
+        // of each gathered by a multiply: 8 popcounts, two packs.
+        int counts0to3 = Long.bitCount(s[at] & low ^ s[at + 8] & high)
+                | Long.bitCount(s[at + 1] & low ^ s[at + 9] & high) << 8
+                | Long.bitCount(s[at + 2] & low ^ s[at + 10] & high) << 16
+                | Long.bitCount(s[at + 3] & low ^ s[at + 11] & high) << 24;
+        int counts4to7 = Long.bitCount(s[at + 4] & low ^ s[at + 12] & high)
+                | Long.bitCount(s[at + 5] & low ^ s[at + 13] & high) << 8
+                | Long.bitCount(s[at + 6] & low ^ s[at + 14] & high) << 16
+                | Long.bitCount(s[at + 7] & low ^ s[at + 15] & high) << 24;
+        return gatherLowBits(counts0to3) | gatherLowBits(counts4to7) << 4;
     }
 
-    /** Bit 0 of byte j of x, as bit j of the result. */
-    static int gatherLowBits(long x) {
-        return (int) (((x & 0x0101010101010101L) * 0x0102040810204080L) >>> 56);
+    /**
+     * Bit 0 of byte j of x, as bit j of the result (j below 4): the multiply moves bits 0, 8,
+     * 16 and 24 to 24 to 27, every other product lands on a bit of its own below 24 or above 31.
+     */
+    static int gatherLowBits(int x) {
+        return ((x & 0x01010101) * 0x01020408) >>> 24;
     }
 
     /** out[i] = Hashing.hashLong(keys[from + i], seedMixed) for i below count. */

@@ -33,14 +33,25 @@ abstract class LayerQuery {
      * its {@link #residue} (a member: 0), or {@code absent} where every layer bumps the key.
      */
     static int walk(LayerQuery[] layers, long hash, long start, int rhsMask, int absent) {
-        LayerQuery layer = layers[0];
-        for (int l = 0; layer.bumps(start); ) {
-            if (++l == layers.length) return absent;
-            layer = layers[l];
+        LayerQuery first = layers[0];
+        if (!first.bumps(start)) return first.residue(start, hash, rhsMask);
+        return walkOn(layers, 1, hash, rhsMask, absent);
+    }
+
+    /**
+     * The rest of {@link #walk} for a key that the layers below `from` bump, whose hash in layer
+     * from - 1 is `hash`: its residue in the first layer from `from` on that keeps it, else
+     * {@code absent}. (Batched queries decide layer 0 for a block of keys first, then walk the
+     * few bumped keys on from layer 1.)
+     */
+    static int walkOn(LayerQuery[] layers, int from, long hash, int rhsMask, int absent) {
+        for (int l = from; l < layers.length; l++) {
+            LayerQuery layer = layers[l];
             hash = Hashing.remix(hash, layer.salt);
-            start = layer.start(hash);
+            long start = layer.start(hash);
+            if (!layer.bumps(start)) return layer.residue(start, hash, rhsMask);
         }
-        return layer.residue(start, hash, rhsMask);
+        return absent;
     }
 
     /** Layer 0's hash of a key hash: the key hash, or its remix where layer 0 has a salt. */

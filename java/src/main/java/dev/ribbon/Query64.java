@@ -27,27 +27,49 @@ final class Query64 {
      * copied into the heap if it takes at most {@code heapBytes} bytes ({@link Words}).
      */
     static Query64 of(FilterParams p, Layer[] layers, MappedFile file, long heapBytes) {
-        if (p.width != 64 || p.extraBitFraction != 0 || layers.length == 0 || !file.isSingleWindow()) {
+        if (p.width != 64 || p.extraBitFraction != 0 || layers.length == 0 || !file.isSingleWindow()
+                || !cutsFit16Bits(p)) {
             return null;
         }
         return new Query64(p, layers, file, heapBytes);
     }
 
-    /** {@link LayerQuery#walk} of the key whose key hash is `keyHash`. */
-    int residue(long keyHash, int rhsMask, int absent) {
-        long hash = LayerQuery.layer0Hash(layers, keyHash);
-        return LayerQuery.walk(layers, hash, first.start(hash), rhsMask, absent);
+    /** Does each cut ({@link FilterParams#threshold}) fit the 16 bits {@link Planned} packs it in? */
+    private static boolean cutsFit16Bits(FilterParams p) {
+        for (int code = 0; code < 4; code++) {
+            if (p.threshold(code) < 0 || p.threshold(code) > 0xFFFF) return false;
+        }
+        return true;
     }
 
     /**
-     * {@link #residue} of keyHashes[i] in out[i] for i below count (at most BLOCK): all keys'
-     * threshold words and row lines in layer 0 are read first ({@link Planned#touch}), then the
-     * keys are walked, so that the cache misses of a block overlap instead of following each
-     * other. keyHashes is overwritten (layer 0's hashes); starts is scratch.
+     * {@link LayerQuery#walk} of the key whose key hash is `keyHash`: layer 0 decided here (its
+     * class is known: no type check), the bumped keys walked on from layer 1.
+     */
+    int residue(long keyHash, int rhsMask, int absent) {
+        Planned layer0 = first;
+        long hash = layer0.salt != 0 ? Hashing.remix(keyHash, layer0.salt) : keyHash;
+        long start = layer0.start(hash);
+        if (layer0.bumps(start)) return LayerQuery.walkOn(layers, 1, hash, rhsMask, absent);
+        return layer0.residue(start, hash, rhsMask);
+    }
+
+    /**
+     * {@link #residue} of keyHashes[i] in out[i] for i below count (at most BLOCK), in passes as
+     * the C++ batched pipeline: every key's layer-0 start, with its threshold word and row lines
+     * read ({@link Planned#touch}: a short loop of loads that nothing waits for, so the misses
+     * of the whole block overlap, as C++'s prefetches do); then layer 0 decides each key from
+     * the cache and answers it, or walks it on from layer 1 where it bumps it (about 6 %).
+     * keyHashes is overwritten (layer 0's hashes); starts is scratch.
      */
     void residues(long[] keyHashes, int count, int rhsMask, int absent, long[] starts, int[] out) {
         long touched = first.touch(keyHashes, count, starts);
-        for (int i = 0; i < count; i++) out[i] = LayerQuery.walk(layers, keyHashes[i], starts[i], rhsMask, absent);
+        Planned layer0 = first;
+        for (int i = 0; i < count; i++) {
+            long start = starts[i];
+            out[i] = layer0.bumps(start) ? LayerQuery.walkOn(layers, 1, keyHashes[i], rhsMask, absent)
+                    : layer0.residue(start, keyHashes[i], rhsMask);
+        }
         if (touched == 42) sink = touched;  // keeps the reads: their values are not needed
     }
 
@@ -67,7 +89,8 @@ final class Query64 {
         private final long[] heap;
         /**
          * The bucket codes, 2 bits each: a 2-bit file's, or a 1+-bit file's decoded at open;
-         * null where the layer has no thresholds (it bumps shard heads at most).
+         * one word of code 0 (bumps nothing) read for every start where the layer has no
+         * thresholds (it bumps shard heads at most): no null test on the way.
          */
         private final long[] codes;
         private final long numStarts;
@@ -75,9 +98,12 @@ final class Query64 {
         private final long shardMask;
         private final int bucketBits;
         private final int bucketMask;
-        /** Offsets below cuts[code] in a bucket of that 2-bit code are bumped (no branch on the code). */
-        private final int[] cuts;
-        /** The code word of a start: start >>> codeShift (32 codes a word). */
+        /**
+         * Offsets below the cut of a bucket's 2-bit code are bumped: the 4 cuts, 16 bits each, in
+         * one long (no branch on the code, no array bounds check).
+         */
+        private final long cuts;
+        /** The code word of a start: start >>> codeShift (32 codes a word; 63 where there are none). */
         private final int codeShift;
         private final int bits;
 
@@ -85,14 +111,17 @@ final class Query64 {
             super(layer.salt);
             this.solution = Words.of(file.words(layer.solutionOffset, layer.solutionBytes()), heapBytes);
             this.heap = solution.array();
-            this.codes = layer.kind == Layer.KIND_BUMPED ? twoBitCodes(p, layer, file) : null;
+            boolean thresholds = layer.kind == Layer.KIND_BUMPED;
+            this.codes = thresholds ? twoBitCodes(p, layer, file) : new long[1];
             this.numStarts = layer.numStarts;
             this.shardMask = layer.kind == Layer.KIND_PLAIN || layer.shardBits >= 63 ? -1L >>> 1
                     : (1L << layer.shardBits) - 1;
             this.bucketBits = Integer.numberOfTrailingZeros(p.bucketSize);
             this.bucketMask = p.bucketSize - 1;
-            this.cuts = new int[] {p.threshold(0), p.threshold(1), p.threshold(2), p.threshold(3)};
-            this.codeShift = bucketBits + 5;
+            long packed = 0;
+            for (int code = 0; code < 4; code++) packed |= (long) p.threshold(code) << (16 * code);
+            this.cuts = packed;
+            this.codeShift = thresholds ? bucketBits + 5 : 63;
             this.bits = p.resultBits;
         }
 
@@ -114,11 +143,9 @@ final class Query64 {
         boolean bumps(long start) {
             // A shard's head: rare, so the branch on the first test is predicted.
             if ((start & shardMask) < 64 && start > shardMask) return true;
-            long[] c = codes;
-            if (c == null) return false;
             // A long shift takes its count mod 64: 2 * (bucket mod 32).
-            int code = (int) (c[(int) (start >>> codeShift)] >>> ((start >>> bucketBits) << 1)) & 3;
-            return ((int) start & bucketMask) < cuts[code];
+            int code = (int) (codes[(int) (start >>> codeShift)] >>> ((start >>> bucketBits) << 1)) & 3;
+            return ((int) start & bucketMask) < ((int) (cuts >>> (code << 4)) & 0xFFFF);
         }
 
         /**
@@ -154,7 +181,6 @@ final class Query64 {
         long touch(long[] keyHashes, int count, long[] starts) {
             long touched = 0;
             long[] h = heap;
-            long[] c = codes;
             int r = bits;
             for (int i = 0; i < count; i++) {
                 long hash = salt != 0 ? Hashing.remix(keyHashes[i], salt) : keyHashes[i];
@@ -164,7 +190,7 @@ final class Query64 {
                 int at = (int) (start >>> 6) * r;
                 touched ^= h != null ? h[at] ^ h[at + r] ^ h[at + 2 * r - 1]
                         : solution.get(at) ^ solution.get(at + r) ^ solution.get(at + 2 * r - 1);
-                if (c != null) touched ^= c[(int) (start >>> codeShift)];
+                touched ^= codes[(int) (start >>> codeShift)];
             }
             return touched;
         }
