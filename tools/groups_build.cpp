@@ -16,6 +16,7 @@
 #include "build_settings.hpp"
 #include "gpu_backend.hpp"
 #include "ribbon/build_many.hpp"
+#include "ribbon/detail/counting_sort.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/options.hpp"
 
@@ -66,16 +67,11 @@ struct group_layout {
 
 group_layout layout_of(const grouped_hashes& pairs) {
   group_layout layout;
-  layout.offsets.assign(pairs.names.size() + 1, 0);
-  for (const std::uint64_t g : pairs.group_of) ++layout.offsets[g + 1];
-  for (std::size_t g = 0; g < pairs.names.size(); ++g) {
-    layout.offsets[g + 1] += layout.offsets[g];
-  }
-  std::vector<std::uint64_t> next(layout.offsets.begin(), layout.offsets.end() - 1);
-  layout.order.resize(pairs.group_of.size());
-  for (std::uint64_t i = 0; i < pairs.group_of.size(); ++i) {
-    layout.order[next[pairs.group_of[i]]++] = i;
-  }
+  const std::vector<std::uint64_t> places = detail::counting_sort_places(
+      pairs.group_of.size(), pairs.names.size(), [&](std::uint64_t i) { return pairs.group_of[i]; },
+      layout.offsets);
+  layout.order.resize(places.size());
+  for (std::uint64_t i = 0; i < places.size(); ++i) layout.order[places[i]] = i;
   return layout;
 }
 

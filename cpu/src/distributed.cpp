@@ -10,6 +10,7 @@
 
 #include "layered_builder.hpp"
 #include "output_file.hpp"
+#include "ribbon/detail/counting_sort.hpp"
 #include "ribbon/detail/records.hpp"
 #include "ribbon/options.hpp"
 
@@ -125,13 +126,8 @@ void permute(T* items, std::uint64_t n, const Place& place) {
 /// group_by_range's places: the stable counting sort of the hashes by range.
 std::vector<std::uint64_t> range_places(const layer_plan& plan, const std::uint64_t* hashes,
                                         std::uint64_t n, std::vector<std::uint64_t>& offsets) {
-  const std::uint64_t ranges = plan.num_ranges();
-  offsets.assign(ranges + 1, 0);
-  for (std::uint64_t i = 0; i < n; ++i) ++offsets[plan.range_of(hashes[i]) + 1];
-  for (std::uint64_t r = 0; r < ranges; ++r) offsets[r + 1] += offsets[r];
-  std::vector<std::uint64_t> cursor(offsets.begin(), offsets.end() - 1), places(n);
-  for (std::uint64_t i = 0; i < n; ++i) places[i] = cursor[plan.range_of(hashes[i])]++;
-  return places;
+  return detail::counting_sort_places(
+      n, plan.num_ranges(), [&](std::uint64_t i) { return plan.range_of(hashes[i]); }, offsets);
 }
 
 }  // namespace
