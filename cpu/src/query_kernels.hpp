@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "batched_lanes.hpp"
-#include "ribbon/filter.hpp"
+#include "ribbon/detail/planned_queries.hpp"
 #include "stage_schedule.hpp"
 
 namespace ribbon::detail::kernels {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ribbon/detail/planned_queries.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter_ref.hpp"
 #include "ribbon/format.hpp"
@@ -84,25 +85,6 @@ filter_params params_from(const build_options& options, key_kind keys);
 filter_params retrieval_params_from(const build_options& options, key_kind keys);
 /// The layer sizing of a build of `keys` keys (the standard slack from the options).
 layer_sizing sizing_from(const build_options& options, const filter_params& p, std::uint64_t keys);
-/// The row check of batched queries: the fastest this CPU has (AVX-512 or AVX2 where present,
-/// the default), AVX2 (where present, else portable) or the portable one. Process-wide; tests
-/// compare them, benchmarks time them.
-enum class row_check { fastest, avx2, portable };
-void set_row_check(row_check which);
-/// A filter's queries, resolved once when it is built or opened: the constants of its layers
-/// (query_plan) and the scalar routines specialised for its width, layer 0's threshold codes,
-/// r and this CPU's row check (AVX-512, AVX2 or portable, chosen here, never per query).
-/// Layers with 1+-bit codes are planned with those codes decoded into 2-bit codes (held in
-/// `two_bit_codes`, 2 bits per bucket: about 0.2 % of an r = 8 filter's memory), which
-/// answer queries about 1.4x faster; the file is unchanged.
-struct planned_queries {
-  query_plan plan;
-  std::shared_ptr<const std::uint64_t[]> two_bit_codes;
-  bool (*contains)(const query_plan&, std::uint64_t hash) = nullptr;
-  std::uint32_t (*lookup)(const query_plan&, std::uint64_t hash) = nullptr;
-};
-/// The plan of the filter `f` views (with the row check set_row_check() chose).
-planned_queries plan_queries(const filter_ref& f);
 /// Throws ribbon::error naming the first value that does not fit in r bits, as the value of
 /// key number first_index + i (a batch of a longer input starts at first_index).
 void check_values(const std::uint32_t* values, std::uint64_t count, std::uint32_t result_bits,
