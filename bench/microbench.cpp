@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "partition.hpp"  // cpu/src: private to the library
 #include "ribbon/build_many.hpp"
+#include "ribbon/detail/partition.hpp"
+#include "ribbon/detail/planned_queries.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/detail/splitmix.hpp"
 #include "ribbon/filter.hpp"

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ribbon/detail/planned_queries.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/layer.hpp"

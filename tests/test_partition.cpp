@@ -1,12 +1,13 @@
-// The CPU builders' grouping of records by shard and sorting of a shard (cpu/src/partition.hpp)
-// against std::sort, on random, repeated and crowded (one-bin) inputs.
+// The CPU builders' grouping of records by shard and sorting of a shard
+// (ribbon/detail/partition.hpp) against std::sort, on random, repeated and crowded (one-bin)
+// inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "partition.hpp"
+#include "ribbon/detail/partition.hpp"
 #include "ribbon/detail/records.hpp"
 #include "ribbon/layer.hpp"
 #include "ribbon/params.hpp"

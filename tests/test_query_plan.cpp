@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "query_kernels.hpp"
+#include "ribbon/detail/planned_queries.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/params.hpp"

@@ -148,7 +148,7 @@ ribbon::layer_ref query_layer(const bumped_layer<W>& layer) {
 template <unsigned W>
 void check_query_side_bumps(const bumped_layer<W>& layer, const ribbon::layer_ref& ref) {
   for (std::uint64_t start = 0; start < layer.num_starts; ++start) {
-    ASSERT_EQ(ribbon::detail::is_bumped(layer.p, ref, start), layer.expect_bumped(start))
+    ASSERT_EQ(ribbon::detail::layer_plan(layer.p, ref).bumps(start), layer.expect_bumped(start))
         << "start " << start;
   }
 }

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "ribbon/filter.hpp"
+#include "ribbon/filter_ref.hpp"
 #include "stage_schedule.hpp"
 
 /// AVX-512 with 64-bit products (DQ) and popcounts (VPOPCNTDQ).

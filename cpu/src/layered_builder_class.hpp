@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "build_workspace.hpp"
-#include "partition.hpp"
 #include "ribbon/build_progress.hpp"
 #include "ribbon/detail/layer_loop.hpp"
+#include "ribbon/detail/partition.hpp"
 #include "ribbon/detail/shard_solver.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"

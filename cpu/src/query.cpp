@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "query_kernels.hpp"
+#include "ribbon/filter.hpp"
 
 namespace ribbon {
 namespace {

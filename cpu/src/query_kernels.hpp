@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "batched_lanes.hpp"
-#include "ribbon/filter.hpp"
+#include "ribbon/detail/planned_queries.hpp"
 #include "stage_schedule.hpp"
 
 namespace ribbon::detail::kernels {
@@ -175,8 +175,7 @@ void contains_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
   pipelined_range<Width, Bits, Rule>(
       q, begin, end, key_hash,
       [&](std::uint64_t i, std::uint64_t hash, std::uint64_t start, std::uint32_t layer) {
-        // num_layers: bumped out of every layer, where no key of the set goes.
-        out[i] = layer != q.num_layers && q.matches<Width, Bits, Rows>(layer, start, hash, rows);
+        out[i] = q.member<Width, Bits, Rows>(layer, start, hash, rows);
       });
 }
 
@@ -211,8 +210,7 @@ void lookup_range(const query_plan& q, std::uint64_t begin, std::uint64_t end,
   pipelined_range<Width, Bits, bump_rule::any>(
       q, begin, end, key_hash,
       [&](std::uint64_t i, std::uint64_t hash, std::uint64_t start, std::uint32_t layer) {
-        std::uint32_t bits = 0;
-        out[i] = layer == q.num_layers ? 0 : q.result<Width, Bits>(layer, start, hash, bits);
+        out[i] = q.value<Width, Bits>(layer, start, hash);
       });
 }
 

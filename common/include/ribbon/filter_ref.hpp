@@ -94,13 +94,6 @@ struct layer_plan {
   }
 };
 
-/// Is a key whose layer hash starts at `start` bumped out of layer `layer`? (The general path;
-/// planned queries keep their layers' plans.)
-RIBBON_HD RIBBON_FORCE_INLINE bool is_bumped(const filter_params& p, const layer_ref& layer,
-                                             std::uint64_t start) {
-  return layer_plan(p, layer).bumps(start);
-}
-
 /// The `bits`-bit result of a row whose band begins `shift` columns into `block` (a block's
 /// first word) and may reach into the next block, whose first word is block[bits].
 template <unsigned Width>
@@ -136,104 +129,6 @@ RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t row_result(const void* solution,
   }
 }
 
-/// The result of a key's row in `layer` (where it is not bumped) and, in `bits`, how many
-/// bits it has: r, or r + 1 in the upper blocks of a layer with fractional bits. A row that
-/// starts in the last r-word block reads only r words of the next block.
-template <unsigned Width>
-RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t layer_result(const filter_params& p,
-                                                         const layer_ref& layer,
-                                                         std::uint64_t start, std::uint64_t hash,
-                                                         std::uint32_t& bits) {
-  const std::uint64_t block = start / Width;
-  bits = layer.geometry.block_bits(block, p.result_bits);
-  const auto* words = static_cast<const word_t<Width>*>(layer.solution) +
-                      layer.geometry.block_word(block, p.result_bits);
-  return block_result<Width>(words, bits, static_cast<unsigned>(start % Width),
-                             coefficients<Width>(hash));
-}
-
-/// Layer 0's hash of a key hash: the key hash itself, or its remix where layer 0 has a salt
-/// (a standard layer retried with a new seed).
-RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t layer0_hash(const layer_ref& layer0,
-                                                        std::uint64_t key_hash) {
-  return layer_remixes(0, layer0.salt) ? remix(key_hash, layer0.salt) : key_hash;
-}
-
-/// Walks the layers from `first`, where the key's layer hash is `hash`, to the first layer
-/// that does not bump it. Returns that layer (num_layers if every layer bumps the key), with
-/// its start and layer hash in `start` and `hash`.
-RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t find_layer(const layer_ref* layers,
-                                                       std::uint32_t num_layers,
-                                                       std::uint32_t first, const filter_params& p,
-                                                       std::uint64_t& hash, std::uint64_t& start) {
-  for (std::uint32_t l = first; l < num_layers; ++l) {
-    const layer_ref& layer = layers[l];
-    if (l > first) hash = remix(hash, layer.salt);
-    start = fastrange64(hash, layer.geometry.num_starts);
-    if (!is_bumped(p, layer, start)) return l;
-  }
-  return num_layers;
-}
-
-/// Membership in the layer that does not bump the key (find_layer), where its layer hash is
-/// `hash` and its start `start`.
-template <unsigned Width>
-RIBBON_HD RIBBON_FORCE_INLINE bool contains_in_layer(const filter_params& p, const layer_ref& layer,
-                                                     std::uint64_t start, std::uint64_t hash) {
-  if (p.extra_bit_fraction == 0) {  // every block holds r words: the shorter path
-    return row_result<Width>(layer.solution, p.result_bits, start, coefficients<Width>(hash)) ==
-           record_rhs(p, p.result_bits, hash);
-  }
-  std::uint32_t bits = 0;
-  const std::uint32_t result = layer_result<Width>(p, layer, start, hash, bits);
-  return result == record_rhs(p, bits, hash);
-}
-
-/// Membership from layer `first`, where the key's layer hash is `hash`.
-template <unsigned Width>
-RIBBON_HD RIBBON_FORCE_INLINE bool contains_from_layer(const filter_params& p,
-                                                       const layer_ref* layers,
-                                                       std::uint32_t num_layers,
-                                                       std::uint32_t first, std::uint64_t hash) {
-  std::uint64_t start = 0;
-  const std::uint32_t l = find_layer(layers, num_layers, first, p, hash, start);
-  if (l == num_layers) return false;  // bumped out of every layer: no key of the set goes there
-  return contains_in_layer<Width>(p, layers[l], start, hash);
-}
-
-/// Does the filter (possibly) contain the key whose key hash is `hash`?
-template <unsigned Width>
-RIBBON_HD RIBBON_FORCE_INLINE bool contains_hash(const filter_params& p, const layer_ref* layers,
-                                                 std::uint32_t num_layers, std::uint64_t hash) {
-  if (num_layers == 0) return false;
-  return contains_from_layer<Width>(p, layers, num_layers, 0, layer0_hash(layers[0], hash));
-}
-
-/// Retrieval from layer `first`, where the key's layer hash is `hash`: the value stored for
-/// the key (arbitrary for keys that were not in the set).
-template <unsigned Width>
-RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup_from_layer(const filter_params& p,
-                                                              const layer_ref* layers,
-                                                              std::uint32_t num_layers,
-                                                              std::uint32_t first,
-                                                              std::uint64_t hash) {
-  std::uint64_t start = 0;
-  const std::uint32_t l = find_layer(layers, num_layers, first, p, hash, start);
-  if (l == num_layers) return 0;
-  std::uint32_t bits = 0;
-  return layer_result<Width>(p, layers[l], start, hash, bits);
-}
-
-/// The value a retrieval structure stores for the key whose key hash is `hash`.
-template <unsigned Width>
-RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup_hash(const filter_params& p,
-                                                        const layer_ref* layers,
-                                                        std::uint32_t num_layers,
-                                                        std::uint64_t hash) {
-  if (num_layers == 0) return 0;
-  return lookup_from_layer<Width>(p, layers, num_layers, 0, layer0_hash(layers[0], hash));
-}
-
 /// The r-bit result of a row (row_result), as the batched and planned queries call it; the
 /// CPU adds SIMD forms of the same function (cpu/src/query.cpp).
 template <unsigned Width>
@@ -246,9 +141,135 @@ struct portable_rows {
   }
 };
 
+/// Layer 0's hash of a key hash: the key hash itself, or its remix where layer 0 (a layer_ref
+/// or layer_plan) has a salt (a standard layer retried with a new seed).
+template <class Layer>
+RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t layer0_hash(const Layer& layer0,
+                                                        std::uint64_t key_hash) {
+  return layer_remixes(0, layer0.salt) ? remix(key_hash, layer0.salt) : key_hash;
+}
+
+/// The one walk of every query through a filter's layers, and the answer where it ends, for
+/// the two forms a filter is queried in. `Plan` is query_plan (the CPU's: every layer's
+/// layer_plan worked out once, when the filter is opened) or ref_plan (a filter_ref's, as
+/// device code has it: each visited layer's layer_plan made as the walk reaches it). A Plan
+/// has num_layers, result_bits, layers[l] (a layer_plan or layer_ref: salt, geometry,
+/// solution), plan_of(l) (layer l's layer_plan), find_layer_from() (walk_from(), inlined or
+/// not), r_word_rows() (are all blocks known, here, to hold r words?) and right_side(hash,
+/// bits) (what a member's row result equals: record_rhs()).
+template <class Plan>
+struct query_walk {
+  /// Layer 0's hash of a key hash (layer0_hash()).
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t first_hash(std::uint64_t key_hash) const {
+    return layer0_hash(plan().layers[0], key_hash);
+  }
+
+  /// The first layer from `first` on that does not bump the key whose hash in layer
+  /// `first - 1` is `hash` (num_layers: every layer bumps it), and the key's hash and start
+  /// there.
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t walk_from(std::uint32_t first, std::uint64_t& hash,
+                                                        std::uint64_t& start) const {
+    const Plan& q = plan();
+    for (std::uint32_t l = first; l < q.num_layers; ++l) {
+      hash = remix(hash, q.layers[l].salt);
+      start = fastrange64(hash, q.layers[l].geometry.num_starts);
+      if (!q.plan_of(l).bumps(start)) return l;
+    }
+    return q.num_layers;
+  }
+
+  /// The layer that holds the key whose key hash is `hash` (num_layers: none), with its
+  /// hash and start there. `Rule`: layer 0's rule (or any); layer 0 must be unsalted unless
+  /// `Rule` is any. The filter must have a layer.
+  template <bump_rule Rule>
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t locate(std::uint64_t& hash,
+                                                     std::uint64_t& start) const {
+    const Plan& q = plan();
+    if constexpr (Rule == bump_rule::any) hash = first_hash(hash);
+    start = fastrange64(hash, q.layers[0].geometry.num_starts);
+    if (!q.plan_of(0).template bumps<Rule>(start)) return 0;
+    return q.find_layer_from(1, hash, start);
+  }
+
+  /// The result of the key (hash, start) in layer `layer`, and in `bits` its width (r, or
+  /// r + 1 in upper blocks of a layer with fractional bits). `Bits` > 0: every block holds
+  /// Bits words (known at compile time), read by `rows`; 0: any layer.
+  template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>>
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t result(std::uint32_t layer, std::uint64_t start,
+                                                     std::uint64_t hash, std::uint32_t& bits,
+                                                     const Rows& rows = {}) const {
+    const Plan& q = plan();
+    const auto& l = q.layers[layer];
+    if constexpr (Bits != 0) {
+      bits = Bits;
+      return rows(l.solution, Bits, start, coefficients<Width>(hash));
+    } else {
+      if (q.r_word_rows()) {  // every block holds r words: the shorter path
+        bits = q.result_bits;
+        return row_result<Width>(l.solution, q.result_bits, start, coefficients<Width>(hash));
+      }
+      const std::uint64_t block = start / Width;
+      bits = l.geometry.block_bits(block, q.result_bits);
+      const auto* words = static_cast<const word_t<Width>*>(l.solution) +
+                          l.geometry.block_word(block, q.result_bits);
+      return block_result<Width>(words, bits, static_cast<unsigned>(start % Width),
+                                 coefficients<Width>(hash));
+    }
+  }
+
+  /// Is the key (hash, start) of layer `layer` a member? (Its result equals its right side.)
+  template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>>
+  RIBBON_HD RIBBON_FORCE_INLINE bool matches(std::uint32_t layer, std::uint64_t start,
+                                             std::uint64_t hash, const Rows& rows = {}) const {
+    std::uint32_t bits = 0;
+    const std::uint32_t r = result<Width, Bits, Rows>(layer, start, hash, bits, rows);
+    return r == plan().right_side(hash, bits);
+  }
+
+  /// The membership answer of the key (hash, start) that the walk found in `layer`:
+  /// num_layers (bumped out of every layer, where no key of the set goes) is not a member.
+  template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>>
+  RIBBON_HD RIBBON_FORCE_INLINE bool member(std::uint32_t layer, std::uint64_t start,
+                                            std::uint64_t hash, const Rows& rows = {}) const {
+    return layer != plan().num_layers && matches<Width, Bits, Rows>(layer, start, hash, rows);
+  }
+
+  /// The retrieval answer of the key (hash, start) that the walk found in `layer`: its
+  /// result, 0 where every layer bumps it.
+  template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>>
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t value(std::uint32_t layer, std::uint64_t start,
+                                                    std::uint64_t hash,
+                                                    const Rows& rows = {}) const {
+    std::uint32_t bits = 0;
+    return layer == plan().num_layers ? 0
+                                      : result<Width, Bits, Rows>(layer, start, hash, bits, rows);
+  }
+
+  /// Membership of the key whose key hash is `hash`: the filter_ref::contains_hash() answer.
+  template <unsigned Width, bump_rule Rule, std::uint32_t Bits, class Rows = portable_rows<Width>>
+  RIBBON_HD RIBBON_FORCE_INLINE bool contains(std::uint64_t hash) const {
+    std::uint64_t start = 0;
+    const std::uint32_t layer = locate<Rule>(hash, start);
+    return member<Width, Bits, Rows>(layer, start, hash);
+  }
+
+  /// The value stored for the key whose key hash is `hash`: filter_ref::lookup_hash(). `Bits`
+  /// and `Rows` as result()'s.
+  template <unsigned Width, bump_rule Rule, std::uint32_t Bits = 0,
+            class Rows = portable_rows<Width>>
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup(std::uint64_t hash) const {
+    std::uint64_t start = 0;
+    const std::uint32_t layer = locate<Rule>(hash, start);
+    return value<Width, Bits, Rows>(layer, start, hash);
+  }
+
+ private:
+  RIBBON_HD RIBBON_FORCE_INLINE const Plan& plan() const { return static_cast<const Plan&>(*this); }
+};
+
 /// A filter's queries with everything that does not depend on the key resolved once: the
 /// layers' constants (layer_plan), r, and what a key's result is compared with.
-struct query_plan {
+struct query_plan : query_walk<query_plan> {
   std::uint32_t num_layers = 0;
   std::uint32_t width = 0;
   std::uint32_t result_bits = 0;
@@ -264,84 +285,54 @@ struct query_plan {
   query_plan() = default;
   RIBBON_HD explicit query_plan(const filter_ref& f);
 
-  /// Layer 0's hash of a key hash (layer0_hash()).
-  RIBBON_HD RIBBON_FORCE_INLINE std::uint64_t first_hash(std::uint64_t key_hash) const {
-    return layer_remixes(0, layers[0].salt) ? remix(key_hash, layers[0].salt) : key_hash;
+  /// Layer l's plan, as stored.
+  RIBBON_HD RIBBON_FORCE_INLINE const layer_plan& plan_of(std::uint32_t l) const {
+    return layers[l];
+  }
+  /// No: filters whose blocks all hold r words have routines with Bits = r (fixed_bits), or
+  /// else (homogeneous, r other than 8 and 16) take the general path, with no test per query.
+  RIBBON_HD static constexpr bool r_word_rows() { return false; }
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t right_side(std::uint64_t hash,
+                                                         std::uint32_t bits) const {
+    return fingerprint(hash, bits) & rhs_mask;
   }
 
-  /// The first layer from `first` on that does not bump the key whose hash in layer
-  /// `first - 1` is `hash` (num_layers: every layer bumps it), and the key's hash and start
-  /// there. Not inlined: about 6 % of keys come here, and the query's hot path stays short.
+  /// walk_from(). Not inlined: about 6 % of keys come here, and the query's hot path stays
+  /// short.
   RIBBON_HD RIBBON_NOINLINE std::uint32_t find_layer_from(std::uint32_t first, std::uint64_t& hash,
                                                           std::uint64_t& start) const {
-    for (std::uint32_t l = first; l < num_layers; ++l) {
-      hash = remix(hash, layers[l].salt);
-      start = fastrange64(hash, layers[l].geometry.num_starts);
-      if (!layers[l].bumps(start)) return l;
-    }
-    return num_layers;
+    return walk_from(first, hash, start);
+  }
+};
+
+/// A filter_ref's layers as the walk sees them where nothing is kept per filter (device code,
+/// filter_ref's own queries): each visited layer's plan made from its layer_ref on the fly.
+struct ref_plan : query_walk<ref_plan> {
+  // Only what every query reads; the rest is read where it is used, as the compiler would not
+  // defer loads made here (4 instructions a query).
+  const filter_params& params;
+  const layer_ref* layers;
+  std::uint32_t num_layers;
+  std::uint32_t result_bits;
+
+  RIBBON_HD explicit ref_plan(const filter_ref& f);
+
+  /// Layer l's plan, made now.
+  RIBBON_HD RIBBON_FORCE_INLINE layer_plan plan_of(std::uint32_t l) const {
+    return layer_plan(params, layers[l]);
+  }
+  /// Where there are no fractional bits.
+  RIBBON_HD RIBBON_FORCE_INLINE bool r_word_rows() const { return params.extra_bit_fraction == 0; }
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t right_side(std::uint64_t hash,
+                                                         std::uint32_t bits) const {
+    return record_rhs(params, bits, hash);
   }
 
-  /// The layer that holds the key whose key hash is `hash` (num_layers: none), with its
-  /// hash and start there. `Rule`: layer 0's rule (or any); layer 0 must be unsalted unless
-  /// `Rule` is any.
-  template <bump_rule Rule>
-  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t locate(std::uint64_t& hash,
-                                                     std::uint64_t& start) const {
-    const layer_plan& first = layers[0];
-    if constexpr (Rule == bump_rule::any) hash = first_hash(hash);
-    start = fastrange64(hash, first.geometry.num_starts);
-    if (!first.bumps<Rule>(start)) return 0;
-    return find_layer_from(1, hash, start);
-  }
-
-  /// The result of the key (hash, start) in layer `layer`, and in `bits` its width (r, or
-  /// r + 1 in upper blocks of a layer with fractional bits). `Bits` > 0: every block holds
-  /// Bits words (known at compile time); 0: any layer.
-  template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>>
-  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t result(std::uint32_t layer, std::uint64_t start,
-                                                     std::uint64_t hash, std::uint32_t& bits,
-                                                     const Rows& rows = {}) const {
-    const layer_plan& l = layers[layer];
-    if constexpr (Bits != 0) {
-      bits = Bits;
-      return rows(l.solution, Bits, start, coefficients<Width>(hash));
-    } else {
-      const std::uint64_t block = start / Width;
-      bits = l.geometry.block_bits(block, result_bits);
-      const auto* words =
-          static_cast<const word_t<Width>*>(l.solution) + l.geometry.block_word(block, result_bits);
-      return block_result<Width>(words, bits, static_cast<unsigned>(start % Width),
-                                 coefficients<Width>(hash));
-    }
-  }
-
-  /// Is the key (hash, start) of layer `layer` a member? (Its result equals its right side.)
-  template <unsigned Width, std::uint32_t Bits, class Rows = portable_rows<Width>>
-  RIBBON_HD RIBBON_FORCE_INLINE bool matches(std::uint32_t layer, std::uint64_t start,
-                                             std::uint64_t hash, const Rows& rows = {}) const {
-    std::uint32_t bits = 0;
-    const std::uint32_t r = result<Width, Bits, Rows>(layer, start, hash, bits, rows);
-    return r == (fingerprint(hash, bits) & rhs_mask);
-  }
-
-  /// Membership of the key whose key hash is `hash`: the filter_ref::contains_hash() answer.
-  template <unsigned Width, bump_rule Rule, std::uint32_t Bits, class Rows = portable_rows<Width>>
-  RIBBON_HD RIBBON_FORCE_INLINE bool contains(std::uint64_t hash) const {
-    std::uint64_t start = 0;
-    const std::uint32_t layer = locate<Rule>(hash, start);
-    return layer != num_layers && matches<Width, Bits, Rows>(layer, start, hash);
-  }
-
-  /// The value stored for the key whose key hash is `hash`: filter_ref::lookup_hash(). `Bits`
-  /// and `Rows` as result()'s.
-  template <unsigned Width, bump_rule Rule, std::uint32_t Bits = 0,
-            class Rows = portable_rows<Width>>
-  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup(std::uint64_t hash) const {
-    std::uint64_t start = 0;
-    const std::uint32_t layer = locate<Rule>(hash, start);
-    std::uint32_t bits = 0;
-    return layer == num_layers ? 0 : result<Width, Bits, Rows>(layer, start, hash, bits);
+  /// walk_from(), inlined.
+  RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t find_layer_from(std::uint32_t first,
+                                                              std::uint64_t& hash,
+                                                              std::uint64_t& start) const {
+    return walk_from(first, hash, start);
   }
 };
 
@@ -368,20 +359,24 @@ struct filter_ref {
   /// (retrieval structures: their check bits, 2^-check_bits; always true without them).
   RIBBON_HD bool contains_hash(std::uint64_t hash) const {
     if (is_retrieval(params.variant)) return params.check_passes(hash, lookup_hash(hash));
+    if (num_layers == 0) return false;
+    const detail::ref_plan q(*this);
     switch (params.width) {
-      case 32: return detail::contains_hash<32>(params, layers, num_layers, hash);
-      case 64: return detail::contains_hash<64>(params, layers, num_layers, hash);
-      default: return detail::contains_hash<128>(params, layers, num_layers, hash);
+      case 32: return q.contains<32, detail::bump_rule::any, 0>(hash);
+      case 64: return q.contains<64, detail::bump_rule::any, 0>(hash);
+      default: return q.contains<128, detail::bump_rule::any, 0>(hash);
     }
   }
 
   /// The r bits stored for a key hash (retrieval structures; arbitrary for other keys): the
   /// value under its check bits (params.value_of() keeps the value).
   RIBBON_HD std::uint32_t lookup_hash(std::uint64_t hash) const {
+    if (num_layers == 0) return 0;
+    const detail::ref_plan q(*this);
     switch (params.width) {
-      case 32: return detail::lookup_hash<32>(params, layers, num_layers, hash);
-      case 64: return detail::lookup_hash<64>(params, layers, num_layers, hash);
-      default: return detail::lookup_hash<128>(params, layers, num_layers, hash);
+      case 32: return q.lookup<32, detail::bump_rule::any>(hash);
+      case 64: return q.lookup<64, detail::bump_rule::any>(hash);
+      default: return q.lookup<128, detail::bump_rule::any>(hash);
     }
   }
 
@@ -405,6 +400,12 @@ RIBBON_HD inline query_plan::query_plan(const filter_ref& f)
       rhs_mask(f.params.variant == filter_variant::homogeneous ? 0u : ~0u) {
   for (std::uint32_t l = 0; l < f.num_layers; ++l) layers[l] = layer_plan(f.params, f.layers[l]);
 }
+
+RIBBON_HD inline ref_plan::ref_plan(const filter_ref& f)
+    : params(f.params),
+      layers(f.layers),
+      num_layers(f.num_layers),
+      result_bits(f.params.result_bits) {}
 }  // namespace detail
 
 }  // namespace ribbon

@@ -102,15 +102,18 @@ struct layer0_row {
 
   /// Membership of a key that layer 0 bumps: the later layers, by the general path.
   RIBBON_HD RIBBON_FORCE_INLINE bool contains_after_layer0(const filter_ref& f) const {
-    return f.num_layers > 1 && contains_from_layer<Width>(f.params, f.layers, f.num_layers, 1,
-                                                          remix(hash, f.layers[1].salt));
+    const ref_plan q(f);
+    std::uint64_t layer_hash = hash, layer_start = 0;
+    const std::uint32_t layer = q.find_layer_from(1, layer_hash, layer_start);
+    return q.member<Width, 0>(layer, layer_start, layer_hash);
   }
 
   /// Retrieval: the value of a key that layer 0 bumps, from the later layers.
   RIBBON_HD RIBBON_FORCE_INLINE std::uint32_t lookup_after_layer0(const filter_ref& f) const {
-    return f.num_layers > 1 ? lookup_from_layer<Width>(f.params, f.layers, f.num_layers, 1,
-                                                       remix(hash, f.layers[1].salt))
-                            : 0u;
+    const ref_plan q(f);
+    std::uint64_t layer_hash = hash, layer_start = 0;
+    const std::uint32_t layer = q.find_layer_from(1, layer_hash, layer_start);
+    return q.value<Width, 0>(layer, layer_start, layer_hash);
   }
 };
 
