@@ -54,9 +54,16 @@ abstract class LayerQuery {
         return absent;
     }
 
-    /** Layer 0's hash of a key hash: the key hash, or its remix where layer 0 has a salt. */
+    /** Layer 0's hash of a key hash ({@link #firstHash} of layer 0). */
     static long layer0Hash(LayerQuery[] layers, long keyHash) {
-        long salt = layers[0].salt;
+        return layers[0].firstHash(keyHash);
+    }
+
+    /**
+     * This layer's hash of a key hash, as layer 0: the key hash, or its remix where the layer has
+     * a salt (a standard layer retried). The one rule of the readers, as C++'s layer_remixes.
+     */
+    final long firstHash(long keyHash) {
         return salt != 0 ? Hashing.remix(keyHash, salt) : keyHash;
     }
 }

@@ -48,7 +48,7 @@ final class Query64 {
      */
     int residue(long keyHash, int rhsMask, int absent) {
         Planned layer0 = first;
-        long hash = layer0.salt != 0 ? Hashing.remix(keyHash, layer0.salt) : keyHash;
+        long hash = layer0.firstHash(keyHash);
         long start = layer0.start(hash);
         if (layer0.bumps(start)) return LayerQuery.walkOn(layers, 1, hash, rhsMask, absent);
         return layer0.residue(start, hash, rhsMask);
@@ -183,7 +183,7 @@ final class Query64 {
             long[] h = heap;
             int r = bits;
             for (int i = 0; i < count; i++) {
-                long hash = salt != 0 ? Hashing.remix(keyHashes[i], salt) : keyHashes[i];
+                long hash = firstHash(keyHashes[i]);
                 keyHashes[i] = hash;
                 long start = start(hash);
                 starts[i] = start;
