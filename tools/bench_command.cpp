@@ -1,7 +1,6 @@
 // `ribbon bench`: end-to-end benchmark on random 64-bit keys held in memory.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
