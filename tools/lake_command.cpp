@@ -24,7 +24,7 @@ try:
     from ribbon.lake import main
 except ImportError as e:
     print(f"ribbon lake: this Python ({sys.executable}) cannot import ribbon.lake: {e} "
-          "(pip install 'ribbon[arrow]' there, or set RIBBON_PYTHON)", file=sys.stderr)
+          "(pip install 'ribbon-filter[arrow]' there, or set RIBBON_PYTHON)", file=sys.stderr)
     sys.exit(2)
 sys.exit(main(sys.argv[1:], prog="ribbon lake"))
 )py";

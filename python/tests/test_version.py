@@ -42,10 +42,49 @@ def test_cli_version(cli):
 def test_installed_metadata():
     """The installed wheel's metadata (pip install .), where this ribbon is an installed one."""
     try:
-        dist = importlib.metadata.distribution("ribbon")
+        dist = importlib.metadata.distribution("ribbon-filter")
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip("ribbon is not installed (the build tree's package)")
+        pytest.skip("ribbon-filter is not installed (the build tree's package)")
     installed = pathlib.Path(dist.locate_file("ribbon/__init__.py")).resolve()
     if installed != pathlib.Path(ribbon.__file__).resolve():
         pytest.skip("the ribbon imported is not the installed one")
     assert dist.version == cmake_version()
+
+
+# The distribution is `ribbon-filter` (the name `ribbon` on PyPI is another project's); the
+# import name and the command stay `ribbon`.
+DISTRIBUTION = "ribbon-filter"
+# A pip install of the bare name `ribbon`, with or without extras: `pip install ribbon`,
+# `pip install 'ribbon[arrow]'`, `pip install "ribbon[spark]"`.
+WRONG_INSTALL = re.compile(r"pip install\s+['\"]?ribbon(\[[^\]]*\])?['\"]?(?=[\s)`'\",.]|$)", re.M)
+
+
+def test_distribution_name():
+    text = (ROOT / "pyproject.toml").read_text()
+    match = re.search(r'^\[project\]\s*\nname\s*=\s*"([^"]+)"', text, re.M)
+    assert match and match.group(1) == DISTRIBUTION
+
+
+def test_no_message_installs_the_wrong_distribution():
+    """Every message and document that tells a user what to install names ribbon-filter."""
+    suffixes = {".py", ".md", ".cpp", ".hpp", ".h", ".java", ".toml", ".txt", ".sh"}
+    roots = ["README.md", "pyproject.toml", "docs", "python/ribbon", "tools", "cpu", "common",
+             "cuda", "java/src", "bench"]
+    offenders = []
+    for root in roots:
+        path = ROOT / root
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.suffix in suffixes]
+        for file in files:
+            for match in WRONG_INSTALL.finditer(file.read_text(errors="replace")):
+                offenders.append(f"{file.relative_to(ROOT)}: {match.group(0)}")
+    # bench/RESULTS.md and bench/history/ are the dated log: they quote what was run then.
+    offenders = [o for o in offenders if not o.startswith(("bench/RESULTS.md", "bench/history/"))]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_wrong_install_pattern():
+    """The pattern above finds the bare name and leaves the right one and local paths alone."""
+    assert WRONG_INSTALL.search("(pip install 'ribbon[arrow]' there")
+    assert WRONG_INSTALL.search("pip install ribbon\n")
+    assert not WRONG_INSTALL.search("pip install 'ribbon-filter[arrow]' there")
+    assert not WRONG_INSTALL.search('pip install ".[spark]"')

@@ -32,7 +32,7 @@ from .._ribbon import (
 from .destination import Destination
 
 if TYPE_CHECKING:
-    from .driver import BuildStats
+    from .stats import BuildStats
     from .engine import Engine
 
 #: A part's window: (part path, part bytes, offset in the part, bytes, offset in the file).

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow.fs as pafs
@@ -15,6 +14,7 @@ from .._ribbon import DistributedParams, LayerPlan, RangedLayers, finish_layers,
 from .assembly import assemble_file
 from .destination import Destination
 from .engine import Engine, LocalEngine
+from .stats import BuildStats  # noqa: F401  (ribbon.distributed.driver.BuildStats, as before)
 from .steps import (
     DEFAULT_ONE_PLACE_KEYS,
     DEFAULT_RANGE_KEYS,
@@ -29,25 +29,6 @@ from .steps import (
 #: The options of :func:`run_build` after the path, by name (see :func:`options_of`).
 RUN_OPTIONS = ("range_keys", "one_place_keys", "threads", "filesystem", "group_names", "metadata")
 
-
-@dataclass
-class BuildStats:
-    """What a distributed build did: counts, the seconds of each stage, and the bytes of the
-    file that the driver wrote itself (header, descriptors, padding, finished layers)."""
-
-    rows: int = 0
-    keys: int = 0  # distinct key hashes: the file's key count
-    groups: int = 0  # a filter set's distinct groups (0 for a filter)
-    file_bytes: int = 0
-    driver_bytes_written: int = 0
-    layers: List[dict] = field(default_factory=list)  # per distributed layer
-    one_place_layers: int = 0
-    seconds: dict = field(default_factory=dict)
-    layer0_route: str = ""  # where an engine that can choose hashed layer 0 ("jvm", "python")
-
-    @property
-    def bits_per_key(self) -> float:
-        return 8.0 * self.file_bytes / self.keys if self.keys else 0.0
 
 def _solve_layers(engine: Engine, params, destination: Destination, rows: int, range_keys: int,
                   one_place_keys: int, threads: int, stats: BuildStats):
