@@ -4,15 +4,32 @@
 #include <exception>
 #include <functional>
 #include <new>
+#include <string>
 #include <system_error>
 
 #include "commands.hpp"
 #include "ribbon/error.hpp"
+#include "ribbon/version.hpp"
+
+namespace {
+
+/// `ribbon --version`: the release, then the format versions read and written (as the C ABI's
+/// ribbon_format_versions and `java -jar ribbon.jar --version` say them).
+std::string version_text() {
+  constexpr ribbon::release_info release = ribbon::release();
+  return std::string(release.version) + "\nformat versions: reads " +
+         std::to_string(release.oldest_read_format) + "-" +
+         std::to_string(release.newest_read_format) + ", writes " +
+         std::to_string(release.oldest_written_format) + "-" +
+         std::to_string(release.newest_written_format);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ribbon: static Ribbon filters built in bulk"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", RIBBON_VERSION);
+  app.set_version_flag("--version", version_text());
   const std::pair<const char*, std::function<int()>> commands[] = {
       {"build", ribbon::cli::add_build_command(app)},
       {"query", ribbon::cli::add_query_command(app)},

@@ -15,6 +15,7 @@
 
 #include "query_kernels.hpp"
 #include "ribbon/filter.hpp"
+#include "ribbon/version.hpp"
 
 struct ribbon_reader {
   ribbon::filter filter;
@@ -167,6 +168,19 @@ extern "C" {
 
 int ribbon_c_api_version(void) {
   return RIBBON_C_API_VERSION;
+}
+
+const char* ribbon_version(void) {
+  return ribbon::release().version;
+}
+
+void ribbon_format_versions(uint32_t* oldest_read, uint32_t* newest_read, uint32_t* oldest_written,
+                            uint32_t* newest_written) {
+  constexpr ribbon::release_info release = ribbon::release();
+  if (oldest_read != nullptr) *oldest_read = release.oldest_read_format;
+  if (newest_read != nullptr) *newest_read = release.newest_read_format;
+  if (oldest_written != nullptr) *oldest_written = release.oldest_written_format;
+  if (newest_written != nullptr) *newest_written = release.newest_written_format;
 }
 
 const char* ribbon_last_error(void) {

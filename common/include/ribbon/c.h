@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /** Bumped on incompatible changes of this header. */
-#define RIBBON_C_API_VERSION 2
+#define RIBBON_C_API_VERSION 3
 
 #define RIBBON_OK 0
 #define RIBBON_ERROR (-1)
@@ -60,6 +60,16 @@ typedef struct ribbon_info {
 
 /** The version of this ABI the library implements (RIBBON_C_API_VERSION). */
 RIBBON_C_API int ribbon_c_api_version(void);
+
+/** The library's release, "MAJOR.MINOR.PATCH" (RIBBON_VERSION_STRING of ribbon/version.hpp,
+ * what `ribbon --version` prints). Since RIBBON_C_API_VERSION 3. */
+RIBBON_C_API const char* ribbon_version(void);
+
+/** The file format versions the library reads (oldest_read to newest_read) and writes
+ * (oldest_written to newest_written: a writer writes the oldest version that can hold a file).
+ * Any pointer may be NULL. Since RIBBON_C_API_VERSION 3. */
+RIBBON_C_API void ribbon_format_versions(uint32_t* oldest_read, uint32_t* newest_read,
+                                         uint32_t* oldest_written, uint32_t* newest_written);
 
 /** The message of the last failed call on this thread ("" if none). Valid until the next
  * call on this thread. */

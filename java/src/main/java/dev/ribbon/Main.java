@@ -21,10 +21,14 @@ public final class Main {
             status = CheckCases.run(rest, System.out);
         } else if (args.length > 0 && args[0].equals("bench")) {
             status = Bench.run(rest);
+        } else if (args.length == 1 && args[0].equals("--version")) {
+            System.out.println(Version.text());
+            status = 0;
         } else {
             System.err.println("usage: java -jar ribbon.jar query FILTER [-i FILE ...|-] [--format lines|u64|hex64]"
                     + " [--count] [--values] [--group G | --groups-of] [KEY ...]\n       java -jar ribbon.jar verify FILTER ...\n"
-                    + "       java -jar ribbon.jar check-cases DIR\n       java -jar ribbon.jar bench FILTER KEYS.u64 [--rounds N]");
+                    + "       java -jar ribbon.jar check-cases DIR\n       java -jar ribbon.jar bench FILTER KEYS.u64 [--rounds N]\n"
+                    + "       java -jar ribbon.jar --version");
             status = 2;
         }
         System.exit(status);
