@@ -35,8 +35,60 @@ def test_module_version():
     assert ribbon.__version__ == cmake_version()
 
 
-def test_cli_version(cli):
-    assert cli("--version").stdout.decode().strip() == cmake_version()
+def format_line(read, written):
+    return f"format versions: reads {read[0]}-{read[1]}, writes {written}"
+
+
+def test_cli_version(cli, c_abi_versions):
+    lines = cli("--version").stdout.decode().splitlines()
+    version, (oldest_read, newest_read, oldest_written, newest_written) = c_abi_versions
+    assert lines == [cmake_version(),
+                     format_line((oldest_read, newest_read), f"{oldest_written}-{newest_written}")]
+
+
+@pytest.fixture
+def c_abi_versions():
+    """The C ABI library's ribbon_version and ribbon_format_versions."""
+    import ctypes
+    import os
+
+    path = os.environ.get("RIBBON_READER_LIBRARY") or ribbon.reader_library()
+    if not path or not os.path.exists(path):
+        pytest.skip("no C ABI library (RIBBON_READER_LIBRARY)")
+    lib = ctypes.CDLL(path)
+    lib.ribbon_version.restype = ctypes.c_char_p
+    out = [ctypes.c_uint32() for _ in range(4)]
+    lib.ribbon_format_versions(*[ctypes.byref(v) for v in out])
+    return lib.ribbon_version().decode(), tuple(v.value for v in out)
+
+
+def test_c_abi_and_header_versions(c_abi_versions):
+    version, formats = c_abi_versions
+    assert version == cmake_version()
+    header = (ROOT / "common/include/ribbon/version.hpp").read_text()
+    parts = [re.search(rf"#define RIBBON_VERSION_{p} (\d+)", header).group(1)
+             for p in ("MAJOR", "MINOR", "PATCH")]
+    assert ".".join(parts) == cmake_version()
+    # Reads every version of the corpus's rule table, writes from version 2 (1 is read only).
+    assert formats == (1, 7, 2, 7)
+
+
+def test_jar_version(c_abi_versions):
+    import os
+    import shutil
+    import subprocess
+    import zipfile
+
+    jar = os.environ.get("RIBBON_JAVA_JAR")
+    if not jar or not os.path.exists(jar) or not shutil.which("java"):
+        pytest.skip("no ribbon.jar (RIBBON_JAVA_JAR) or no java")
+    _, (oldest_read, newest_read, _, _) = c_abi_versions
+    out = subprocess.run(["java", "-jar", jar, "--version"], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.splitlines()
+    assert out == [cmake_version(),
+                   format_line((oldest_read, newest_read), "none (a reader)")]
+    manifest = zipfile.ZipFile(jar).read("META-INF/MANIFEST.MF").decode()
+    assert f"Implementation-Version: {cmake_version()}" in manifest.splitlines()
 
 
 def test_installed_metadata():
