@@ -23,9 +23,9 @@ scan's.
 
 from ._build import IndexStats, build_index, update_index
 from ._cli import main
-from ._index import LakeIndex, candidate_files, load_index
+from .._lakecore.index import LakeIndex, candidate_files, load_index
 from ._read import read
-from ._table import (INDEX_FORMAT, MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, Table,
+from .._lakecore.table import (INDEX_FORMAT, MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, Table,
                      key_kind_of_type, key_kind_of_type_or_none, list_files, normalise,
                      open_table, relative_of_uri, spark_path)
 

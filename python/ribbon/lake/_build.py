@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 
 from .. import _ribbon
 from .. import distributed as dist
-from ._index import _delta_paths, load_index
-from ._table import (INDEX_FORMAT, MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, Table,
+from .._lakecore.index import _delta_paths, load_index
+from .._lakecore.table import (INDEX_FORMAT, MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, Table,
                      _footer_facts, key_kind_of_type, list_files, open_table, relative_of_uri,
                      spark_path)
 
@@ -168,7 +168,7 @@ def _build_spark(spark, table, files, facts, column, arrow_type, kind, out, *, f
     ``_metadata.file_path`` (decoded on the driver), ribbon.spark's build_set route."""
     from pyspark.sql import functions as F
 
-    from .. import spark as ribbon_spark
+    from ..spark import api as ribbon_spark
 
     if kind == "u64" and pa.types.is_uint64(arrow_type):
         raise LakeError(f"column {column!r} is uint64, which Spark reads as a decimal: build "

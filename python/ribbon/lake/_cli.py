@@ -9,8 +9,8 @@ from typing import Optional, Sequence
 
 from .. import _ribbon
 from ._build import build_index, update_index
-from ._index import LakeIndex, candidate_files, load_index
-from ._table import LakeError
+from .._lakecore.index import LakeIndex, candidate_files, load_index
+from .._lakecore.table import LakeError
 
 
 # ---------------------------------------------------------------------------------------

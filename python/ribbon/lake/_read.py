@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from ._index import candidate_files
-from ._table import LakeError, list_files
+from .._lakecore.index import candidate_files
+from .._lakecore.table import LakeError, list_files
 
 
 def _key_array(keys, arrow_type) -> pa.Array:

@@ -171,14 +171,15 @@ def read_indexed(spark, table, column: str, keys, index):
     column. The rows are a full scan's (``column IN keys`` is applied)."""
     from pyspark.sql import functions as F
 
-    from .. import lake
+    from .._lakecore.index import candidate_files
+    from .._lakecore.table import LakeError, list_files, spark_path
 
-    source, files = lake.candidate_files(table, column, keys, index)
-    everything = files or list(lake.list_files(source))[:1]
+    source, files = candidate_files(table, column, keys, index)
+    everything = files or list(list_files(source))[:1]
     if not everything:
-        raise lake.LakeError(f"table {source.id} has no Parquet files")
-    df = (spark.read.option("basePath", lake.spark_path(source.uri("")).rstrip("/"))
-          .parquet(*[lake.spark_path(source.uri(r)) for r in everything]))
+        raise LakeError(f"table {source.id} has no Parquet files")
+    df = (spark.read.option("basePath", spark_path(source.uri("")).rstrip("/"))
+          .parquet(*[spark_path(source.uri(r)) for r in everything]))
     if not files:
         return df.where(F.lit(False))
     if isinstance(keys, (pa.Array, pa.ChunkedArray)):

@@ -15,7 +15,7 @@ import pyarrow.fs as pafs
 
 from .. import _ribbon
 from ..sets import FilterSet
-from ._table import (INDEX_FORMAT, IndexUnusable, Table, _footer_facts,
+from .table import (INDEX_FORMAT, IndexUnusable, Table, _footer_facts,
                      key_kind_of_type_or_none, list_files, open_table)
 
 
