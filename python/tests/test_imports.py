@@ -52,20 +52,24 @@ def imported_by(name: str, path: pathlib.Path):
     return found
 
 
-def parent_package(name: str):
-    """The package whose ``__init__`` runs before ``name`` (ribbon itself excepted: everything
-    is below it), or None."""
-    parent = name.rpartition(".")[0]
-    return parent if parent in MODULES and parent != "ribbon" else None
+def packages_run_first(importer: str, target: str):
+    """The packages whose ``__init__`` an import of ``target`` from ``importer`` runs first:
+    target's enclosing packages that do not enclose the importer (those are running already),
+    ribbon itself excepted (everything is below it)."""
+    parts = target.split(".")
+    for n in range(2, len(parts)):
+        package = ".".join(parts[:n])
+        if package in MODULES and not (importer + ".").startswith(package + "."):
+            yield package
 
 
 def graph():
-    """Every module's edges: what its source imports, and its package (importing a.b.c runs
-    a.b's ``__init__`` first, and with it everything that imports)."""
+    """Every module's edges: what its source imports, and the packages that such an import
+    runs first (ribbon.spark.api from ribbon.lake runs ribbon/spark/__init__.py, and with it
+    everything that imports)."""
     edges = {name: imported_by(name, path) for name, path in MODULES.items()}
-    for name in edges:
-        if (parent := parent_package(name)):
-            edges[name].add(parent)
+    for name, targets in edges.items():
+        targets |= {p for t in list(targets) for p in packages_run_first(name, t)}
     return edges
 
 
@@ -98,9 +102,10 @@ def test_cycle_finder_finds_cycles():
 
 def test_graph_counts_packages_and_function_level_imports():
     edges = graph()
-    # ribbon.lake's Spark engine imports ribbon.spark's build inside a function.
-    assert "ribbon.spark.api" in edges["ribbon.lake._build"]
-    assert "ribbon.spark" in edges["ribbon.spark.api"]
+    # ribbon.lake's Spark engine imports ribbon.spark's build inside a function, and with it
+    # ribbon/spark/__init__.py; a package's own modules do not run its __init__ again.
+    assert {"ribbon.spark.api", "ribbon.spark"} <= edges["ribbon.lake._build"]
+    assert "ribbon.distributed" not in edges["ribbon.distributed.assembly"]
 
 
 def test_no_cycle():
