@@ -29,9 +29,11 @@ from .._lakecore.table import (INDEX_FORMAT, MAX_DELTAS, REBUILD_SHARE, IndexUnu
                      key_kind_of_type, key_kind_of_type_or_none, list_files, normalise,
                      open_table, relative_of_uri, spark_path)
 
-# The modules, by concern: _table (tables, their files, the facts an index records of each),
-# _build (the local and Spark engines, build_index, update_index), _index (LakeIndex,
-# load_index, candidate_files), _read (read), _cli (python -m ribbon.lake). Their names start
+# The modules, by concern: ribbon._lakecore's table (tables, their files, the facts an index
+# records of each) and index (LakeIndex, load_index, candidate_files), below this package so
+# that ribbon.spark's read_indexed imports them without importing ribbon.lake; _build (the
+# local and Spark engines, build_index, update_index), _read (read), _cli (python -m
+# ribbon.lake). Their names start
 # with "_" so that none shadows the function it defines (ribbon.lake.read is the function).
 __all__ = [
     "INDEX_FORMAT", "MAX_DELTAS", "REBUILD_SHARE", "IndexStats", "IndexUnusable", "LakeError",
