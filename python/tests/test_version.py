@@ -101,6 +101,17 @@ def test_installed_metadata():
     if installed != pathlib.Path(ribbon.__file__).resolve():
         pytest.skip("the ribbon imported is not the installed one")
     assert dist.version == cmake_version()
+    meta = dist.metadata
+    assert meta["Name"] == DISTRIBUTION
+    assert meta["Requires-Python"] and meta["Summary"]
+    # The long description is the README, as PyPI shows it.
+    assert meta["Description-Content-Type"] == "text/markdown"
+    readme = (ROOT / "README.md").read_text()
+    assert (meta.get_payload() or meta["Description"] or "").strip() == readme.strip()
+    classifiers = meta.get_all("Classifier")
+    assert "Programming Language :: Python :: 3" in classifiers
+    extras = set(meta.get_all("Provides-Extra"))
+    assert {"arrow", "spark", "test"} <= extras
 
 
 # The distribution is `ribbon-filter` (the name `ribbon` on PyPI is another project's); the
