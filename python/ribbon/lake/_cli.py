@@ -28,6 +28,11 @@ def _parse_keys(index: LakeIndex, words: Sequence[str]):
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m ribbon.lake") -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["iceberg"]:  # its own command line, which imports PyIceberg
+        from ._iceberg_cli import main as iceberg_main
+
+        return iceberg_main(argv[1:], prog=f"{prog} iceberg")
     parser = argparse.ArgumentParser(prog=prog,
                                      description="Data-skipping indexes of Parquet tables.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -52,6 +57,8 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m ribbon.lak
                        help="the index's answer only (no listing of the table)")
     info = commands.add_parser("info", help="the index's metadata (JSON)")
     info.add_argument("index")
+    commands.add_parser("iceberg", help="indexes of Iceberg tables (python -m ribbon.lake "
+                        "iceberg --help)")
     args = parser.parse_args(argv)
     try:
         if args.command == "build":

@@ -71,12 +71,11 @@ def _name(table) -> str:
     return ".".join(table.name()) if hasattr(table, "name") else str(table)
 
 
-def _field(table, column: str, snapshot=None):
-    """The Iceberg field of ``column`` in the snapshot's schema (the current one by default);
-    LakeError for a missing, nested or non-key column."""
+def _field(table, column: str):
+    """The Iceberg field of ``column`` in the table's current schema (field ids outlive
+    renames: a snapshot written under another name is read by the same id); LakeError for a
+    missing, nested or non-key column."""
     schema = table.schema()
-    if snapshot is not None and snapshot.schema_id is not None:
-        schema = table.schemas().get(snapshot.schema_id, schema)
     try:
         found = schema.find_field(column)
     except ValueError:
@@ -256,8 +255,12 @@ def _read_statistics(table, statistics) -> List[_puffin.Blob]:
         with table.io.new_input(statistics.statistics_path).open() as f:
             data = f.read()
     except (OSError, FileNotFoundError) as e:
-        raise IndexUnusable(f"statistics file {statistics.statistics_path} cannot be read: {e}")
-    return _puffin.read(data, statistics.statistics_path)
+        raise IndexUnusable(f"statistics file {statistics.statistics_path} cannot be read: "
+                            f"{e}") from None
+    try:
+        return _puffin.read(data, statistics.statistics_path)
+    except LakeError as e:
+        raise IndexUnusable(str(e)) from None
 
 
 def _register(table, snapshot, blobs: List[_puffin.Blob]):
@@ -321,7 +324,7 @@ def _index_from_blobs(table, statistics, blobs, field_id) -> IcebergIndex:
         try:
             index = FilterSet.from_bytes(blob.data)
             meta = json.loads(index.metadata or b"")
-        except (ValueError, RuntimeError) as e:
+        except (ValueError, _ribbon.Error) as e:
             raise IndexUnusable(f"the {BLOB_TYPE} blob of {statistics.statistics_path} is "
                                 f"corrupt: {e}") from None
         if meta.get("format") != INDEX_FORMAT or meta.get("table") != str(
@@ -385,7 +388,7 @@ def build_index(table, column: str, *, fpr: Optional[float] = None,
         raise ValueError("engine='spark' needs spark= (a SparkSession)")
     threads = threads or os.cpu_count() or 1
     snapshot = _snapshot(table, snapshot_id)
-    field_id, arrow_type, kind = _field(table, column, snapshot)
+    field_id, arrow_type, kind = _field(table, column)
     live = _live_files(table, snapshot)
     files = {p: live[p] for p in _only} if _only is not None else live
     if not files:

@@ -1,0 +1,103 @@
+"""python -m ribbon.lake iceberg build|query|update|info: ribbon.lake.iceberg on the command
+line, the table named in a PyIceberg catalog (``--catalog NAME``, its properties from
+``--catalog-property KEY=VALUE`` or, as PyIceberg finds them, ``.pyiceberg.yaml`` and
+``PYICEBERG_CATALOG__*`` environment variables)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import Optional, Sequence
+
+import pyarrow as pa
+
+from .. import _ribbon
+from .._lakecore.table import LakeError
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Data-skipping indexes of Iceberg tables, stored as Puffin "
+        "statistics files.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in [("build", "index a column at the current snapshot"),
+                       ("update", "index the data files added since"),
+                       ("query", "the data files a read of the keys must open"),
+                       ("info", "the index's blobs (JSON lines)")]:
+        command = commands.add_parser(name, help=text)
+        command.add_argument("--catalog", default="default",
+                             help="the PyIceberg catalog's name (default: default)")
+        command.add_argument("--catalog-property", action="append", default=[],
+                             metavar="KEY=VALUE", help="a catalog property (uri=, warehouse=, "
+                             "type=...), as pyiceberg.catalog.load_catalog takes them")
+        command.add_argument("--table", required=True, help="namespace.table")
+        command.add_argument("--column", "-c", required=True)
+        if name in ("build", "update"):
+            command.add_argument("--fpr", type=float)
+            command.add_argument("--bits", type=int)
+            command.add_argument("--threads", type=int, default=0)
+        if name == "query":
+            command.add_argument("keys", nargs="+")
+            command.add_argument("--snapshot-id", type=int)
+    return parser
+
+
+def _table(args):
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.exceptions import NoSuchTableError
+
+    properties = {}
+    for item in args.catalog_property:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise LakeError(f"--catalog-property {item!r} is not KEY=VALUE")
+        properties[key] = value
+    try:
+        return load_catalog(args.catalog, **properties).load_table(args.table)
+    except NoSuchTableError as e:
+        raise LakeError(f"no table {args.table!r} in catalog {args.catalog!r}: {e}") from None
+
+
+def _parse_keys(table, column: str, words: Sequence[str]):
+    from . import iceberg
+
+    _, arrow_type, kind = iceberg._field(table, column)
+    if kind == "u64":
+        try:
+            return [int(w, 0) for w in words]
+        except ValueError as e:
+            raise _ribbon.KeyTypeError(f"column {column!r} ({arrow_type}) takes integers: {e}")
+    return [w.encode() for w in words] if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) else list(words)
+
+
+def main(argv: Sequence[str], prog: str = "python -m ribbon.lake iceberg") -> int:
+    args = _parser(prog).parse_args(argv)
+    try:
+        from . import iceberg
+
+        table = _table(args)
+        if args.command in ("build", "update"):
+            run = iceberg.build_index if args.command == "build" else iceberg.update_index
+            stats = run(table, args.column, fpr=args.fpr, bits=args.bits, threads=args.threads)
+            print(json.dumps(dataclasses.asdict(stats), sort_keys=True))
+        elif args.command == "query":
+            keys = _parse_keys(table, args.column, args.keys)
+            for task in iceberg.plan_files(table, args.column, keys, args.snapshot_id):
+                print(task.file.file_path)
+        else:
+            index = iceberg.load_index(table, args.column)
+            for _, fs, meta in index.parts:
+                summary = {k: v for k, v in meta.items() if k != "files"}
+                summary.update(statistics_path=index.statistics_path, files=len(meta["files"]),
+                               bytes=fs.nbytes, pairs=fs.key_count,
+                               bits_per_pair=fs.bits_per_key)
+                print(json.dumps(summary, sort_keys=True))
+    except ImportError as e:
+        print(f"ribbon.lake iceberg: {e}", file=sys.stderr)
+        return 2
+    except (LakeError, _ribbon.Error, OSError, ValueError) as e:
+        print(f"ribbon.lake iceberg: {e}", file=sys.stderr)
+        return 2
+    return 0
