@@ -22,6 +22,7 @@ import ribbon  # noqa: E402
 from ribbon.lake import IndexUnusable, LakeError  # noqa: E402
 from ribbon.lake import _puffin as puffin  # noqa: E402
 from ribbon.lake import iceberg  # noqa: E402
+from spark_fixtures import spark  # noqa: E402,F401
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string()),
                     pa.field("region", pa.string()), pa.field("score", pa.float64())])
@@ -276,6 +277,22 @@ def test_two_columns_share_the_statistics_file(catalog):
 def read_bytes(table, path):
     with table.io.new_input(path).open() as f:
         return f.read()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("column", ["id", "name"])
+def test_the_spark_engine_writes_the_local_engines_bytes(catalog, spark, column):
+    table = make_table(catalog, nulls=True)
+    with table.update_schema() as update:  # Spark matches the files' columns by field id
+        update.rename_column(column, "renamed")
+    local = iceberg.build_index(table, "renamed")
+    on_spark = iceberg.build_index(table, "renamed", engine="spark", spark=spark)
+    assert (local.rows, local.nulls, local.pairs) == (on_spark.rows, on_spark.nulls, on_spark.pairs)
+
+    def blob_of(stats):
+        return [b.data for b in puffin.read(read_bytes(table, stats.path))]
+    assert blob_of(on_spark) == blob_of(local)
+    check_reads(table, "renamed", some_keys(table, "renamed", 3))
 
 
 # ---------------------------------------------------------------------------------------

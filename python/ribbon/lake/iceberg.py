@@ -177,7 +177,7 @@ def _build_set_spark(spark, table, paths, field_id, kind, *, fpr, bits, seed):
     spark_type = T.LongType() if kind == "u64" else T.BinaryType()
     schema = T.StructType([T.StructField("key", spark_type, True,
                                          metadata={"parquet.field.id": field_id})])
-    by_uri = {_spark_uri(spark_path(p)): p for p in paths}
+    by_uri = {_spark_uri(p): p for p in paths}
     previous = spark.conf.get("spark.sql.parquet.fieldId.read.enabled", "false")
     spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
     try:
@@ -209,11 +209,14 @@ def _build_set_spark(spark, table, paths, field_id, kind, *, fpr, bits, seed):
 
 
 def _spark_uri(uri: str) -> str:
-    """A file URI as Spark's _metadata.file_path spells it (file:/a, not file:///a)."""
+    """A file URI as Spark's _metadata.file_path spells it (file:/a, not file:///a; s3a://),
+    decoded: the key that matches a manifest's path to the file Spark read."""
     import urllib.parse
 
     uri = urllib.parse.unquote(uri)
-    return "file:" + uri[len("file://"):] if uri.startswith("file:///") else uri
+    if uri.startswith("file:///"):
+        return "file:" + uri[len("file://"):]
+    return "s3a://" + uri[len("s3://"):] if uri.startswith("s3://") else uri
 
 
 # ---------------------------------------------------------------------------------------
