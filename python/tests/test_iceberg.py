@@ -428,3 +428,24 @@ def test_command_line(catalog, tmp_path):
     missing = run_cli("build", *common[:-1], "nope")
     assert missing.returncode == 2 and "no column 'nope'" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_the_readmes_example_runs_as_written(tmp_path):
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S)
+                  if "from ribbon.lake import iceberg" in b]
+    import os
+
+    # The ribbon imported here (the build tree's or the installed one), from another directory.
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(ribbon.__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [package_parent] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    for run in range(2):  # twice: the example is safe to rerun in the same directory
+        result = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        planned, files = re.fullmatch(r"(\d+) of (\d+) files\n", result.stdout).groups()
+        assert 1 <= int(planned) <= 2 and int(files) == 20 * (run + 1)

@@ -13,7 +13,8 @@ import ribbon
 
 PACKAGE = pathlib.Path(ribbon.__file__).resolve().parent
 # Modules that need an optional dependency to import at all, and that dependency.
-NEEDS = {"ribbon.spark": "pyspark", "ribbon.lake": "pyarrow", "ribbon.distributed": "pyarrow"}
+NEEDS = {"ribbon.spark": "pyspark", "ribbon.lake": "pyarrow", "ribbon.distributed": "pyarrow",
+         "ribbon._lakecore": "pyarrow", "ribbon.lake.iceberg": "pyiceberg"}
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -114,9 +115,10 @@ def test_no_cycle():
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_module_imports_alone(name):
-    top = ".".join(name.split(".")[:2])
-    if top in NEEDS:
-        pytest.importorskip(NEEDS[top])
+    parts = name.split(".")
+    for n in range(2, len(parts) + 1):  # every package's need, and the module's own
+        if ".".join(parts[:n]) in NEEDS:
+            pytest.importorskip(NEEDS[".".join(parts[:n])])
     if name.endswith("__main__"):
         pytest.skip("runs the command line when imported")
     result = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True,
