@@ -22,7 +22,7 @@ import ribbon  # noqa: E402
 from ribbon.lake import IndexUnusable, LakeError  # noqa: E402
 from ribbon.lake import _puffin as puffin  # noqa: E402
 from ribbon.lake import iceberg  # noqa: E402
-from spark_fixtures import spark  # noqa: E402,F401
+from spark_fixtures import s3, spark  # noqa: E402,F401
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string()),
                     pa.field("region", pa.string()), pa.field("score", pa.float64())])
@@ -295,8 +295,28 @@ def test_the_spark_engine_writes_the_local_engines_bytes(catalog, spark, column)
     check_reads(table, "renamed", some_keys(table, "renamed", 3))
 
 
-# ---------------------------------------------------------------------------------------
-# Bad input.
+@pytest.mark.s3
+def test_on_an_s3_warehouse(s3, tmp_path):
+    catalog = SqlCatalog("s3test", uri=f"sqlite:///{tmp_path}/catalog.db",
+                         warehouse=f"s3://{s3.bucket}/warehouse",
+                         **{"s3.endpoint": f"http://{s3.endpoint}", "s3.region": "us-east-1",
+                            "s3.access-key-id": s3.access_key,
+                            "s3.secret-access-key": s3.secret_key})
+    catalog.create_namespace("db")
+    table = make_table(catalog, files=4)
+    stats = iceberg.build_index(table, "id")
+    assert stats.path.startswith(f"s3://{s3.bucket}/warehouse/")
+    assert any(o.endswith("-ribbon.stats") for o in s3.objects())
+    keys = some_keys(table, "id", 4)
+    check_reads(table, "id", keys + [5])
+    assert len(iceberg.plan_files(table, "id", keys[:1])) == 1
+    table.append(batch(np.random.default_rng(8)))
+    assert iceberg.update_index(table, "id").action == "delta"
+    check_reads(table, "id", keys)
+    names = some_keys(table, "name", 2)
+    with pytest.warns(UserWarning, match="full plan"):  # no index of name
+        same_rows(iceberg.read(table, "name", names), oracle(table, "name", names))
+
 
 
 def test_bad_columns(catalog):
