@@ -152,6 +152,8 @@ def test_reads_equal_pyiceberg(catalog, column):
     absent = [12345, -1] if column == "id" else ["nobody", ""]
     check_reads(table, column, keys + absent)
     check_reads(table, column, [])
+    many = some_keys(table, column, iceberg.MANY_KEYS + 50, seed=4) + absent  # per-file keys
+    same_rows(iceberg.read(table, column, many), oracle(table, column, many))
     same_rows(iceberg.read(table, column, keys[:3], columns=["name", "score"]),
               oracle(table, column, keys[:3], selected_fields=("name", "score")))
 
@@ -169,6 +171,8 @@ def test_appends_overwrites_and_deletes_after_the_build(catalog):
     check_reads(table, "id", keys)
     table.overwrite(batch(rng), overwrite_filter=EqualTo("id", keys[2]))
     check_reads(table, "id", keys)
+    many = some_keys(table, "id", iceberg.MANY_KEYS + 10, seed=8) + keys
+    same_rows(iceberg.read(table, "id", many), oracle(table, "id", many))
     # Nothing of the old index is trusted for a rewritten file: new paths, unknown to it.
     assert data_files(table) - set(iceberg.load_index(table, "id").files)
 

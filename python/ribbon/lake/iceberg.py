@@ -310,10 +310,56 @@ class IcebergIndex(LakeIndex):
         return (known is None or known[0]["size"] != data_file.file_size_in_bytes
                 or known[0]["rows"] != data_file.record_count)
 
+    def keys_by_file(self, keys: list) -> Dict[str, np.ndarray]:
+        """{path: positions in ``keys`` of the keys that file may hold}, for the files this
+        index knows, from one batched groups_of per part (no per-key Python)."""
+        found: Dict[str, List[np.ndarray]] = {}
+        if not keys:
+            return {}
+        checked = self.check_keys(keys)
+        for i, (_, fs, _) in enumerate(self.parts):
+            offsets, groups = fs.groups_of(checked)
+            positions = np.repeat(np.arange(len(keys)), np.diff(offsets.astype(np.int64)))
+            order = np.argsort(groups, kind="stable")
+            groups, positions = groups[order], positions[order]
+            starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]]) if len(groups) else []
+            names = fs.groups()
+            for start, end in zip(starts, list(starts[1:]) + [len(groups)]):
+                path = names[int(groups[start])].decode()
+                if self.files.get(path, (None, -1))[1] == i:  # the newest part wins
+                    found.setdefault(path, []).append(positions[start:end])
+        return {p: np.concatenate(v) for p, v in found.items()}
+
     def __repr__(self) -> str:
         return (f"<ribbon.lake.iceberg.IcebergIndex field {self.field_id} ({self.type}) of "
                 f"snapshot {self.snapshot_id}: {len(self.files)} files, {len(self.parts)} "
                 f"blob(s), {self.nbytes} bytes>")
+
+
+# Loaded indexes by (statistics path, file size, field id): a statistics file is written once
+# under a new name and never changed, so a loaded one stays valid; a few are kept.
+_LOADED: "collections.OrderedDict" = None
+_LOADED_MAX = 8
+
+
+def _cached_index(table, statistics, field_id):
+    import collections
+
+    global _LOADED
+    if _LOADED is None:
+        _LOADED = collections.OrderedDict()
+    key = (statistics.statistics_path, statistics.file_size_in_bytes, field_id)
+    if key in _LOADED:
+        _LOADED.move_to_end(key)
+        return _LOADED[key]
+    blobs = _read_statistics(table, statistics)
+    if not any(b.type.startswith("ribbon-") and field_id in b.fields for b in blobs):
+        return None
+    index = _index_from_blobs(table, statistics, blobs, field_id)
+    _LOADED[key] = index
+    while len(_LOADED) > _LOADED_MAX:
+        _LOADED.popitem(last=False)
+    return index
 
 
 def _index_from_blobs(table, statistics, blobs, field_id) -> IcebergIndex:
@@ -356,9 +402,9 @@ def load_index(table, column: str, snapshot_id: Optional[int] = None) -> Iceberg
     while ancestor is not None:
         statistics = by_snapshot.get(ancestor.snapshot_id)
         if statistics is not None:
-            blobs = _read_statistics(table, statistics)
-            if any(b.type.startswith("ribbon-") and field_id in b.fields for b in blobs):
-                return _index_from_blobs(table, statistics, blobs, field_id)
+            index = _cached_index(table, statistics, field_id)
+            if index is not None:
+                return index
         parent = ancestor.parent_snapshot_id
         ancestor = table.snapshot_by_id(parent) if parent is not None else None
     why = (f"no statistics file of snapshot {snapshot.snapshot_id} or its ancestors holds a "
@@ -487,21 +533,34 @@ def _key_list(keys) -> list:
     return list(keys)
 
 
-def _scan(table, column, keys, snapshot_id, columns=None):
-    options = {"row_filter": In(column, keys), "snapshot_id": snapshot_id}
+# From this many keys on, the plan is PyIceberg's plan of the whole snapshot (its min/max
+# pruning of an In of many random keys prunes nothing and costs a test per key and file), and
+# each candidate file is read with only the keys the index says it may hold.
+MANY_KEYS = 256
+
+
+def _scan(table, column, keys, snapshot_id, columns=None, *, row_filter=True):
+    options = {"snapshot_id": snapshot_id}
+    if row_filter:
+        options["row_filter"] = In(column, keys)
     if columns is not None:
         options["selected_fields"] = tuple(columns)
     return table.scan(**options)
 
 
-def _pruned(table, column, keys, scan, snapshot_id):
-    tasks = list(scan.plan_files())
+def _index_or_warning(table, column, snapshot_id):
     try:
-        index = load_index(table, column, snapshot_id)
-        candidates = set(index.files_for(keys)) if keys else set()
+        return load_index(table, column, snapshot_id)
     except IndexUnusable as e:
-        warnings.warn(f"ribbon.lake.iceberg: full plan of {_name(table)}: {e}", stacklevel=3)
+        warnings.warn(f"ribbon.lake.iceberg: full plan of {_name(table)}: {e}", stacklevel=4)
+        return None
+
+
+def _pruned(table, column, keys, scan, index):
+    tasks = list(scan.plan_files())
+    if index is None:
         return tasks
+    candidates = set(index.files_for(keys)) if keys else set()
     return [t for t in tasks if t.file.file_path in candidates or index.unusable_for(t.file)]
 
 
@@ -512,8 +571,8 @@ def plan_files(table, column: str, keys, snapshot_id: Optional[int] = None) -> l
     added after the indexed snapshot are kept; a missing or unusable index: the full plan and
     one warning."""
     keys = _key_list(keys)
-    scan = _scan(table, column, keys, snapshot_id)
-    return _pruned(table, column, keys, scan, snapshot_id)
+    index = _index_or_warning(table, column, snapshot_id)
+    return _pruned(table, column, keys, _scan(table, column, keys, snapshot_id), index)
 
 
 def read(table, column: str, keys, columns: Optional[Sequence[str]] = None,
@@ -521,14 +580,35 @@ def read(table, column: str, keys, columns: Optional[Sequence[str]] = None,
     """The rows of ``table.scan(row_filter=In(column, keys), selected_fields=columns,
     snapshot_id=snapshot_id).to_arrow()``, reading only the planned files that may hold a
     key: PyIceberg's own reader (``pyiceberg.io.pyarrow.ArrowScan``) over the pruned tasks, so
-    deletes, schema evolution and projections are PyIceberg's."""
+    deletes, schema evolution and projections are PyIceberg's. From MANY_KEYS keys on, each
+    file is read with the keys it may hold only (a file's rows of the other keys are none)."""
     from pyiceberg.io.pyarrow import ArrowScan
 
     keys = _key_list(keys)
+    index = _index_or_warning(table, column, snapshot_id)
     scan = _scan(table, column, keys, snapshot_id, columns)
-    tasks = _pruned(table, column, keys, scan, snapshot_id)
-    return ArrowScan(scan.table_metadata, scan.io, scan.projection(), scan.row_filter,
-                     scan.case_sensitive, scan.limit).to_table(tasks)
+    if index is None or len(keys) < MANY_KEYS:
+        tasks = _pruned(table, column, keys, scan, index)
+        return ArrowScan(scan.table_metadata, scan.io, scan.projection(), scan.row_filter,
+                         scan.case_sensitive, scan.limit).to_table(tasks)
+    whole = _scan(table, column, keys, snapshot_id, columns, row_filter=False)
+    by_file = index.keys_by_file(keys)
+    every = np.arange(len(keys))
+    projection = scan.projection()
+
+    def read_task(task, positions):
+        subset = [keys[i] for i in positions.tolist()]
+        return ArrowScan(scan.table_metadata, scan.io, projection, In(column, subset),
+                         scan.case_sensitive).to_table([task])
+
+    work = [(t, every if index.unusable_for(t.file) else by_file.get(t.file.file_path))
+            for t in whole.plan_files()]
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        parts = list(pool.map(lambda w: read_task(*w), [w for w in work if w[1] is not None]))
+    if not parts:
+        return ArrowScan(scan.table_metadata, scan.io, scan.projection(), scan.row_filter,
+                         scan.case_sensitive).to_table([])
+    return pa.concat_tables(parts)
 
 
 __all__ = ["BLOB_TYPE", "INDEX_FORMAT", "IcebergIndex", "build_index", "load_index",

@@ -1,0 +1,191 @@
+"""ribbon.lake.iceberg against PyIceberg's own scan on one Iceberg table (issue 55).
+
+Makes an Iceberg table in a local SQLite catalog: FILES appends of ROWS rows each (an int64 id
+column of random distinct ids, a string id column, a payload column), so FILES data files;
+then measures, medians over LOOKUPS keys, THREADS threads for the builds:
+
+  needle:  iceberg.read(t, "id", [k]) against t.scan(row_filter=EqualTo("id", k)).to_arrow()
+           (k in one file), and the data files each plans; a miss (k in no file) the same;
+  duckdb:  ribbon.lake.duckdb_relation over the candidate files against DuckDB's read_parquet
+           of every data file, WHERE id = k (where ribbon.lake has duckdb_relation);
+  upsert:  the rows matching UPSERT keys (half in the table, half new), iceberg.read against
+           t.scan(row_filter=In("id", keys)).to_arrow(), the matching scan of PyIceberg's
+           upsert; and files_for_each's time for those keys;
+  bytes:   the index's blob bytes against Parquet bloom filters (fpp 1/256, ndv = rows) of the
+           same columns, written beside the table once for their size;
+  build:   iceberg.build_index against ribbon.lake.build_index of the table's data directory
+           as a Parquet directory (the issue-48 index) and against one read of the id column.
+
+  python bench/lake_iceberg_bench.py --files 200 --rows 100000 --lookups 20 --dir /tmp/icebench
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import statistics
+import time
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import ribbon.lake as lake
+from ribbon.lake import iceberg
+
+
+def make_table(directory, files, rows, seed=1):
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("bench", uri=f"sqlite:///{directory}/catalog.db",
+                         warehouse=f"file://{directory}/warehouse")
+    catalog.create_namespace("db")
+    schema = pa.schema([("id", pa.int64()), ("sid", pa.string()), ("payload", pa.float64())])
+    table = catalog.create_table("db.events", schema=schema)
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(np.iinfo(np.int64).max, size=files * rows, replace=False)
+    blooms = os.path.join(directory, "bloom")
+    os.makedirs(blooms)
+    for i in range(files):
+        part = ids[i * rows:(i + 1) * rows]
+        data = pa.table({"id": part, "sid": pa.compute.cast(part, pa.string()),
+                         "payload": rng.random(rows)}, schema=schema)
+        table.append(data)
+        if i < 20:  # the bloom filters' size: 20 files are enough to scale from
+            pq.write_table(data, os.path.join(blooms, f"{i}.parquet"), row_group_size=rows,
+                           bloom_filter_options={"id": {"ndv": rows, "fpp": 1 / 256},
+                                                 "sid": {"ndv": rows, "fpp": 1 / 256}})
+    return catalog.load_table("db.events"), ids
+
+
+def bloom_bytes(directory, column):
+    total = 0
+    for name in os.listdir(directory):
+        meta = pq.ParquetFile(os.path.join(directory, name)).metadata
+        for g in range(meta.num_row_groups):
+            for c in range(meta.row_group(g).num_columns):
+                chunk = meta.row_group(g).column(c)
+                if chunk.path_in_schema == column:
+                    total += chunk.bloom_filter_length or 0
+    return total, len(os.listdir(directory))
+
+
+def timed(function, *args, **kw):
+    clock = time.perf_counter()
+    result = function(*args, **kw)
+    return time.perf_counter() - clock, result
+
+
+def median_ms(samples):
+    return 1e3 * statistics.median(samples)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--rows", type=int, default=100000)
+    parser.add_argument("--lookups", type=int, default=20)
+    parser.add_argument("--upsert", type=int, default=100000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dir", default="/tmp/icebench")
+    args = parser.parse_args()
+    shutil.rmtree(args.dir, ignore_errors=True)
+    os.makedirs(args.dir)
+
+    def emit(record):
+        print(json.dumps(record), flush=True)
+
+    seconds, (table, ids) = timed(make_table, args.dir, args.files, args.rows)
+    emit({"what": "table", "files": args.files, "rows": len(ids), "seconds": seconds})
+    rng = np.random.default_rng(2)
+
+    # Build: twice each (the first warms the page cache), the second timed.
+    data_dir = os.path.join(args.dir, "warehouse", "db", "events", "data")
+    names = sorted(os.listdir(data_dir))
+    builds = {}
+    for column in ("id", "sid"):
+        for _ in range(2):
+            builds[f"iceberg {column}"], stats = timed(iceberg.build_index, table, column,
+                                                       threads=args.threads)
+            builds[f"directory {column}"], _ = timed(
+                lake.build_index, data_dir, column, os.path.join(args.dir, f"{column}.ribbon"),
+                threads=args.threads)
+        with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
+            builds[f"read {column}"], _ = timed(lambda: list(pool.map(
+                lambda n: pq.read_table(os.path.join(data_dir, n), columns=[column],
+                                        use_threads=False), names)))
+        blooms, counted = bloom_bytes(os.path.join(args.dir, "bloom"), column)
+        index = iceberg.load_index(table, column)
+        emit({"what": f"build {column}", "iceberg_s": builds[f"iceberg {column}"],
+              "directory_index_s": builds[f"directory {column}"],
+              "read_column_s": builds[f"read {column}"],
+              "iceberg_per_row_ns": 1e9 * builds[f"iceberg {column}"] / len(ids),
+              "iceberg_over_directory": builds[f"iceberg {column}"] / builds[f"directory {column}"],
+              "iceberg_over_read": builds[f"iceberg {column}"] / builds[f"read {column}"],
+              "index_bytes": index.nbytes,
+              "bloom_bytes_scaled": blooms * args.files / counted,
+              "index_over_bloom": index.nbytes / (blooms * args.files / counted)})
+
+    def needle_keys(present):
+        if present:
+            return [int(k) for k in rng.choice(ids, args.lookups, replace=False)]
+        return [int(k) for k in rng.integers(-(1 << 62), -1, args.lookups)]  # ids are >= 0
+
+    from pyiceberg.expressions import EqualTo, In
+
+    for present in (True, False):
+        keys = needle_keys(present)
+        ours, theirs, planned = [], [], []
+        for k in keys:
+            t, rows = timed(iceberg.read, table, "id", [k])
+            ours.append(t)
+            planned.append(len(iceberg.plan_files(table, "id", [k])))
+            t, expected = timed(lambda: table.scan(row_filter=EqualTo("id", k)).to_arrow())
+            theirs.append(t)
+            assert rows.num_rows == expected.num_rows == int(present)
+        emit({"what": "needle" if present else "miss", "lookups": len(keys),
+              "ribbon_ms": median_ms(ours), "pyiceberg_ms": median_ms(theirs),
+              "ratio": statistics.median(ours) / statistics.median(theirs),
+              "mean_files_planned": float(np.mean(planned)),
+              "pyiceberg_files_planned": len(table.scan().plan_files())})
+
+    if hasattr(lake, "duckdb_relation"):
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute(f"SET threads = {args.threads}")
+        every = [os.path.join(data_dir, n) for n in names]
+        ours, theirs = [], []
+        for k in needle_keys(True):
+            t, got = timed(lambda: lake.duckdb_relation(con, table, "id", [k]).fetchall())
+            ours.append(t)
+            t, expected = timed(lambda: con.execute(
+                "SELECT * FROM read_parquet(?) WHERE id = ?", [every, k]).fetchall())
+            theirs.append(t)
+            assert len(got) == len(expected) == 1
+        emit({"what": "duckdb needle", "ribbon_ms": median_ms(ours),
+              "duckdb_ms": median_ms(theirs),
+              "ratio": statistics.median(ours) / statistics.median(theirs)})
+
+    half = args.upsert // 2
+    keys = np.concatenate([rng.choice(ids, half, replace=False),
+                           rng.integers(-(1 << 62), -1, args.upsert - half)]).tolist()
+    index = iceberg.load_index(table, "id")
+    many = getattr(index, "files_for_each", None)
+    t_each = timed(many, keys)[0] if many else None
+    t_ours, rows = timed(iceberg.read, table, "id", keys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t_theirs, expected = timed(lambda: table.scan(row_filter=In("id", keys)).to_arrow())
+    assert rows.num_rows == expected.num_rows == half
+    emit({"what": "upsert matching", "keys": len(keys), "matching_rows": half,
+          "ribbon_s": t_ours, "pyiceberg_s": t_theirs, "ratio": t_ours / t_theirs,
+          "files_for_each_s": t_each})
+
+
+if __name__ == "__main__":
+    main()
