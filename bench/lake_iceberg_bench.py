@@ -8,7 +8,8 @@ then measures, medians over LOOKUPS keys, THREADS threads for the builds:
            (k in one file), and the data files each plans; a miss (k in no file) the same;
   duckdb:  ribbon.lake.duckdb_relation over the candidate files against DuckDB's read_parquet
            of every data file, WHERE id = k (where ribbon.lake has duckdb_relation);
-  upsert:  the rows matching UPSERT keys (half in the table, half new), iceberg.read against
+  upsert:  the rows matching UPSERT keys (half in the table, half new ids in its range),
+           iceberg.read against
            t.scan(row_filter=In("id", keys)).to_arrow(), the matching scan of PyIceberg's
            upsert; and files_for_each's time for those keys;
   bytes:   the index's blob bytes against Parquet bloom filters (fpp 1/256, ndv = rows) of the
@@ -130,10 +131,20 @@ def main():
               "bloom_bytes_scaled": blooms * args.files / counted,
               "index_over_bloom": index.nbytes / (blooms * args.files / counted)})
 
+    present_ids = set(ids.tolist())
+
+    def absent(n):
+        """n ids in the table's range (so min/max statistics cannot prune them) that it lacks."""
+        out = []
+        while len(out) < n:
+            out += [int(k) for k in rng.integers(0, np.iinfo(np.int64).max, n)
+                    if int(k) not in present_ids]
+        return out[:n]
+
     def needle_keys(present):
         if present:
             return [int(k) for k in rng.choice(ids, args.lookups, replace=False)]
-        return [int(k) for k in rng.integers(-(1 << 62), -1, args.lookups)]  # ids are >= 0
+        return absent(args.lookups)
 
     from pyiceberg.expressions import EqualTo, In
 
@@ -172,8 +183,7 @@ def main():
               "ratio": statistics.median(ours) / statistics.median(theirs)})
 
     half = args.upsert // 2
-    keys = np.concatenate([rng.choice(ids, half, replace=False),
-                           rng.integers(-(1 << 62), -1, args.upsert - half)]).tolist()
+    keys = [int(k) for k in rng.choice(ids, half, replace=False)] + absent(args.upsert - half)
     index = iceberg.load_index(table, "id")
     many = getattr(index, "files_for_each", None)
     t_each = timed(many, keys)[0] if many else None
