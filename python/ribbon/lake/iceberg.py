@@ -533,12 +533,6 @@ def _key_list(keys) -> list:
     return list(keys)
 
 
-# From this many keys on, the plan is PyIceberg's plan of the whole snapshot (its min/max
-# pruning of an In of many random keys prunes nothing and costs a test per key and file), and
-# each candidate file is read with only the keys the index says it may hold.
-MANY_KEYS = 256
-
-
 def _scan(table, column, keys, snapshot_id, columns=None, *, row_filter=True):
     options = {"snapshot_id": snapshot_id}
     if row_filter:
@@ -546,6 +540,30 @@ def _scan(table, column, keys, snapshot_id, columns=None, *, row_filter=True):
     if columns is not None:
         options["selected_fields"] = tuple(columns)
     return table.scan(**options)
+
+
+# Whole-snapshot plans by (table UUID, snapshot id, projection): a snapshot's data files and
+# their delete files never change, so a plan made once answers every later read of it.
+_PLANS: "collections.OrderedDict" = None
+_PLANS_MAX = 4
+
+
+def _whole_plan(table, column, keys, snapshot_id, columns):
+    """(scan over every file of the snapshot, its tasks), the tasks planned once a snapshot."""
+    import collections
+
+    global _PLANS
+    if _PLANS is None:
+        _PLANS = collections.OrderedDict()
+    whole = _scan(table, column, keys, snapshot_id, columns, row_filter=False)
+    snapshot = whole.snapshot()
+    key = (str(table.metadata.table_uuid), snapshot.snapshot_id if snapshot else None)
+    if key not in _PLANS:
+        _PLANS[key] = list(whole.plan_files())
+        while len(_PLANS) > _PLANS_MAX:
+            _PLANS.popitem(last=False)
+    _PLANS.move_to_end(key)
+    return _PLANS[key]
 
 
 def _index_or_warning(table, column, snapshot_id):
@@ -578,38 +596,97 @@ def plan_files(table, column: str, keys, snapshot_id: Optional[int] = None) -> l
 def read(table, column: str, keys, columns: Optional[Sequence[str]] = None,
          snapshot_id: Optional[int] = None) -> pa.Table:
     """The rows of ``table.scan(row_filter=In(column, keys), selected_fields=columns,
-    snapshot_id=snapshot_id).to_arrow()``, reading only the planned files that may hold a
-    key: PyIceberg's own reader (``pyiceberg.io.pyarrow.ArrowScan``) over the pruned tasks, so
-    deletes, schema evolution and projections are PyIceberg's. From MANY_KEYS keys on, each
-    file is read with the keys it may hold only (a file's rows of the other keys are none)."""
+    snapshot_id=snapshot_id).to_arrow()``, reading only the data files that may hold a key,
+    each with only the keys it may hold, through PyIceberg's own reader
+    (``pyiceberg.io.pyarrow.ArrowScan``), so deletes, schema evolution and projections are
+    PyIceberg's. The snapshot's files come from PyIceberg's plan of the whole snapshot, made
+    once per snapshot and kept (a snapshot never changes; its min/max pruning, which the
+    index makes moot, is left out); with no usable index, PyIceberg's plan and one warning."""
     from pyiceberg.io.pyarrow import ArrowScan
 
     keys = _key_list(keys)
     index = _index_or_warning(table, column, snapshot_id)
     scan = _scan(table, column, keys, snapshot_id, columns)
-    if index is None or len(keys) < MANY_KEYS:
-        tasks = _pruned(table, column, keys, scan, index)
-        return ArrowScan(scan.table_metadata, scan.io, scan.projection(), scan.row_filter,
-                         scan.case_sensitive, scan.limit).to_table(tasks)
-    whole = _scan(table, column, keys, snapshot_id, columns, row_filter=False)
+    if index is None:
+        return scan.to_arrow()
+    projection = scan.projection()
     by_file = index.keys_by_file(keys)
     every = np.arange(len(keys))
-    projection = scan.projection()
 
     def read_task(task, positions):
-        subset = [keys[i] for i in positions.tolist()]
+        subset = keys if len(positions) == len(keys) else [keys[i] for i in positions.tolist()]
         return ArrowScan(scan.table_metadata, scan.io, projection, In(column, subset),
                          scan.case_sensitive).to_table([task])
 
     work = [(t, every if index.unusable_for(t.file) else by_file.get(t.file.file_path))
-            for t in whole.plan_files()]
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        parts = list(pool.map(lambda w: read_task(*w), [w for w in work if w[1] is not None]))
+            for t in _whole_plan(table, column, keys, snapshot_id, columns)]
+    work = [w for w in work if w[1] is not None]
+    if len(work) <= 1:
+        parts = [read_task(*w) for w in work]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(min(len(work), os.cpu_count() or 1)) as pool:
+            parts = list(pool.map(lambda w: read_task(*w), work))
     if not parts:
-        return ArrowScan(scan.table_metadata, scan.io, scan.projection(), scan.row_filter,
+        return ArrowScan(scan.table_metadata, scan.io, projection, scan.row_filter,
                          scan.case_sensitive).to_table([])
-    return pa.concat_tables(parts)
+    # As ArrowScan.to_table concatenates its batches: files may give string or large_string.
+    return pa.concat_tables(parts, promote_options="permissive")
 
 
-__all__ = ["BLOB_TYPE", "INDEX_FORMAT", "IcebergIndex", "build_index", "load_index",
+# ---------------------------------------------------------------------------------------
+# DuckDB over the candidate files.
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _parquet_matches(task, io, projection) -> bool:
+    """Whether DuckDB can read this task's file by name as PyIceberg reads it: a local file,
+    no delete files, every projected field there under its current name and field id."""
+    path = task.file.file_path
+    if task.delete_files or not path.startswith("file://") or any(c in path for c in "*?[]{}"):
+        return False
+    with io.new_input(path).open() as f:
+        schema = pq.ParquetFile(f).schema_arrow
+    for field in projection.fields:
+        index = schema.get_field_index(field.name)
+        if index < 0 or (schema.field(index).metadata or {}).get(b"PARQUET:field_id") != str(
+                field.field_id).encode():
+            return False
+    return True
+
+
+def duckdb_relation(con, table, column: str, keys, columns: Optional[Sequence[str]] = None,
+                    snapshot_id: Optional[int] = None):
+    """The rows of :func:`read` as a DuckDB relation on ``con``: the candidate files of
+    :func:`plan_files` whose Parquet columns are the table's (same names and field ids, local,
+    no delete files) read by DuckDB's ``read_parquet``, semi-joined with the keys (which
+    DuckDB pushes into the scan); the other tasks (delete files, files written before a
+    rename or an added column, remote files) read by PyIceberg and handed to DuckDB as Arrow.
+    The same rows as DuckDB's full scan of the snapshot, in another order."""
+    from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
+
+    keys = _key_list(keys)
+    scan = _scan(table, column, keys, snapshot_id, columns)
+    projection = scan.projection()
+    tasks = _pruned(table, column, keys, scan, _index_or_warning(table, column, snapshot_id))
+    names = ", ".join(_quoted(f.name) for f in projection.fields)
+    direct = [t for t in tasks if _parquet_matches(t, scan.io, projection)]
+    others = [t for t in tasks if t not in direct]
+    via_pyiceberg = ArrowScan(scan.table_metadata, scan.io, projection, scan.row_filter,
+                              scan.case_sensitive).to_table(others)
+    relation = con.from_arrow(via_pyiceberg.cast(schema_to_pyarrow(projection)))
+    if direct:
+        arrow_type = schema_to_pyarrow(projection.select(column)).field(0).type
+        rows = con.read_parquet([t.file.file_path[len("file://"):] for t in direct])
+        rows = rows.project(names).set_alias("ribbon_rows")
+        wanted = con.from_arrow(pa.table({"key": pa.array(keys, type=arrow_type)}))
+        matching = rows.join(wanted.set_alias("ribbon_keys"),
+                             f"ribbon_rows.{_quoted(column)} = ribbon_keys.key", how="semi")
+        relation = matching.project(names).union(relation.project(names))
+    return relation
+
+
+__all__ = ["BLOB_TYPE", "INDEX_FORMAT", "IcebergIndex", "build_index", "duckdb_relation", "load_index",
            "plan_files", "read", "update_index"]
