@@ -641,14 +641,22 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+_FILE_SCHEMAS: Dict[str, pa.Schema] = {}
+
+
 def _parquet_matches(task, io, projection) -> bool:
     """Whether DuckDB can read this task's file by name as PyIceberg reads it: a local file,
     no delete files, every projected field there under its current name and field id."""
     path = task.file.file_path
     if task.delete_files or not path.startswith("file://") or any(c in path for c in "*?[]{}"):
         return False
-    with io.new_input(path).open() as f:
-        schema = pq.ParquetFile(f).schema_arrow
+    schema = _FILE_SCHEMAS.get(path)
+    if schema is None:  # a data file never changes: its footer is read once
+        with io.new_input(path).open() as f:
+            schema = pq.ParquetFile(f).schema_arrow
+        if len(_FILE_SCHEMAS) > 4096:
+            _FILE_SCHEMAS.clear()
+        _FILE_SCHEMAS[path] = schema
     for field in projection.fields:
         index = schema.get_field_index(field.name)
         if index < 0 or (schema.field(index).metadata or {}).get(b"PARQUET:field_id") != str(
@@ -670,13 +678,21 @@ def duckdb_relation(con, table, column: str, keys, columns: Optional[Sequence[st
     keys = _key_list(keys)
     scan = _scan(table, column, keys, snapshot_id, columns)
     projection = scan.projection()
-    tasks = _pruned(table, column, keys, scan, _index_or_warning(table, column, snapshot_id))
+    index = _index_or_warning(table, column, snapshot_id)
+    if index is None:
+        tasks = list(scan.plan_files())
+    else:  # as read: the snapshot planned once, pruned by the index
+        candidates = set(index.files_for(keys)) if keys else set()
+        tasks = [t for t in _whole_plan(table, column, keys, snapshot_id, columns)
+                 if t.file.file_path in candidates or index.unusable_for(t.file)]
     names = ", ".join(_quoted(f.name) for f in projection.fields)
     direct = [t for t in tasks if _parquet_matches(t, scan.io, projection)]
     others = [t for t in tasks if t not in direct]
-    via_pyiceberg = ArrowScan(scan.table_metadata, scan.io, projection, scan.row_filter,
-                              scan.case_sensitive).to_table(others)
-    relation = con.from_arrow(via_pyiceberg.cast(schema_to_pyarrow(projection)))
+    arrow_schema = schema_to_pyarrow(projection, include_field_ids=False)
+    via_pyiceberg = (ArrowScan(scan.table_metadata, scan.io, projection, scan.row_filter,
+                               scan.case_sensitive).to_table(others) if others
+                     else arrow_schema.empty_table())
+    relation = con.from_arrow(via_pyiceberg.cast(arrow_schema))
     if direct:
         arrow_type = schema_to_pyarrow(projection.select(column)).field(0).type
         rows = con.read_parquet([t.file.file_path[len("file://"):] for t in direct])
