@@ -393,6 +393,10 @@ void hash_pairs(const key_views& groups, const key_views& keys, std::uint64_t se
   hash_items(
       groups, [&](std::uint64_t g) { return hash.group(g); },
       [&](std::string_view g) { return hash.group(g); }, group_hashes.data());
+  if (groups.size() == 1) {  // one group for every key (a data file's keys): hashed once
+    for (std::uint64_t i = 0; i < keys.size(); ++i) out[i] = pair_hash(group_hashes[0], out[i]);
+    return;
+  }
   for (std::uint64_t i = 0; i < keys.size(); ++i) out[i] = pair_hash(group_hashes[i], out[i]);
 }
 
@@ -475,7 +479,7 @@ keys ribbon.build takes; BulkBuilder.add_hashes() accepts the result.)");
          std::optional<std::string> group_kind, std::optional<std::string> key_kind) {
         const key_views group_views = to_arrow_key_views(groups, kind_named(group_kind));
         const key_views key_views_ = to_arrow_key_views(keys, kind_named(key_kind));
-        if (group_views.size() != key_views_.size()) {
+        if (group_views.size() != key_views_.size() && group_views.size() != 1) {
           raise(failure::keys, "groups has " + std::to_string(group_views.size()) +
                                    " entries for " + std::to_string(key_views_.size()) + " keys");
         }
@@ -488,7 +492,7 @@ keys ribbon.build takes; BulkBuilder.add_hashes() accepts the result.)");
       R"(The 64-bit hashes a filter set of this seed stores for the pairs (groups[i], keys[i])
 (numpy uint64 array): `ribbon build --groups -o` and ribbon.build_set hash them so. Groups and
 keys are each integers or byte strings, inferred as ribbon.build infers keys (group_kind= and
-key_kind= force them).)");
+key_kind= force them). One group (a sequence of length 1) is every key's group: hashed once.)");
   m.def(
       "key_kind_of", [](nb::handle keys) { return key_kind_name(to_key_views(keys).kind()); },
       nb::arg("keys"), "\"u64\" or \"bytes\": the key kind ribbon.build infers for these keys.");

@@ -149,3 +149,12 @@ def test_bulk_values_errors(tmp_path, random_u64):
         with pytest.raises(ribbon.ConflictingValuesError):
             b.finish(tmp_path / "kv.ribbon")
     assert os.listdir(tmp_path) == ["spill"] and os.listdir(spill) == []
+
+
+def test_hash_pairs_of_one_group_is_every_keys_group(random_u64):
+    keys = random_u64(1000)
+    for group in (b"part-00007.parquet", 7):
+        assert (ribbon.hash_pairs([group], keys, seed=3)
+                == ribbon.hash_pairs([group] * len(keys), keys, seed=3)).all()
+    with pytest.raises(ribbon.KeysError, match="entries for"):
+        ribbon.hash_pairs([b"a", b"b"], keys)

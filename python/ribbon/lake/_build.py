@@ -72,13 +72,6 @@ def _metadata(table: Table, column: str, arrow_type, kind: str, facts: dict, nul
 # here range by range: the bytes of ribbon.build_set over the same pairs.
 
 
-def _repeated(name: bytes, n: int) -> pa.Array:
-    """A binary array of n copies of ``name`` (the pairs' group column)."""
-    offsets = np.arange(n + 1, dtype=np.int32) * len(name)
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets.tobytes()),
-                                                  pa.py_buffer(name * n)])
-
-
 def _key_column(array, arrow_type) -> pa.Array:
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
@@ -101,7 +94,7 @@ def _file_pair_hashes(table: Table, relative: str, column: str, arrow_type, kind
                 nulls += keys.null_count
                 keys = pc.drop_null(keys)
             if len(keys):
-                chunks.append(_ribbon.hash_pairs(_repeated(name, len(keys)), keys, seed=seed,
+                chunks.append(_ribbon.hash_pairs([name], keys, seed=seed,
                                                  group_kind="bytes", key_kind=kind))
     hashes = np.concatenate(chunks) if len(chunks) > 1 else (chunks[0] if chunks else
                                                               np.empty(0, np.uint64))

@@ -35,7 +35,7 @@ from .._lakecore.index import LakeIndex
 from .._lakecore.table import MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, key_kind_of_type
 from ..sets import FilterSet
 from . import _puffin
-from ._build import IndexStats, _key_column, _repeated
+from ._build import IndexStats, _key_column
 
 try:
     from pyiceberg.expressions import In
@@ -126,7 +126,7 @@ def _file_pair_hashes(table, path: str, field_id: int, kind: str, seed: int):
                 nulls += keys.null_count
                 keys = pc.drop_null(keys)
             if len(keys):
-                chunks.append(_ribbon.hash_pairs(_repeated(name, len(keys)), keys, seed=seed,
+                chunks.append(_ribbon.hash_pairs([name], keys, seed=seed,
                                                  group_kind="bytes", key_kind=kind))
     hashes = np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
     return hashes, nulls, rows
