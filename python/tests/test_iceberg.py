@@ -19,6 +19,7 @@ from pyiceberg.expressions import EqualTo, In  # noqa: E402
 from pyiceberg.table.puffin import PuffinFile  # noqa: E402
 
 import ribbon  # noqa: E402
+import ribbon.lake  # noqa: E402
 from ribbon.lake import IndexUnusable, LakeError  # noqa: E402
 from ribbon.lake import _puffin as puffin  # noqa: E402
 from ribbon.lake import iceberg  # noqa: E402
@@ -276,6 +277,33 @@ def test_update_index_builds_only_the_new_files(catalog):
     assert len(iceberg.load_index(table, "id").parts) == 1
 
 
+def test_files_for_each_against_each_key_alone(catalog):
+    table = make_table(catalog)
+    iceberg.build_index(table, "id")
+    table.append(batch(np.random.default_rng(13)))  # a file the index does not know
+    unknown = data_files(table) - set(iceberg.load_index(table, "id").files)
+    holder = {}
+    for task in table.scan().plan_files():
+        for key in ArrowScan_keys(table, task):
+            holder[key] = task.file.file_path
+    keys = list(holder)[::7] + [3, -3, 11]
+    each = iceberg.files_for_each(table, "id", keys)
+    assert len(each) == len(keys) and each.always == {p: "unindexed" for p in unknown}
+    index = iceberg.load_index(table, "id")
+    for i, key in enumerate(keys):
+        files = set(each.files_of(i))
+        assert files == set(index.files_for([key])) | unknown
+        if key in holder:
+            assert holder[key] in files
+    assert np.mean(np.diff(each.offsets)) < 1 + len(unknown) + 0.2
+
+
+def ArrowScan_keys(table, task):
+    from pyarrow import parquet as pq
+    with table.io.new_input(task.file.file_path).open() as f:
+        return pq.read_table(f, columns=["id"]).column("id").to_pylist()
+
+
 def test_two_columns_share_the_statistics_file(catalog):
     table = make_table(catalog)
     iceberg.build_index(table, "id")
@@ -324,6 +352,9 @@ def test_duckdb_relation_equals_duckdbs_full_scan(catalog, column):
     keys = some_keys(table, column, 5) + ([7, -7] if column == "id" else ["nobody"])
     got = iceberg.duckdb_relation(con, table, column, keys)
     assert sorted(got.fetchall()) == duckdb_full_scan(con, table, column, keys)
+    # ribbon.lake.duckdb_relation takes an Iceberg table too.
+    assert sorted(ribbon.lake.duckdb_relation(con, table, column, keys).fetchall()) == sorted(
+        got.fetchall())
     assert got.columns == SCHEMA.names
     assert iceberg.duckdb_relation(con, table, column, keys[-1:]).fetchall() == []
     projected = iceberg.duckdb_relation(con, table, column, keys, columns=["score", column])

@@ -112,6 +112,15 @@ class LakeIndex:
         table = table or open_table(self.table)
         listed = list_files(table)
         candidates = set(self.files_for(keys))
+        reasons = self._unknown_or_changed(table, listed, verify_footers)
+        for relative in listed:
+            if relative not in reasons and relative in candidates:
+                reasons[relative] = "candidate"
+        return table, sorted(reasons), reasons
+
+    def _unknown_or_changed(self, table: "Table", listed, verify_footers: bool) -> Dict[str, str]:
+        """{relative: "unindexed" | "changed"}: the listed files the index cannot answer for,
+        which every read must open whatever its keys."""
         reasons = {}
         for relative, info in listed.items():
             known = self.files.get(relative)
@@ -121,13 +130,101 @@ class LakeIndex:
                   or (verify_footers and _footer_facts(table, relative, info, self.column)[0]
                       ["footer_hash"] != known[0]["footer_hash"])):
                 reasons[relative] = "changed"
-            elif relative in candidates:
-                reasons[relative] = "candidate"
-        return table, sorted(reasons), reasons
+        return reasons
+
+    def files_for_each(self, keys, table: Optional["Table"] = None, *,
+                       verify_footers: bool = False) -> "FilesForEach":
+        """For each key (10^5-10^6 at once: an upsert's batch), the files a read of that key
+        alone must open, as :meth:`plan` would answer for it: a :class:`FilesForEach` (CSR
+        arrays, no Python per key). Lists the table once; files it does not know or that
+        changed are there for every key, files recorded but deleted for none."""
+        table = table or open_table(self.table)
+        listed = list_files(table)
+        return self._files_for_each(keys, sorted(listed),
+                                    self._unknown_or_changed(table, listed, verify_footers))
+
+    def _files_for_each(self, keys, names: List[str], always: Dict[str, str]) -> "FilesForEach":
+        """files_for_each over the table's files ``names`` (sorted), ``always`` those the
+        index cannot answer for (there for every key): one batched groups_of per part."""
+        keys = self.check_keys(keys)
+        position = {relative: i for i, relative in enumerate(names)}
+        count = len(keys)
+        key_ids, file_ids = [], []
+        for part, (_, fs, _) in enumerate(self.parts):
+            if count == 0:
+                break
+            offsets, indices = fs.groups_of(keys)
+            # The listed file each of this part's groups stands for, or -1: a file another
+            # (newer) part records, one deleted, or one read for every key anyway.
+            to_file = np.array([position[r] if self.files.get(r, (None, -1))[1] == part
+                                and r in position and r not in always else -1
+                                for r in (g.decode() for g in fs.groups())], dtype=np.int64)
+            found = to_file[indices.astype(np.int64)] if len(to_file) else np.empty(0, np.int64)
+            owner = np.repeat(np.arange(count, dtype=np.int64), np.diff(offsets.astype(np.int64)))
+            key_ids.append(owner[found >= 0])
+            file_ids.append(found[found >= 0])
+        if always and count:
+            every = np.array([position[r] for r in always], dtype=np.int64)
+            key_ids.append(np.repeat(np.arange(count, dtype=np.int64), len(every)))
+            file_ids.append(np.tile(every, count))
+        return FilesForEach.from_pairs(names, count, key_ids, file_ids, always)
 
     def __repr__(self) -> str:
         return (f"<ribbon.lake.LakeIndex {self.table} column {self.column!r} ({self.type}): "
                 f"{len(self.files)} files, {len(self.parts)} index file(s), {self.nbytes} bytes>")
+
+
+class FilesForEach:
+    """Which files may hold each of a batch of keys (:meth:`LakeIndex.files_for_each`), as
+    CSR arrays: key i's files are ``files[indices[offsets[i]:offsets[i + 1]]]``, ascending.
+
+    ``files``: the relative paths any key needs (sorted: the files the whole batch opens);
+    ``offsets``: int64, one more than the keys; ``indices``: int64 positions in ``files``;
+    ``always``: {relative: "unindexed" | "changed"}, the files there for every key."""
+
+    def __init__(self, files: List[str], offsets: np.ndarray, indices: np.ndarray,
+                 always: Dict[str, str]):
+        self.files, self.offsets, self.indices, self.always = files, offsets, indices, always
+
+    @classmethod
+    def from_pairs(cls, names: List[str], count: int, key_ids: List[np.ndarray],
+                   file_ids: List[np.ndarray], always: Dict[str, str]) -> "FilesForEach":
+        """From (key, file position in ``names``) pairs, in any order, repeats allowed."""
+        keys = np.concatenate(key_ids) if key_ids else np.empty(0, np.int64)
+        files = np.concatenate(file_ids) if file_ids else np.empty(0, np.int64)
+        pairs = np.unique(keys * max(len(names), 1) + files)  # sorted by key, then file
+        keys, files = np.divmod(pairs, max(len(names), 1))
+        used = np.unique(files)
+        offsets = np.zeros(count + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys, minlength=count), out=offsets[1:])
+        return cls([names[int(i)] for i in used], offsets,
+                   np.searchsorted(used, files).astype(np.int64), always)
+
+    def __len__(self) -> int:
+        """The number of keys."""
+        return len(self.offsets) - 1
+
+    def files_of(self, i: int) -> List[str]:
+        """Key i's files (relative paths, sorted)."""
+        return [self.files[int(j)] for j in self.indices[self.offsets[i]:self.offsets[i + 1]]]
+
+    def to_arrow(self) -> pa.LargeListArray:
+        """A large_list<string> array: one list of relative paths per key."""
+        names = pa.array(self.files, type=pa.string()).take(pa.array(self.indices))
+        return pa.LargeListArray.from_arrays(pa.array(self.offsets), names)
+
+    def keys_of_files(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The transpose: ``(offsets, keys)``, file j's key positions being
+        ``keys[offsets[j]:offsets[j + 1]]`` (ascending): what each file must be searched for."""
+        order = np.argsort(self.indices, kind="stable")
+        owner = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
+        offsets = np.zeros(len(self.files) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.indices, minlength=len(self.files)), out=offsets[1:])
+        return offsets, owner[order]
+
+    def __repr__(self) -> str:
+        return (f"<ribbon.lake.FilesForEach {len(self)} keys, {len(self.files)} files, "
+                f"{len(self.indices)} (key, file) pairs>")
 
 
 def _load_part(path: str) -> Tuple[str, FilterSet, dict]:

@@ -23,21 +23,23 @@ scan's.
 
 from ._build import IndexStats, build_index, update_index
 from ._cli import main
-from .._lakecore.index import LakeIndex, candidate_files, load_index
+from ._duckdb import duckdb_relation
+from .._lakecore.index import FilesForEach, LakeIndex, candidate_files, load_index
 from ._read import read
 from .._lakecore.table import (INDEX_FORMAT, MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, Table,
                      key_kind_of_type, key_kind_of_type_or_none, list_files, normalise,
                      open_table, relative_of_uri, spark_path)
 
 # The modules, by concern: ribbon._lakecore's table (tables, their files, the facts an index
-# records of each) and index (LakeIndex, load_index, candidate_files), below this package so
-# that ribbon.spark's read_indexed imports them without importing ribbon.lake; _build (the
-# local and Spark engines, build_index, update_index), _read (read), _cli (python -m
-# ribbon.lake). Their names start
-# with "_" so that none shadows the function it defines (ribbon.lake.read is the function).
+# records of each) and index (LakeIndex, load_index, candidate_files, files_for_each), below
+# this package so that ribbon.spark's read_indexed imports them without importing
+# ribbon.lake; _build (the local and Spark engines, build_index, update_index), _read (read),
+# _duckdb (duckdb_relation), _cli (python -m ribbon.lake); iceberg (Iceberg tables, imported
+# on its own: it needs PyIceberg). The private names start with "_" so that none shadows the
+# function it defines (ribbon.lake.read is the function).
 __all__ = [
-    "INDEX_FORMAT", "MAX_DELTAS", "REBUILD_SHARE", "IndexStats", "IndexUnusable", "LakeError",
-    "LakeIndex", "Table", "build_index", "candidate_files", "key_kind_of_type",
-    "key_kind_of_type_or_none", "list_files", "load_index", "main", "normalise", "open_table",
-    "read", "relative_of_uri", "spark_path", "update_index",
+    "INDEX_FORMAT", "MAX_DELTAS", "REBUILD_SHARE", "FilesForEach", "IndexStats", "IndexUnusable",
+    "LakeError", "LakeIndex", "Table", "build_index", "candidate_files", "duckdb_relation",
+    "key_kind_of_type", "key_kind_of_type_or_none", "list_files", "load_index", "main",
+    "normalise", "open_table", "read", "relative_of_uri", "spark_path", "update_index",
 ]

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import _ribbon
-from .._lakecore.index import LakeIndex
+from .._lakecore.index import FilesForEach, LakeIndex
 from .._lakecore.table import MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, key_kind_of_type
 from ..sets import FilterSet
 from . import _puffin
@@ -310,25 +310,13 @@ class IcebergIndex(LakeIndex):
         return (known is None or known[0]["size"] != data_file.file_size_in_bytes
                 or known[0]["rows"] != data_file.record_count)
 
-    def keys_by_file(self, keys: list) -> Dict[str, np.ndarray]:
-        """{path: positions in ``keys`` of the keys that file may hold}, for the files this
-        index knows, from one batched groups_of per part (no per-key Python)."""
-        found: Dict[str, List[np.ndarray]] = {}
-        if not keys:
-            return {}
-        checked = self.check_keys(keys)
-        for i, (_, fs, _) in enumerate(self.parts):
-            offsets, groups = fs.groups_of(checked)
-            positions = np.repeat(np.arange(len(keys)), np.diff(offsets.astype(np.int64)))
-            order = np.argsort(groups, kind="stable")
-            groups, positions = groups[order], positions[order]
-            starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]]) if len(groups) else []
-            names = fs.groups()
-            for start, end in zip(starts, list(starts[1:]) + [len(groups)]):
-                path = names[int(groups[start])].decode()
-                if self.files.get(path, (None, -1))[1] == i:  # the newest part wins
-                    found.setdefault(path, []).append(positions[start:end])
-        return {p: np.concatenate(v) for p, v in found.items()}
+    def files_for_each(self, keys, data_files) -> FilesForEach:
+        """For each key, the data files (of ``data_files``, a snapshot's ``DataFile``s) a read
+        of that key alone must open: a :class:`ribbon.lake.FilesForEach` (CSR arrays, no
+        Python per key); files the index cannot answer for are there for every key."""
+        always = {f.file_path: "unindexed" if f.file_path not in self.files else "changed"
+                  for f in data_files if self.unusable_for(f)}
+        return self._files_for_each(keys, sorted(f.file_path for f in data_files), always)
 
     def __repr__(self) -> str:
         return (f"<ribbon.lake.iceberg.IcebergIndex field {self.field_id} ({self.type}) of "
@@ -593,6 +581,17 @@ def plan_files(table, column: str, keys, snapshot_id: Optional[int] = None) -> l
     return _pruned(table, column, keys, _scan(table, column, keys, snapshot_id), index)
 
 
+def files_for_each(table, column: str, keys, snapshot_id: Optional[int] = None) -> FilesForEach:
+    """For each of many keys at once (an upsert's batch: 10^5-10^6), the data files of the
+    snapshot that may hold it (paths as the manifests record them): a
+    :class:`ribbon.lake.FilesForEach`. The files the index does not know are there for every
+    key; IndexUnusable where there is no usable index."""
+    keys = _key_list(keys)
+    index = load_index(table, column, snapshot_id)
+    tasks = _whole_plan(table, column, keys, snapshot_id, None)
+    return index.files_for_each(keys, [t.file for t in tasks])
+
+
 def read(table, column: str, keys, columns: Optional[Sequence[str]] = None,
          snapshot_id: Optional[int] = None) -> pa.Table:
     """The rows of ``table.scan(row_filter=In(column, keys), selected_fields=columns,
@@ -610,22 +609,22 @@ def read(table, column: str, keys, columns: Optional[Sequence[str]] = None,
     if index is None:
         return scan.to_arrow()
     projection = scan.projection()
-    by_file = index.keys_by_file(keys)
-    every = np.arange(len(keys))
+    tasks = {t.file.file_path: t for t in _whole_plan(table, column, keys, snapshot_id, columns)}
+    each = index.files_for_each(keys, [t.file for t in tasks.values()])
+    offsets, positions = each.keys_of_files()
 
-    def read_task(task, positions):
-        subset = keys if len(positions) == len(keys) else [keys[i] for i in positions.tolist()]
+    def read_file(j):
+        mine = positions[offsets[j]:offsets[j + 1]]
+        subset = keys if len(mine) == len(keys) else [keys[i] for i in mine.tolist()]
         return ArrowScan(scan.table_metadata, scan.io, projection, In(column, subset),
-                         scan.case_sensitive).to_table([task])
+                         scan.case_sensitive).to_table([tasks[each.files[j]]])
 
-    work = [(t, every if index.unusable_for(t.file) else by_file.get(t.file.file_path))
-            for t in _whole_plan(table, column, keys, snapshot_id, columns)]
-    work = [w for w in work if w[1] is not None]
-    if len(work) <= 1:
-        parts = [read_task(*w) for w in work]
+    if len(each.files) <= 1:
+        parts = [read_file(j) for j in range(len(each.files))]
     else:
-        with concurrent.futures.ThreadPoolExecutor(min(len(work), os.cpu_count() or 1)) as pool:
-            parts = list(pool.map(lambda w: read_task(*w), work))
+        with concurrent.futures.ThreadPoolExecutor(min(len(each.files),
+                                                       os.cpu_count() or 1)) as pool:
+            parts = list(pool.map(read_file, range(len(each.files))))
     if not parts:
         return ArrowScan(scan.table_metadata, scan.io, projection, scan.row_filter,
                          scan.case_sensitive).to_table([])
@@ -704,5 +703,5 @@ def duckdb_relation(con, table, column: str, keys, columns: Optional[Sequence[st
     return relation
 
 
-__all__ = ["BLOB_TYPE", "INDEX_FORMAT", "IcebergIndex", "build_index", "duckdb_relation", "load_index",
+__all__ = ["BLOB_TYPE", "INDEX_FORMAT", "IcebergIndex", "build_index", "duckdb_relation", "files_for_each", "load_index",
            "plan_files", "read", "update_index"]

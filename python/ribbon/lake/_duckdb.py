@@ -1,0 +1,87 @@
+"""ribbon.lake.duckdb_relation: a DuckDB relation of a table's rows with the given keys,
+scanning only the files the index (and the listing) says a read must open.
+
+The relation is built from two parts, so that other table formats can reuse the second:
+:func:`candidate_files` names the files (the advisory rule: unindexed and changed files too),
+and :func:`_relation_over` makes ``read_parquet(files)`` semi-joined with the keys. An Iceberg
+variant would take its files from the snapshot's scan plan instead (the tasks whose data file
+the index names, plus those it does not know) and must also apply each task's delete files
+before the semi join; a Parquet directory has none."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from .._lakecore.index import candidate_files
+from .._lakecore.table import LakeError, list_files
+from ._read import _key_array
+
+# DuckDB reads every path it is given as a glob: a file whose name has one of these would
+# read other files too (or none), so such names are refused rather than misread.
+_DUCKDB_GLOB = re.compile(r"[*?\[\]{}]")
+
+
+def _quoted(name: str) -> str:
+    """A column name as a DuckDB identifier (any name: spaces, quotes, keywords)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _relation_over(con, paths: Sequence[str], column: str, keys: pa.Array,
+                   columns: Optional[List[str]]):
+    """``read_parquet(paths)`` semi-joined with ``keys`` on ``column``: DuckDB pushes the
+    join's keys into the scan as a dynamic filter (row groups whose statistics exclude every
+    key are skipped). The keys travel as an Arrow table, never as SQL text."""
+    for path in paths:
+        if _DUCKDB_GLOB.search(path):
+            raise LakeError(f"{path}: DuckDB reads paths as globs, and this name has a glob "
+                            "character (* ? [ ] { }); read it with ribbon.lake.read")
+    rows = con.read_parquet(list(paths)).set_alias("ribbon_rows")
+    wanted = con.from_arrow(pa.table({"key": keys})).set_alias("ribbon_keys")
+    matching = rows.join(wanted, f"ribbon_rows.{_quoted(column)} = ribbon_keys.key", how="semi")
+    if columns is not None:
+        matching = matching.project(", ".join(_quoted(c) for c in columns))
+    return matching
+
+
+def duckdb_relation(con, table, column: str, keys, index=None, columns: Optional[List[str]] = None,
+                    *, verify_footers: bool = False,
+                    filesystem: Optional[pafs.FileSystem] = None):
+    """The rows of ``table`` whose ``column`` is one of ``keys``, as a DuckDB relation on
+    ``con`` (a ``duckdb.DuckDBPyConnection``) over the files :func:`candidate_files` names:
+    the same rows as ``read_parquet`` of every file with ``column IN keys`` (in another
+    order). ``columns``: the columns to keep (all by default). With no candidate file, an
+    empty relation of the table's columns. Paths are given to DuckDB as they are (a local
+    table's absolute paths; a remote one's URIs need DuckDB's httpfs).
+
+    ``table`` may be a PyIceberg table (``index`` then None: its index is the snapshot's
+    statistics file): :func:`ribbon.lake.iceberg.duckdb_relation`."""
+    if type(table).__module__.startswith("pyiceberg."):
+        if index is not None:
+            raise ValueError("an Iceberg table's index is its statistics file: index=None")
+        from .iceberg import duckdb_relation as of_iceberg
+
+        return of_iceberg(con, table, column, keys, columns=columns)
+    source, files = candidate_files(table, column, keys, index, verify_footers=verify_footers,
+                                    filesystem=filesystem)
+    if files:
+        schema_file = files[0]
+    else:
+        everything = list_files(source)
+        if not everything:
+            raise LakeError(f"table {source.id} has no Parquet files")
+        schema_file = next(iter(everything))
+    schema = ds.dataset(source.path(schema_file), filesystem=source.fs, format="parquet").schema
+    if schema.get_field_index(column) < 0:
+        raise LakeError(f"column {column!r} is not in {source.uri(schema_file)} (its columns: "
+                        f"{', '.join(schema.names)})")
+    arrow_type = schema.field(column).type
+    if not files:  # one file's columns and types, no rows: what a read of no file gives
+        return _relation_over(con, [source.uri(schema_file)], column,
+                              pa.array([], type=arrow_type), columns).limit(0)
+    return _relation_over(con, [source.uri(f) for f in files], column,
+                          _key_array(keys, arrow_type), columns)
