@@ -359,6 +359,9 @@ def test_duckdb_relation_equals_duckdbs_full_scan(catalog, column):
     assert iceberg.duckdb_relation(con, table, column, keys[-1:]).fetchall() == []
     projected = iceberg.duckdb_relation(con, table, column, keys, columns=["score", column])
     assert projected.columns == oracle(table, column, keys, selected_fields=("score", column)).column_names
+    without_key = iceberg.duckdb_relation(con, table, column, keys, columns=["score"])
+    expected = oracle(table, column, keys, selected_fields=("score",))
+    assert sorted(without_key.fetchall()) == sorted((v,) for v in expected.column("score").to_pylist())
     # After a rename, the old files hold the column under its old name: read by PyIceberg.
     with table.update_schema() as update:
         update.rename_column(column, "renamed")

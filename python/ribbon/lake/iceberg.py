@@ -643,7 +643,7 @@ def _quoted(name: str) -> str:
 _FILE_SCHEMAS: Dict[str, pa.Schema] = {}
 
 
-def _parquet_matches(task, io, projection) -> bool:
+def _parquet_matches(task, io, projection, key_field) -> bool:
     """Whether DuckDB can read this task's file by name as PyIceberg reads it: a local file,
     no delete files, every projected field there under its current name and field id."""
     path = task.file.file_path
@@ -656,7 +656,7 @@ def _parquet_matches(task, io, projection) -> bool:
         if len(_FILE_SCHEMAS) > 4096:
             _FILE_SCHEMAS.clear()
         _FILE_SCHEMAS[path] = schema
-    for field in projection.fields:
+    for field in list(projection.fields) + [key_field]:
         index = schema.get_field_index(field.name)
         if index < 0 or (schema.field(index).metadata or {}).get(b"PARQUET:field_id") != str(
                 field.field_id).encode():
@@ -685,21 +685,26 @@ def duckdb_relation(con, table, column: str, keys, columns: Optional[Sequence[st
         tasks = [t for t in _whole_plan(table, column, keys, snapshot_id, columns)
                  if t.file.file_path in candidates or index.unusable_for(t.file)]
     names = ", ".join(_quoted(f.name) for f in projection.fields)
-    direct = [t for t in tasks if _parquet_matches(t, scan.io, projection)]
+    key_field = table.schema().find_field(column)
+    direct = [t for t in tasks if _parquet_matches(t, scan.io, projection, key_field)]
     others = [t for t in tasks if t not in direct]
     arrow_schema = schema_to_pyarrow(projection, include_field_ids=False)
-    via_pyiceberg = (ArrowScan(scan.table_metadata, scan.io, projection, scan.row_filter,
-                               scan.case_sensitive).to_table(others) if others
-                     else arrow_schema.empty_table())
-    relation = con.from_arrow(via_pyiceberg.cast(arrow_schema))
+    relation = None
+    if others or not direct:  # what DuckDB cannot read as PyIceberg does, through PyIceberg
+        rows = (ArrowScan(scan.table_metadata, scan.io, projection, scan.row_filter,
+                          scan.case_sensitive).to_table(others) if others
+                else arrow_schema.empty_table())
+        relation = con.from_arrow(rows.cast(arrow_schema)).project(names)
     if direct:
-        arrow_type = schema_to_pyarrow(projection.select(column)).field(0).type
+        _, arrow_type, _ = _field(table, column)
         rows = con.read_parquet([t.file.file_path[len("file://"):] for t in direct])
-        rows = rows.project(names).set_alias("ribbon_rows")
+        with_key = names if column in projection.column_names else f"{names}, {_quoted(column)}"
+        rows = rows.project(with_key).set_alias("ribbon_rows")
         wanted = con.from_arrow(pa.table({"key": pa.array(keys, type=arrow_type)}))
         matching = rows.join(wanted.set_alias("ribbon_keys"),
                              f"ribbon_rows.{_quoted(column)} = ribbon_keys.key", how="semi")
-        relation = matching.project(names).union(relation.project(names))
+        matching = matching.project(names)
+        relation = matching if relation is None else matching.union(relation)
     return relation
 
 
