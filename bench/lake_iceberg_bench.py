@@ -93,11 +93,15 @@ def main():
     parser.add_argument("--upsert", type=int, default=100000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--dir", default="/tmp/icebench")
+    parser.add_argument("--figure", help="draw the times as a PNG here (matplotlib)")
     args = parser.parse_args()
     shutil.rmtree(args.dir, ignore_errors=True)
     os.makedirs(args.dir)
 
+    results = []
+
     def emit(record):
+        results.append(record)
         print(json.dumps(record), flush=True)
 
     seconds, (table, ids) = timed(make_table, args.dir, args.files, args.rows)
@@ -204,6 +208,38 @@ def main():
           "ribbon_s": t_ours, "pyiceberg_s": t_theirs, "ratio": t_ours / t_theirs,
           "files_for_each_s": t_each, "files_opened": len(each.files),
           "key_file_pairs": int(len(each.indices))})
+    if args.figure:
+        draw(results, args)
+
+
+def draw(results, args):
+    """One bar pair per lookup kind: ribbon against the engine's own scan, log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by = {r["what"]: r for r in results}
+    rows = [("needle (PyIceberg)", by["needle"]["ribbon_ms"], by["needle"]["pyiceberg_ms"]),
+            ("miss (PyIceberg)", by["miss"]["ribbon_ms"], by["miss"]["pyiceberg_ms"]),
+            ("upsert match, 10^5 keys (PyIceberg)", 1e3 * by["upsert matching"]["ribbon_s"],
+             1e3 * by["upsert matching"]["pyiceberg_s"])]
+    if "duckdb needle" in by:
+        rows.insert(2, ("needle (DuckDB)", by["duckdb needle"]["ribbon_ms"],
+                        by["duckdb needle"]["duckdb_ms"]))
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    y = np.arange(len(rows))
+    ax.barh(y - 0.2, [r[2] for r in rows], 0.4, label="the engine's own scan")
+    ax.barh(y + 0.2, [r[1] for r in rows], 0.4, label="through ribbon's index")
+    ax.set_yticks(y, [r[0] for r in rows])
+    ax.set_xscale("log")
+    ax.set_xlabel("milliseconds (median)")
+    ax.invert_yaxis()
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(f"An Iceberg table of {args.files} data files, {args.files * args.rows:.0e} rows",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(args.figure, dpi=110)
 
 
 if __name__ == "__main__":
