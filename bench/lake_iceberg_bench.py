@@ -222,7 +222,7 @@ def draw(results, args):
     by = {r["what"]: r for r in results}
     rows = [("needle (PyIceberg)", by["needle"]["ribbon_ms"], by["needle"]["pyiceberg_ms"]),
             ("miss (PyIceberg)", by["miss"]["ribbon_ms"], by["miss"]["pyiceberg_ms"]),
-            ("upsert match, 10^5 keys (PyIceberg)", 1e3 * by["upsert matching"]["ribbon_s"],
+            (f"upsert match, {args.upsert} keys (PyIceberg)", 1e3 * by["upsert matching"]["ribbon_s"],
              1e3 * by["upsert matching"]["pyiceberg_s"])]
     if "duckdb needle" in by:
         rows.insert(2, ("needle (DuckDB)", by["duckdb needle"]["ribbon_ms"],
@@ -235,7 +235,7 @@ def draw(results, args):
     ax.set_xscale("log")
     ax.set_xlabel("milliseconds (median)")
     ax.invert_yaxis()
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper right", fontsize=8)
     ax.set_title(f"An Iceberg table of {args.files} data files, {args.files * args.rows:.0e} rows",
                  fontsize=9)
     fig.tight_layout()

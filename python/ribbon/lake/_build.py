@@ -80,25 +80,31 @@ def _key_column(array, arrow_type) -> pa.Array:
     return array
 
 
-def _file_pair_hashes(table: Table, relative: str, column: str, arrow_type, kind: str,
-                      seed: int):
-    """(pair hashes, nulls) of one file, read a row group at a time. Repeated pairs are left
-    to the builder, which stores a pair once."""
-    name = relative.encode()
+def _parquet_pair_hashes(parquet: pq.ParquetFile, column: str, arrow_type, name: bytes,
+                         kind: str, seed: int):
+    """(pair hashes, nulls) of one Parquet file's ``column``, its keys paired with the group
+    ``name``, read a row group at a time. Repeated pairs are left to the builder, which
+    stores a pair once."""
     chunks, nulls = [], 0
-    with table.fs.open_input_file(table.path(relative)) as f:
-        parquet = pq.ParquetFile(f)
-        for i in range(parquet.num_row_groups):
-            keys = _key_column(parquet.read_row_group(i, columns=[column]).column(0), arrow_type)
-            if keys.null_count:
-                nulls += keys.null_count
-                keys = pc.drop_null(keys)
-            if len(keys):
-                chunks.append(_ribbon.hash_pairs([name], keys, seed=seed,
-                                                 group_kind="bytes", key_kind=kind))
+    for i in range(parquet.num_row_groups):
+        keys = _key_column(parquet.read_row_group(i, columns=[column]).column(0), arrow_type)
+        if keys.null_count:
+            nulls += keys.null_count
+            keys = pc.drop_null(keys)
+        if len(keys):
+            chunks.append(_ribbon.hash_pairs([name], keys, seed=seed, group_kind="bytes",
+                                             key_kind=kind))
     hashes = np.concatenate(chunks) if len(chunks) > 1 else (chunks[0] if chunks else
                                                               np.empty(0, np.uint64))
     return hashes, nulls
+
+
+def _file_pair_hashes(table: Table, relative: str, column: str, arrow_type, kind: str,
+                      seed: int):
+    """(pair hashes, nulls) of one file of the table."""
+    with table.fs.open_input_file(table.path(relative)) as f:
+        return _parquet_pair_hashes(pq.ParquetFile(f), column, arrow_type, relative.encode(),
+                                    kind, seed)
 
 
 @dataclass

@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import Optional, Sequence
+from typing import Sequence
 
 import pyarrow as pa
 

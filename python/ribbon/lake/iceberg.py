@@ -16,6 +16,7 @@ file's size and row count against the manifest's record before it skips one.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import json
 import os
@@ -27,7 +28,6 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import _ribbon
@@ -35,7 +35,7 @@ from .._lakecore.index import FilesForEach, LakeIndex
 from .._lakecore.table import MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, key_kind_of_type
 from ..sets import FilterSet
 from . import _puffin
-from ._build import IndexStats, _key_column
+from ._build import IndexStats, _parquet_pair_hashes
 
 try:
     from pyiceberg.expressions import In
@@ -106,30 +106,19 @@ def _parquet_column(parquet: pq.ParquetFile, field_id: int) -> Optional[int]:
 def _file_pair_hashes(table, path: str, field_id: int, kind: str, seed: int):
     """(pair hashes, nulls, rows) of one data file, the column matched by its field id (as
     Iceberg matches it: the file may have the column under an older name)."""
-    name = path.encode()
-    chunks, nulls, rows = [], 0, 0
     with table.io.new_input(path).open() as f:
         parquet = pq.ParquetFile(f)
         rows = parquet.metadata.num_rows
         index = _parquet_column(parquet, field_id)
         if index is None:
             return np.empty(0, np.uint64), rows, rows
-        name_in_file = parquet.schema_arrow.field(index).name
-        arrow_type = parquet.schema_arrow.field(index).type
-        if key_kind_of_type(arrow_type, name_in_file) != kind:
-            raise LakeError(f"field {field_id} is {arrow_type} in {path}, not of the table's "
+        field = parquet.schema_arrow.field(index)
+        if key_kind_of_type(field.type, field.name) != kind:
+            raise LakeError(f"field {field_id} is {field.type} in {path}, not of the table's "
                             "key kind")
-        for group in range(parquet.num_row_groups):
-            keys = _key_column(parquet.read_row_group(group, columns=[name_in_file]).column(0),
-                               arrow_type)
-            if keys.null_count:
-                nulls += keys.null_count
-                keys = pc.drop_null(keys)
-            if len(keys):
-                chunks.append(_ribbon.hash_pairs([name], keys, seed=seed,
-                                                 group_kind="bytes", key_kind=kind))
-    hashes = np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
-    return hashes, nulls, rows
+        hashes, nulls = _parquet_pair_hashes(parquet, field.name, field.type, path.encode(),
+                                             kind, seed)
+        return hashes, nulls, rows
 
 
 # ---------------------------------------------------------------------------------------
@@ -326,16 +315,11 @@ class IcebergIndex(LakeIndex):
 
 # Loaded indexes by (statistics path, file size, field id): a statistics file is written once
 # under a new name and never changed, so a loaded one stays valid; a few are kept.
-_LOADED: "collections.OrderedDict" = None
+_LOADED: collections.OrderedDict = collections.OrderedDict()
 _LOADED_MAX = 8
 
 
 def _cached_index(table, statistics, field_id):
-    import collections
-
-    global _LOADED
-    if _LOADED is None:
-        _LOADED = collections.OrderedDict()
     key = (statistics.statistics_path, statistics.file_size_in_bytes, field_id)
     if key in _LOADED:
         _LOADED.move_to_end(key)
@@ -532,17 +516,12 @@ def _scan(table, column, keys, snapshot_id, columns=None, *, row_filter=True):
 
 # Whole-snapshot plans by (table UUID, snapshot id, projection): a snapshot's data files and
 # their delete files never change, so a plan made once answers every later read of it.
-_PLANS: "collections.OrderedDict" = None
+_PLANS: collections.OrderedDict = collections.OrderedDict()
 _PLANS_MAX = 4
 
 
 def _whole_plan(table, column, keys, snapshot_id, columns):
     """(scan over every file of the snapshot, its tasks), the tasks planned once a snapshot."""
-    import collections
-
-    global _PLANS
-    if _PLANS is None:
-        _PLANS = collections.OrderedDict()
     whole = _scan(table, column, keys, snapshot_id, columns, row_filter=False)
     snapshot = whole.snapshot()
     key = (str(table.metadata.table_uuid), snapshot.snapshot_id if snapshot else None)
