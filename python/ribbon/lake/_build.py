@@ -202,6 +202,13 @@ def _build_spark(spark, table, files, facts, column, arrow_type, kind, out, *, f
     return data, nulls
 
 
+def _check_engine(engine: str, spark) -> None:
+    if engine not in ("local", "spark"):
+        raise ValueError(f"engine must be 'local' or 'spark', not {engine!r}")
+    if engine == "spark" and spark is None:
+        raise ValueError("engine='spark' needs spark= (a SparkSession)")
+
+
 def build_index(table, column: str, index_path, *, fpr: Optional[float] = None,
                 bits: Optional[int] = None, seed: int = 0, engine: str = "local", spark=None,
                 threads: int = 0, memory_limit: int = 1 << 30, tmp_dir: Optional[str] = None,
@@ -220,10 +227,7 @@ def build_index(table, column: str, index_path, *, fpr: Optional[float] = None,
     ``"spark"`` (``ribbon.spark.build_set`` on the session ``spark``; the same bytes).
     ``fpr``/``bits``: as ``ribbon.build_set`` (default r = 8: 1/256 a file)."""
     clock = time.monotonic()
-    if engine not in ("local", "spark"):
-        raise ValueError(f"engine must be 'local' or 'spark', not {engine!r}")
-    if engine == "spark" and spark is None:
-        raise ValueError("engine='spark' needs spark= (a SparkSession)")
+    _check_engine(engine, spark)
     out = os.fspath(index_path)
     dist.check_output_path(out)
     threads = threads or os.cpu_count() or 1

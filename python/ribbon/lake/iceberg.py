@@ -35,7 +35,7 @@ from .._lakecore.index import FilesForEach, LakeIndex
 from .._lakecore.table import MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, key_kind_of_type
 from ..sets import FilterSet
 from . import _puffin
-from ._build import IndexStats, _parquet_pair_hashes
+from ._build import IndexStats, _check_engine, _parquet_pair_hashes
 
 try:
     from pyiceberg.expressions import In
@@ -403,10 +403,7 @@ def build_index(table, column: str, *, fpr: Optional[float] = None,
     files read as plain Parquet by ``spark``, matched by Parquet field id; the same bytes).
     ``fpr``/``bits``: as ``ribbon.build_set`` (default r = 8: 1/256 a file)."""
     clock = time.monotonic()
-    if engine not in ("local", "spark"):
-        raise ValueError(f"engine must be 'local' or 'spark', not {engine!r}")
-    if engine == "spark" and spark is None:
-        raise ValueError("engine='spark' needs spark= (a SparkSession)")
+    _check_engine(engine, spark)
     threads = threads or os.cpu_count() or 1
     snapshot = _snapshot(table, snapshot_id)
     field_id, arrow_type, kind = _field(table, column)
