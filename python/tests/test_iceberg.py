@@ -389,6 +389,13 @@ def test_on_an_s3_warehouse(s3, tmp_path):
     table.append(batch(np.random.default_rng(8)))
     assert iceberg.update_index(table, "id").action == "delta"
     check_reads(table, "id", keys)
+    each = iceberg.files_for_each(table, "id", keys)
+    assert all(len(each.files_of(i)) >= 1 for i in range(len(keys)))
+    duckdb = pytest.importorskip("duckdb")
+    rows = iceberg.duckdb_relation(duckdb.connect(), table, "id", keys).fetchall()  # via PyIceberg
+    expected = oracle(table, "id", keys)
+    assert sorted(rows) == sorted(zip(*[expected.column(c).to_pylist()
+                                        for c in expected.column_names]))
     names = some_keys(table, "name", 2)
     with pytest.warns(UserWarning, match="full plan"):  # no index of name
         same_rows(iceberg.read(table, "name", names), oracle(table, "name", names))
