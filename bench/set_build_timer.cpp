@@ -132,7 +132,9 @@ int main(int argc, char** argv) {
         };
       } else if (name == "many") {
         has_stats = false;
-        run = [&] { ribbon::build_many(keys.data(), n, {offsets.data(), groups, nullptr}, options); };
+        run = [&] {
+          ribbon::build_many(keys.data(), n, {offsets.data(), groups, nullptr}, options);
+        };
       } else {
         has_stats = false;
         const bool set = name == "bulk_set";
@@ -156,8 +158,8 @@ int main(int argc, char** argv) {
     const samples& s = results[name];
     const double m = median(s.seconds);
     const double base = name.rfind("bulk", 0) == 0 ? bulk_filter_s : filter_s;
-    std::printf(", \"%s\": {\"seconds\": %.4f, \"ns_per_pair\": %.2f, \"ratio\": %.3f", name.c_str(),
-                m, m * 1e9 / static_cast<double>(n), m / base);
+    std::printf(", \"%s\": {\"seconds\": %.4f, \"ns_per_pair\": %.2f, \"ratio\": %.3f",
+                name.c_str(), m, m * 1e9 / static_cast<double>(n), m / base);
     for (const auto& [phase, values] : s.phases) {
       std::printf(", \"%s_ns\": %.2f", phase.c_str(),
                   median(values) * 1e9 / static_cast<double>(n));

@@ -99,6 +99,39 @@ filter filter::build_from_hashes(const std::uint64_t* hashes, const std::uint32_
 
 namespace {
 
+/// Whether two pairs' groups are one: a byte string repeated in a run is usually the same
+/// view (one pointer), which needs no comparison of its bytes.
+bool same_group(std::uint64_t a, std::uint64_t b) {
+  return a == b;
+}
+bool same_group(std::string_view a, std::string_view b) {
+  return (a.data() == b.data() && a.size() == b.size()) || a == b;
+}
+
+/// build_set's records: the pairs' hashes. Its sequential reader hashes a group once per run
+/// of it, not once per pair (pairs usually come grouped, a data file's keys together, and a
+/// file name is a long string to hash); the hashes are the same.
+template <class Group, class Key>
+struct pair_source {
+  const Group* groups;
+  const Key* keys;
+  set_hasher hash;
+
+  std::uint64_t operator()(std::uint64_t i) const { return hash.pair(groups[i], keys[i]); }
+
+  auto sequential() const {
+    return [this, started = false, last = std::uint64_t{0},
+            group_hash = std::uint64_t{0}](std::uint64_t i) mutable {
+      if (!started || i != last + 1 || !same_group(groups[i], groups[last])) {
+        group_hash = hash.group(groups[i]);
+        started = true;
+      }
+      last = i;
+      return pair_hash(group_hash, hash.key(keys[i]));
+    };
+  }
+};
+
 /// Distinct groups among `count` given ones, counted in parallel; a group repeated in a run
 /// is compared, not hashed again.
 template <class Group>
@@ -108,7 +141,7 @@ std::uint64_t count_groups(const Group* groups, std::uint64_t count, const set_h
                     [&](const tbb::blocked_range<std::uint64_t>& r) {
                       group_counter& mine = found.local();
                       for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
-                        if (i == r.begin() || !(groups[i] == groups[i - 1])) {
+                        if (i == r.begin() || !same_group(groups[i], groups[i - 1])) {
                           mine.add(hash.group(groups[i]));
                         }
                       }
@@ -128,7 +161,7 @@ group_names collect_group_names(const Group* groups, std::uint64_t count) {
                     [&](const tbb::blocked_range<std::uint64_t>& r) {
                       std::vector<name>& mine = found.local();
                       for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
-                        if (i == r.begin() || !(groups[i] == groups[i - 1]))
+                        if (i == r.begin() || !same_group(groups[i], groups[i - 1]))
                           mine.emplace_back(groups[i]);
                       }
                     });
@@ -151,8 +184,8 @@ filter filter::build_set(const Group* groups, const Key* keys, std::uint64_t cou
     throw error(std::string("invalid build options: ") + problem);
   }
   const set_hasher hash{p.seed, seed_mix(p.seed)};
-  auto pair = [&](std::uint64_t i) { return hash.pair(groups[i], keys[i]); };
-  filter f = detail::build_in_memory(p, options, count, pair, stats, options.progress);
+  const pair_source<Group, Key> pairs{groups, keys, hash};
+  filter f = detail::build_in_memory(p, options, count, pairs, stats, options.progress);
   builder_access::set_group_count(f, count_groups(groups, count, hash));
   if (options.group_names) {
     builder_access::set_group_names(
