@@ -132,45 +132,45 @@ struct pair_source {
   }
 };
 
-/// Distinct groups among `count` given ones, counted in parallel; a group repeated in a run
-/// is compared, not hashed again.
+/// What a set records of its groups: how many distinct ones, and their names where asked.
+struct groups_seen {
+  std::uint64_t count = 0;
+  std::shared_ptr<const group_names> names;  ///< null unless asked for
+};
+
+/// The distinct groups among `count` given ones, counted (by their hashes) and, with
+/// `with_names`, named (group_names sorts and drops repeats), in one parallel pass over the
+/// groups; a group repeated in a run is compared, not hashed or taken again.
 template <class Group>
-std::uint64_t count_groups(const Group* groups, std::uint64_t count, const set_hasher& hash) {
-  tbb::combinable<group_counter> found;
+groups_seen survey_groups(const Group* groups, std::uint64_t count, const set_hasher& hash,
+                          bool with_names) {
+  using name = std::conditional_t<std::is_same_v<Group, std::uint64_t>, std::uint64_t, std::string>;
+  struct found {
+    group_counter counter;
+    std::vector<name> names;
+  };
+  tbb::combinable<found> each;
   tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, std::uint64_t{1} << 14),
                     [&](const tbb::blocked_range<std::uint64_t>& r) {
-                      group_counter& mine = found.local();
+                      found& mine = each.local();
                       for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
                         if (i == r.begin() || !same_group(groups[i], groups[i - 1])) {
-                          mine.add(hash.group(groups[i]));
+                          mine.counter.add(hash.group(groups[i]));
+                          if (with_names) mine.names.emplace_back(groups[i]);
                         }
                       }
                     });
   group_counter all;
-  found.combine_each([&](const group_counter& some) { all.merge(some); });
-  return all.count();
-}
-
-/// The names of the groups among `count` given ones (group_names sorts and drops repeats); a
-/// group repeated in a run is taken once.
-template <class Group>
-group_names collect_group_names(const Group* groups, std::uint64_t count) {
-  using name = std::conditional_t<std::is_same_v<Group, std::uint64_t>, std::uint64_t, std::string>;
-  tbb::combinable<std::vector<name>> found;
-  tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, std::uint64_t{1} << 14),
-                    [&](const tbb::blocked_range<std::uint64_t>& r) {
-                      std::vector<name>& mine = found.local();
-                      for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
-                        if (i == r.begin() || !same_group(groups[i], groups[i - 1]))
-                          mine.emplace_back(groups[i]);
-                      }
-                    });
-  std::vector<name> all;
-  found.combine_each([&](std::vector<name>& some) {
-    all.insert(all.end(), std::make_move_iterator(some.begin()),
-               std::make_move_iterator(some.end()));
+  std::vector<name> names;
+  each.combine_each([&](found& some) {
+    all.merge(some.counter);
+    names.insert(names.end(), std::make_move_iterator(some.names.begin()),
+                 std::make_move_iterator(some.names.end()));
   });
-  return group_names::of(std::move(all));
+  groups_seen seen{all.count(), nullptr};
+  if (with_names)
+    seen.names = std::make_shared<const group_names>(group_names::of(std::move(names)));
+  return seen;
 }
 
 }  // namespace
@@ -186,11 +186,9 @@ filter filter::build_set(const Group* groups, const Key* keys, std::uint64_t cou
   const set_hasher hash{p.seed, seed_mix(p.seed)};
   const pair_source<Group, Key> pairs{groups, keys, hash};
   filter f = detail::build_in_memory(p, options, count, pairs, stats, options.progress);
-  builder_access::set_group_count(f, count_groups(groups, count, hash));
-  if (options.group_names) {
-    builder_access::set_group_names(
-        f, std::make_shared<const group_names>(collect_group_names(groups, count)));
-  }
+  const groups_seen seen = survey_groups(groups, count, hash, options.group_names);
+  builder_access::set_group_count(f, seen.count);
+  if (seen.names) builder_access::set_group_names(f, seen.names);
   return f;
 }
 
