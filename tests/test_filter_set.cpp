@@ -1,7 +1,8 @@
 // Filter sets (filter::build_set, format versions 6 and 7): every member of every group found, for
 // groups of 1 to 10^5 keys; a key asked under another group, an unknown group and a swapped
 // pair answer as non-members do (within 5 sigma of 2^-r); the four kinds of groups and keys;
-// byte-identical files whatever the threads and the order of the pairs; files round-trip as
+// byte-identical files whatever the threads and the order of the pairs; groups hashed once a
+// run give each pair's own hash (the bulk builder's set of per-pair hashes); files round-trip as
 // version 6, and damaged set fields or any flipped byte are refused.
 #include <gtest/gtest.h>
 
@@ -9,13 +10,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ribbon/bulk_builder.hpp"
 #include "ribbon/error.hpp"
 #include "ribbon/filter.hpp"
 #include "ribbon/format.hpp"
@@ -181,6 +185,58 @@ TEST(FilterSet, SameBytesWhateverTheThreadsTheOrderAndTheRepeats) {
   EXPECT_EQ(again.key_count(), p.keys.size());
   EXPECT_EQ(again.group_count(), 4u);
   EXPECT_EQ(again.serialize(), one);
+}
+
+/// The bytes of the set that the bulk builder makes of the pairs' hashes, each pair hashed on
+/// its own (set_hasher::pair): what build_set's hashing must agree with.
+std::vector<unsigned char> set_of_pair_hashes(const std::vector<std::string_view>& groups,
+                                              const std::vector<std::uint64_t>& keys,
+                                              std::uint64_t group_count,
+                                              const ribbon::build_options& o) {
+  const ribbon::set_hasher hash{o.seed, ribbon::seed_mix(o.seed)};
+  std::vector<std::uint64_t> hashes;
+  for (std::size_t i = 0; i < keys.size(); ++i) hashes.push_back(hash.pair(groups[i], keys[i]));
+  ribbon_test::temp_dir dir;
+  ribbon::bulk_options bulk;
+  bulk.build = o;
+  bulk.groups = ribbon::group_kind::bytes;
+  ribbon::bulk_builder builder(ribbon::key_kind::u64, bulk);
+  builder.add_hashes(hashes.data(), hashes.size());
+  builder.set_group_count(group_count);
+  builder.finish(dir.file("set.ribbon"));
+  std::ifstream in(dir.file("set.ribbon"), std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// build_set hashes a group once per run of it: runs of one view, runs of equal bytes in other
+// views, views of one buffer that differ only in length ("part-1" and "part-10"), runs of one
+// pair and a group that comes back after another all give each pair's own hash.
+TEST(FilterSet, GroupsInRunsHashAsEachPairAlone) {
+  const std::string buffer = "part-10.parquet";
+  const std::string copy = "part-10";
+  const std::string_view names[] = {std::string_view(buffer).substr(0, 7),  // part-10
+                                    std::string_view(buffer).substr(0, 6),  // part-1
+                                    std::string_view(buffer),               // part-10.parquet
+                                    std::string_view(copy)};                // part-10 again
+  std::vector<std::string_view> groups;
+  std::vector<std::uint64_t> keys;
+  ribbon_test::rng random(3);
+  for (std::uint64_t run = 0; run < 400; ++run) {
+    const std::string_view name = names[random.between(0, 3)];
+    const std::uint64_t length = run % 7 == 0 ? 1 : random.between(1, 3000);
+    for (std::uint64_t i = 0; i < length; ++i) {
+      groups.push_back(name);
+      keys.push_back(ribbon_test::key_at(6, keys.size()));
+    }
+  }
+  for (const std::uint32_t threads : {1u, 2u}) {
+    ribbon::build_options o = options(threads);
+    o.group_names = false;  // the bulk builder here is given no names: both version 6
+    const ribbon::filter set =
+        ribbon::filter::build_set(groups.data(), keys.data(), keys.size(), o);
+    EXPECT_EQ(set.group_count(), 3u);
+    EXPECT_EQ(set.serialize(), set_of_pair_hashes(groups, keys, 3, o)) << threads << " threads";
+  }
 }
 
 /// A set's file bytes, its header as a struct, and a way to write the header back with a

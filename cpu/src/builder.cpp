@@ -99,45 +99,78 @@ filter filter::build_from_hashes(const std::uint64_t* hashes, const std::uint32_
 
 namespace {
 
-/// Distinct groups among `count` given ones, counted in parallel; a group repeated in a run
-/// is compared, not hashed again.
+/// Whether two pairs' groups are one: a byte string repeated in a run is usually the same
+/// view (one pointer), which needs no comparison of its bytes.
+bool same_group(std::uint64_t a, std::uint64_t b) {
+  return a == b;
+}
+bool same_group(std::string_view a, std::string_view b) {
+  return (a.data() == b.data() && a.size() == b.size()) || a == b;
+}
+
+/// build_set's records: the pairs' hashes. Its sequential reader hashes a group once per run
+/// of it, not once per pair (pairs usually come grouped, a data file's keys together, and a
+/// file name is a long string to hash); the hashes are the same.
+template <class Group, class Key>
+struct pair_source {
+  const Group* groups;
+  const Key* keys;
+  set_hasher hash;
+
+  std::uint64_t operator()(std::uint64_t i) const { return hash.pair(groups[i], keys[i]); }
+
+  auto sequential() const {
+    return [this, started = false, last = std::uint64_t{0},
+            group_hash = std::uint64_t{0}](std::uint64_t i) mutable {
+      if (!started || i != last + 1 || !same_group(groups[i], groups[last])) {
+        group_hash = hash.group(groups[i]);
+        started = true;
+      }
+      last = i;
+      return pair_hash(group_hash, hash.key(keys[i]));
+    };
+  }
+};
+
+/// What a set records of its groups: how many distinct ones, and their names where asked.
+struct groups_seen {
+  std::uint64_t count = 0;
+  std::shared_ptr<const group_names> names;  ///< null unless asked for
+};
+
+/// The distinct groups among `count` given ones, counted (by their hashes) and, with
+/// `with_names`, named (group_names sorts and drops repeats), in one parallel pass over the
+/// groups; a group repeated in a run is compared, not hashed or taken again.
 template <class Group>
-std::uint64_t count_groups(const Group* groups, std::uint64_t count, const set_hasher& hash) {
-  tbb::combinable<group_counter> found;
+groups_seen survey_groups(const Group* groups, std::uint64_t count, const set_hasher& hash,
+                          bool with_names) {
+  using name = std::conditional_t<std::is_same_v<Group, std::uint64_t>, std::uint64_t, std::string>;
+  struct found {
+    group_counter counter;
+    std::vector<name> names;
+  };
+  tbb::combinable<found> each;
   tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, std::uint64_t{1} << 14),
                     [&](const tbb::blocked_range<std::uint64_t>& r) {
-                      group_counter& mine = found.local();
+                      found& mine = each.local();
                       for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
-                        if (i == r.begin() || !(groups[i] == groups[i - 1])) {
-                          mine.add(hash.group(groups[i]));
+                        if (i == r.begin() || !same_group(groups[i], groups[i - 1])) {
+                          mine.counter.add(hash.group(groups[i]));
+                          if (with_names) mine.names.emplace_back(groups[i]);
                         }
                       }
                     });
   group_counter all;
-  found.combine_each([&](const group_counter& some) { all.merge(some); });
-  return all.count();
-}
-
-/// The names of the groups among `count` given ones (group_names sorts and drops repeats); a
-/// group repeated in a run is taken once.
-template <class Group>
-group_names collect_group_names(const Group* groups, std::uint64_t count) {
-  using name = std::conditional_t<std::is_same_v<Group, std::uint64_t>, std::uint64_t, std::string>;
-  tbb::combinable<std::vector<name>> found;
-  tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, count, std::uint64_t{1} << 14),
-                    [&](const tbb::blocked_range<std::uint64_t>& r) {
-                      std::vector<name>& mine = found.local();
-                      for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
-                        if (i == r.begin() || !(groups[i] == groups[i - 1]))
-                          mine.emplace_back(groups[i]);
-                      }
-                    });
-  std::vector<name> all;
-  found.combine_each([&](std::vector<name>& some) {
-    all.insert(all.end(), std::make_move_iterator(some.begin()),
-               std::make_move_iterator(some.end()));
+  std::vector<name> names;
+  each.combine_each([&](found& some) {
+    all.merge(some.counter);
+    names.insert(names.end(), std::make_move_iterator(some.names.begin()),
+                 std::make_move_iterator(some.names.end()));
   });
-  return group_names::of(std::move(all));
+  groups_seen seen{all.count(), nullptr};
+  if (with_names)
+    seen.names = std::make_shared<const group_names>(group_names::of(std::move(names)));
+  return seen;
 }
 
 }  // namespace
@@ -151,13 +184,11 @@ filter filter::build_set(const Group* groups, const Key* keys, std::uint64_t cou
     throw error(std::string("invalid build options: ") + problem);
   }
   const set_hasher hash{p.seed, seed_mix(p.seed)};
-  auto pair = [&](std::uint64_t i) { return hash.pair(groups[i], keys[i]); };
-  filter f = detail::build_in_memory(p, options, count, pair, stats, options.progress);
-  builder_access::set_group_count(f, count_groups(groups, count, hash));
-  if (options.group_names) {
-    builder_access::set_group_names(
-        f, std::make_shared<const group_names>(collect_group_names(groups, count)));
-  }
+  const pair_source<Group, Key> pairs{groups, keys, hash};
+  filter f = detail::build_in_memory(p, options, count, pairs, stats, options.progress);
+  const groups_seen seen = survey_groups(groups, count, hash, options.group_names);
+  builder_access::set_group_count(f, seen.count);
+  if (seen.names) builder_access::set_group_names(f, seen.names);
   return f;
 }
 

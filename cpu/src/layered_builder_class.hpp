@@ -140,17 +140,32 @@ class layered_builder {
                                   std::vector<Record>& keys, const MakeWindows& make_windows,
                                   const Proceed& proceed);
 
-  /// partition_by_shard(), looking at the cancel flag every 2^16 keys: the partition passes
-  /// read every key.
+  /// A source whose readers look at the cancel flag every 2^16 keys (the partition passes
+  /// read every key); its sequential reader is the source's own.
+  template <class Source>
+  struct polled_source {
+    const Source& source;
+    const layered_builder& builder;
+
+    auto operator()(std::uint64_t i) const {
+      if ((i & 0xFFFF) == 0) builder.throw_if_cancelled();
+      return source(i);
+    }
+    auto sequential() const {
+      return [read = sequential_reader(source), this](std::uint64_t i) mutable {
+        if ((i & 0xFFFF) == 0) builder.throw_if_cancelled();
+        return read(i);
+      };
+    }
+  };
+
+  /// partition_by_shard() of a polled_source.
   template <class Source>
   void partition_polled(std::uint64_t n, const Source& source, const layer_geometry& g, Record* out,
                         std::vector<std::uint64_t>& offsets, double* hash_seconds,
                         double* partition_seconds) {
-    auto polled = [&](std::uint64_t i) {
-      if ((i & 0xFFFF) == 0) throw_if_cancelled();
-      return source(i);
-    };
-    partition_by_shard(n, polled, g, out, offsets, hash_seconds, partition_seconds);
+    partition_by_shard(n, polled_source<Source>{source, *this}, g, out, offsets, hash_seconds,
+                       partition_seconds);
   }
 
   /// Stops the build when another thread set progress->cancel (Ctrl-C in the Python module).

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ribbon/detail/records.hpp"
@@ -21,6 +23,27 @@ namespace ribbon::detail {
 /// Keys per chunk of the partition passes: enough work per task, few histograms.
 inline std::uint64_t partition_chunk_size(std::uint64_t n) {
   return std::max<std::uint64_t>(std::uint64_t{1} << 16, divide_round_up(n, 256));
+}
+
+/// Whether a source has a sequential() reader (see sequential_reader).
+template <class Source, class = void>
+struct has_sequential_reader : std::false_type {};
+template <class Source>
+struct has_sequential_reader<Source,
+                             std::void_t<decltype(std::declval<const Source&>().sequential())>>
+    : std::true_type {};
+
+/// What a partition pass calls for source(i) as i goes up by one through a chunk:
+/// source.sequential(), a reader that may keep what neighbouring records share (a set's pairs
+/// share their group's hash within a run of the group), where the source has one; else the
+/// source itself. Either gives source(i) for every i, in any order of calls.
+template <class Source>
+auto sequential_reader(const Source& source) {
+  if constexpr (has_sequential_reader<Source>::value) {
+    return source.sequential();
+  } else {
+    return [&source](std::uint64_t i) { return source(i); };
+  }
 }
 
 /// Scatters source(i), i < n, into `out` grouped by shard (MSD partition), for hashes whose
@@ -39,8 +62,9 @@ void partition_shard_range(std::uint64_t n, const Source& source, const layer_ge
   if (shards == 1) {  // nothing to group (a small filter's layer): one pass, each hash once
     const auto start = std::chrono::steady_clock::now();
     tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
+      auto read = sequential_reader(source);
       const std::uint64_t end = std::min(n, (c + 1) * chunk);
-      for (std::uint64_t i = c * chunk; i < end; ++i) out[i] = source(i);
+      for (std::uint64_t i = c * chunk; i < end; ++i) out[i] = read(i);
     });
     shard_offsets.assign({0, n});
     if (scatter_seconds) {
@@ -54,8 +78,9 @@ void partition_shard_range(std::uint64_t n, const Source& source, const layer_ge
   auto start = std::chrono::steady_clock::now();
   tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
     std::uint64_t* row = counts.data() + c * shards;
+    auto read = sequential_reader(source);
     const std::uint64_t end = std::min(n, (c + 1) * chunk);
-    for (std::uint64_t i = c * chunk; i < end; ++i) ++row[shard_of(source(i))];
+    for (std::uint64_t i = c * chunk; i < end; ++i) ++row[shard_of(read(i))];
   });
   shard_offsets.assign(shards + 1, 0);
   std::uint64_t total = 0;
@@ -74,9 +99,10 @@ void partition_shard_range(std::uint64_t n, const Source& source, const layer_ge
   start = std::chrono::steady_clock::now();
   tbb::parallel_for(std::uint64_t{0}, chunks, [&](std::uint64_t c) {
     std::uint64_t* cursor = counts.data() + c * shards;
+    auto read = sequential_reader(source);
     const std::uint64_t end = std::min(n, (c + 1) * chunk);
     for (std::uint64_t i = c * chunk; i < end; ++i) {
-      const Record r = source(i);
+      const Record r = read(i);
       out[cursor[shard_of(r)]++] = r;
     }
   });
