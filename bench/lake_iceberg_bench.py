@@ -38,6 +38,8 @@ import pyarrow.parquet as pq
 import ribbon.lake as lake
 from ribbon.lake import iceberg
 
+from lake_bench import bloom_bytes  # bench/lake_bench.py, beside this script
+
 
 def make_table(directory, files, rows, seed=1):
     from pyiceberg.catalog.sql import SqlCatalog
@@ -61,18 +63,6 @@ def make_table(directory, files, rows, seed=1):
                            bloom_filter_options={"id": {"ndv": rows, "fpp": 1 / 256},
                                                  "sid": {"ndv": rows, "fpp": 1 / 256}})
     return catalog.load_table("db.events"), ids
-
-
-def bloom_bytes(directory, column):
-    total = 0
-    for name in os.listdir(directory):
-        meta = pq.ParquetFile(os.path.join(directory, name)).metadata
-        for g in range(meta.num_row_groups):
-            for c in range(meta.row_group(g).num_columns):
-                chunk = meta.row_group(g).column(c)
-                if chunk.path_in_schema == column:
-                    total += chunk.bloom_filter_length or 0
-    return total, len(os.listdir(directory))
 
 
 def timed(function, *args, **kw):
@@ -123,7 +113,8 @@ def main():
             builds[f"read {column}"], _ = timed(lambda: list(pool.map(
                 lambda n: pq.read_table(os.path.join(data_dir, n), columns=[column],
                                         use_threads=False), names)))
-        blooms, counted = bloom_bytes(os.path.join(args.dir, "bloom"), column)
+        bloom_dir = os.path.join(args.dir, "bloom")
+        blooms, counted = bloom_bytes(bloom_dir, column), len(os.listdir(bloom_dir))
         index = iceberg.load_index(table, column)
         emit({"what": f"build {column}", "iceberg_s": builds[f"iceberg {column}"],
               "directory_index_s": builds[f"directory {column}"],
