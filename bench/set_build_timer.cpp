@@ -1,6 +1,6 @@
 // Filter sets and many filters against one big filter of the same keys, timed in one run
 // (issue 56, item 3): G groups x K random u64 keys, each build A B A B over the rounds.
-//   ribbon_set_build_timer GROUPS PER_GROUP THREADS ROUNDS [TMP_DIR]
+//   ribbon_set_build_timer GROUPS PER_GROUP THREADS ROUNDS [TMP_DIR [MEMORY_LIMIT_MIB]]
 // Builds, every round in this order:
 //   filter      filter::build(keys)                    one big filter of the G*K keys
 //   set_u64     filter::build_set(u64 groups, keys)    the pairs, groups 0..G-1
@@ -8,9 +8,13 @@
 //   many        build_many(keys, G groups)             a filter per group
 //   bulk_filter bulk_builder: add_hashes(key hashes), finish(file)
 //   bulk_set    bulk_builder groups=bytes: add_hashes(pair hashes), finish(file)
+// and, given MEMORY_LIMIT_MIB, the two bulk builds again under that memory limit (spilled to
+// TMP_DIR when the hashes do not fit):
+//   spilled_filter, spilled_set
 // Prints one JSON object: each build's median seconds, ns per pair, its ratio to `filter`
-// (bulk_set: to bulk_filter), and the median seconds of the layer-0 phases (build_stats) of
-// the in-memory builds.
+// (bulk_set: to bulk_filter; spilled_set: to spilled_filter), for the spilled builds their
+// ratio to the same build in memory (`in_memory_ratio`) and whether they spilled, and the
+// median seconds of the layer-0 phases (build_stats) of the in-memory builds.
 #include <tbb/global_control.h>
 
 #include <algorithm>
@@ -64,7 +68,8 @@ double timed(const Run& run) {
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s GROUPS PER_GROUP THREADS ROUNDS [TMP_DIR]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s GROUPS PER_GROUP THREADS ROUNDS [TMP_DIR [MEMORY_LIMIT_MIB]]\n",
+                 argv[0]);
     return 2;
   }
   const std::uint64_t groups = std::strtoull(argv[1], nullptr, 10);
@@ -72,6 +77,7 @@ int main(int argc, char** argv) {
   const auto threads = static_cast<std::uint32_t>(std::strtoul(argv[3], nullptr, 10));
   const int rounds = std::atoi(argv[4]);
   const std::string tmp = argc > 5 ? argv[5] : "/tmp";
+  const std::uint64_t memory_limit = argc > 6 ? std::strtoull(argv[6], nullptr, 10) << 20 : 0;
   const std::uint64_t n = groups * per_group;
 
   std::vector<std::uint64_t> keys(n), group_ids(n), offsets(groups + 1);
@@ -103,18 +109,23 @@ int main(int argc, char** argv) {
     pair_hashes[i] = hasher.pair(group_names[i], keys[i]);
   }
 
-  auto bulk = [&](ribbon::group_kind kind, const std::vector<std::uint64_t>& hashes) {
+  std::map<std::string, bool> spilled;
+  auto bulk = [&](const std::string& name, ribbon::group_kind kind,
+                  const std::vector<std::uint64_t>& hashes, std::uint64_t limit) {
     ribbon::bulk_options bulk_options;
     bulk_options.build = options;
     bulk_options.groups = kind;
+    bulk_options.memory_limit = limit;
+    bulk_options.tmp_dir = tmp;
     ribbon::bulk_builder b(ribbon::key_kind::u64, bulk_options);
     b.add_hashes(hashes.data(), n);
     if (kind != ribbon::group_kind::none) b.set_group_count(groups);
-    b.finish(tmp + "/set_build_timer.ribbon");
+    spilled[name] = b.finish(tmp + "/set_build_timer.ribbon").out_of_core;
   };
 
-  const std::vector<std::string> order = {"filter", "set_u64",     "set_bytes",
-                                          "many",   "bulk_filter", "bulk_set"};
+  std::vector<std::string> order = {"filter", "set_u64",     "set_bytes",
+                                    "many",   "bulk_filter", "bulk_set"};
+  if (memory_limit) order.insert(order.end(), {"spilled_filter", "spilled_set"});
   std::map<std::string, samples> results;
   for (int round = 0; round < rounds; ++round) {
     for (const std::string& name : order) {
@@ -137,10 +148,11 @@ int main(int argc, char** argv) {
         };
       } else {
         has_stats = false;
-        const bool set = name == "bulk_set";
-        run = [&, set] {
-          bulk(set ? ribbon::group_kind::bytes : ribbon::group_kind::none,
-               set ? pair_hashes : key_hashes);
+        const bool set = name.find("_set") != std::string::npos;
+        const std::uint64_t limit = name.rfind("spilled", 0) == 0 ? memory_limit : 0;
+        run = [&, set, limit, name] {
+          bulk(name, set ? ribbon::group_kind::bytes : ribbon::group_kind::none,
+               set ? pair_hashes : key_hashes, limit);
         };
       }
       s.seconds.push_back(timed(run));
@@ -150,16 +162,25 @@ int main(int argc, char** argv) {
   std::remove((tmp + "/set_build_timer.ribbon").c_str());
 
   const double filter_s = median(results["filter"].seconds);
-  const double bulk_filter_s = median(results["bulk_filter"].seconds);
+  auto median_of = [&](const std::string& name) { return median(results[name].seconds); };
+  const std::map<std::string, std::string> base_of = {{"bulk_set", "bulk_filter"},
+                                                      {"spilled_set", "spilled_filter"}};
+  const std::map<std::string, std::string> in_memory_of = {{"spilled_filter", "bulk_filter"},
+                                                           {"spilled_set", "bulk_set"}};
   std::printf("{\"groups\": %llu, \"per_group\": %llu, \"threads\": %u, \"rounds\": %d",
               static_cast<unsigned long long>(groups), static_cast<unsigned long long>(per_group),
               threads, rounds);
   for (const std::string& name : order) {
     const samples& s = results[name];
     const double m = median(s.seconds);
-    const double base = name.rfind("bulk", 0) == 0 ? bulk_filter_s : filter_s;
+    const auto base = base_of.find(name);
+    const double base_s = base == base_of.end() ? filter_s : median_of(base->second);
     std::printf(", \"%s\": {\"seconds\": %.4f, \"ns_per_pair\": %.2f, \"ratio\": %.3f",
-                name.c_str(), m, m * 1e9 / static_cast<double>(n), m / base);
+                name.c_str(), m, m * 1e9 / static_cast<double>(n), m / base_s);
+    if (const auto in_memory = in_memory_of.find(name); in_memory != in_memory_of.end()) {
+      std::printf(", \"in_memory_ratio\": %.3f, \"spilled\": %s", m / median_of(in_memory->second),
+                  spilled[name] ? "true" : "false");
+    }
     for (const auto& [phase, values] : s.phases) {
       std::printf(", \"%s_ns\": %.2f", phase.c_str(),
                   median(values) * 1e9 / static_cast<double>(n));

@@ -463,6 +463,10 @@ void bulk_builder::set_group_names(group_names names) {
   impl_->pipeline->names = std::make_shared<const group_names>(std::move(names));
 }
 
+void bulk_builder::set_metadata(std::string bytes) {
+  impl_->pipeline->options.metadata = std::make_shared<const std::string>(std::move(bytes));
+}
+
 namespace {
 
 /// Throws unless the builder was made for values (with_values) exactly when they are given.

@@ -98,6 +98,10 @@ class bulk_build {
     translating(failure::options, [&] { b.set_group_names(std::move(all)); });
   }
 
+  void set_metadata(const nb::bytes& metadata) {
+    live().set_metadata(std::string(metadata.c_str(), metadata.size()));
+  }
+
   void close() { builder_.reset(); }
   key_kind kind() const { return kind_; }
 
@@ -200,6 +204,10 @@ Call once. Ctrl-C stops it within about a second, leaving no output or temporary
       .def("set_group_names", &bulk_build::set_group_names, nb::arg("names"),
            "Sets (groups=): the names of every group (those without pairs too), which the "
            "file records; without them the file is format version 6.")
+      .def("set_metadata", &bulk_build::set_metadata, nb::arg("metadata"),
+           "Sets the bytes saved with the file (format version 7), replacing metadata=: for "
+           "metadata that depends on the keys added, so that finish() writes the file once, "
+           "with it.")
       .def_prop_ro(
           "kind", [](const bulk_build& b) { return key_kind_name(b.kind()); },
           "\"u64\" or \"bytes\".")

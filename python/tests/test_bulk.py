@@ -87,6 +87,21 @@ def test_bulk_sets_equal_build_set_in_memory_and_out_of_core(tmp_path, random_u6
         assert path.read_bytes() == expected.to_bytes()
 
 
+def test_bulk_metadata_set_late_is_written_in_memory_and_out_of_core(tmp_path, random_u64):
+    keys = random_u64(150000)
+    late = b'{"counted while the keys streamed past": 150000}'
+    expected = ribbon.build(keys, bits=6, seed=3).with_metadata(late).to_bytes()
+    for limit, out_of_core in ((None, False), (1 << 20, True)):
+        path = tmp_path / f"late-{out_of_core}.ribbon"
+        with ribbon.BulkBuilder("u64", memory_limit=limit, tmp_dir=str(tmp_path), bits=6, seed=3,
+                                metadata=b"replaced") as b:
+            b.add(keys)
+            b.set_metadata(late)
+            assert b.finish(path)["out_of_core"] is out_of_core
+        assert path.read_bytes() == expected
+        assert ribbon.load(path).metadata == late
+
+
 def test_bulk_set_errors(tmp_path):
     with ribbon.BulkBuilder("u64") as b:
         with pytest.raises(ValueError, match="groups="):

@@ -551,4 +551,7 @@ def test_the_readmes_example_runs_as_written(tmp_path):
                                 capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr
         planned, files = re.fullmatch(r"(\d+) of (\d+) files\n", result.stdout).groups()
-        assert 1 <= int(planned) <= 2 and int(files) == 20 * (run + 1)
+        # Every run appends the same 20 days again, so the needle lies in run + 1 files; each
+        # other file is planned with probability 1/256 (new file names, new groups, so not the
+        # same ones each time): more than 3 of them fewer than 1 time in 10^4.
+        assert run + 1 <= int(planned) <= run + 4 and int(files) == 20 * (run + 1)

@@ -175,6 +175,10 @@ class bulk_builder {
   /// Filter sets: the names of every group given (those without keys too), which the file
   /// records (format version 7); without them it is version 6.
   void set_group_names(group_names names);
+  /// Application metadata written with the file (format version 7), replacing
+  /// bulk_options::metadata: for metadata that depends on the keys added (counts seen while
+  /// they streamed past), so that the file is written once, with it.
+  void set_metadata(std::string bytes);
 
   /// The smallest memory limit this build can honour (one solving thread, the smallest
   /// pass and buffers); it depends on the width, r and the shard size.

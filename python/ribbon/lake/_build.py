@@ -7,7 +7,6 @@ import concurrent.futures
 import json
 import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Sequence
 
@@ -123,14 +122,13 @@ class IndexStats:
     seconds: Dict[str, float] = field(default_factory=dict)
 
 
-def _build_local(table, files, column, arrow_type, kind, out, *, fpr, bits, seed, threads,
-                 memory_limit, tmp_dir):
+def _build_local(table, files, column, arrow_type, kind, out, metadata_of, *, fpr, bits,
+                 seed, threads, memory_limit, tmp_dir):
     """The local engine: files read ``threads`` at a time, their pair hashes streamed into
     the out-of-core bulk builder (ribbon.BulkBuilder), which keeps them in memory while they
-    fit in ``memory_limit`` and spills them under ``tmp_dir`` beyond it."""
+    fit in ``memory_limit`` and spills them under ``tmp_dir`` beyond it, and writes ``out``
+    once, with ``metadata_of(nulls)``. Returns the builder's statistics."""
     nulls, with_keys = {}, 0
-    built = os.path.join(os.path.dirname(os.path.abspath(out)),
-                         f".{os.path.basename(out)}.{uuid.uuid4().hex}.building")
     window = max(1, threads) * 2  # at most 2 * threads files' hashes wait at once
     with _ribbon.BulkBuilder(kind, memory_limit=memory_limit, tmp_dir=tmp_dir, fpr=fpr,
                              bits=bits, seed=seed, threads=threads, groups="bytes") as builder:
@@ -152,19 +150,16 @@ def _build_local(table, files, column, arrow_type, kind, out, *, fpr, bits, seed
                 take(done, *future.result())
         builder.set_group_count(with_keys)
         builder.set_group_names([r.encode() for r in files])
-        try:
-            result = builder.finish(built)
-            with open(built, "rb") as f:
-                data = f.read()
-        finally:
-            if os.path.exists(built):
-                os.remove(built)
-    return data, nulls, result["out_of_core"]
+        builder.set_metadata(metadata_of(nulls))
+        result = builder.finish(out)  # a temporary file and a rename
+    return result
 
 
-def _build_spark(spark, table, files, facts, column, arrow_type, kind, out, *, fpr, bits, seed):
+def _build_spark(spark, table, files, column, arrow_type, kind, out, metadata_of, *, fpr, bits,
+                 seed):
     """The Spark engine: only the listed files read, the groups named from
-    ``_metadata.file_path`` (decoded on the driver), ribbon.spark's build_set route."""
+    ``_metadata.file_path`` (decoded on the driver), ribbon.spark's build_set route, which
+    writes ``out`` once, with ``metadata_of(nulls)``."""
     from pyspark.sql import functions as F
 
     from ..spark import api as ribbon_spark
@@ -189,17 +184,10 @@ def _build_spark(spark, table, files, facts, column, arrow_type, kind, out, *, f
         nulls[relative] = row["rows"] - row["keys"]
     names = spark.createDataFrame(mapping, "uri string, file string")
     pairs = df.where(F.col("key").isNotNull()).join(F.broadcast(names), "uri").select("file", "key")
-    built = os.path.join(os.path.dirname(os.path.abspath(out)),
-                         f".{os.path.basename(out)}.{uuid.uuid4().hex}.building")
-    try:
-        ribbon_spark.build_set(pairs, "file", "key", built, fpr=fpr, bits=bits, seed=seed,
-                               group_names=[r.encode() for r in files])
-        with open(built, "rb") as f:
-            data = f.read()
-    finally:
-        if os.path.exists(built):
-            os.remove(built)
-    return data, nulls
+    built = ribbon_spark.build_set(pairs, "file", "key", out, fpr=fpr, bits=bits, seed=seed,
+                                   group_names=[r.encode() for r in files],
+                                   metadata=metadata_of(nulls))
+    return {"key_count": built.keys, "file_bytes": built.file_bytes, "out_of_core": False}
 
 
 def _check_engine(engine: str, spark) -> None:
@@ -239,23 +227,27 @@ def build_index(table, column: str, index_path, *, fpr: Optional[float] = None,
         raise LakeError(f"table {source.id} has no Parquet files")
     facts, arrow_type, kind = _survey(source, files, column, threads)
     surveyed = time.monotonic()
+    nulls = {}
+
+    def metadata_of(counted):
+        nulls.update(counted)
+        return _metadata(source, column, arrow_type, kind, facts, nulls, _extra)
+
+    # Written once, atomically (a temporary file and a rename), metadata included.
     if engine == "local":
-        data, nulls, spilled = _build_local(source, files, column, arrow_type, kind, out,
-                                            fpr=fpr, bits=bits, seed=seed, threads=threads,
-                                            memory_limit=memory_limit, tmp_dir=tmp_dir)
+        built = _build_local(source, files, column, arrow_type, kind, out, metadata_of, fpr=fpr,
+                             bits=bits, seed=seed, threads=threads, memory_limit=memory_limit,
+                             tmp_dir=tmp_dir)
     else:
-        data, nulls = _build_spark(spark, source, files, facts, column, arrow_type, kind, out,
-                                   fpr=fpr, bits=bits, seed=seed)
-        spilled = False
-    meta = _metadata(source, column, arrow_type, kind, facts, nulls, _extra)
-    index = _ribbon.Filter.from_bytes(data).with_metadata(meta)
-    index.save(out)  # a temporary file and a rename
+        built = _build_spark(spark, source, files, column, arrow_type, kind, out, metadata_of,
+                             fpr=fpr, bits=bits, seed=seed)
     if _only is None:
         for delta in _delta_paths(out):
             os.remove(delta)
     stats = IndexStats(path=out, files=len(files), files_indexed=len(files),
                        rows=sum(f["rows"] for f in facts.values()), nulls=sum(nulls.values()),
-                       pairs=len(index), bytes=index.nbytes, spilled=spilled,
+                       pairs=built["key_count"], bytes=built["file_bytes"],
+                       spilled=built["out_of_core"],
                        seconds={"survey": surveyed - clock, "total": time.monotonic() - clock})
     return stats
 
