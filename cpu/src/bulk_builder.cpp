@@ -187,23 +187,23 @@ struct bulk_pipeline_of final : bulk_pipeline {
     }
   }
 
+  /// Keeps records in memory while they fit the spill budget, checked a chunk at a time (one
+  /// large call stays within the limit too), and scatters the rest to the partition files.
   void add_records(const Record* records, std::uint64_t n) {
-    if (spilled()) {
-      scatter(partitions, partition_bits, records, n);
-    } else {
-      for (std::uint64_t done = 0; done < n;) {
-        const std::uint64_t fill = count & (chunk_hashes - 1);
-        if (fill == 0) chunks.push_back(allocate_array<Record>(chunk_hashes));
-        const std::uint64_t take = std::min(n - done, chunk_hashes - fill);
-        std::copy_n(records + done, take, chunks.back().get() + fill);
-        done += take;
-        count += take;
-      }
+    std::uint64_t done = 0;
+    while (done < n && !spilled()) {
+      const std::uint64_t fill = count & (chunk_hashes - 1);
+      if (fill == 0) chunks.push_back(allocate_array<Record>(chunk_hashes));
+      const std::uint64_t take = std::min(n - done, chunk_hashes - fill);
+      std::copy_n(records + done, take, chunks.back().get() + fill);
+      done += take;
+      count += take;
       if (count * in_memory_bytes_per_key(params) > plan.spill_budget) spill();
-      if (options.progress) options.progress->keys.store(count, std::memory_order_relaxed);
-      return;
     }
-    count += n;
+    if (done < n) {
+      scatter(partitions, partition_bits, records + done, n - done);
+      count += n - done;
+    }
     if (options.progress) options.progress->keys.store(count, std::memory_order_relaxed);
   }
 

@@ -25,8 +25,9 @@
 
 namespace ribbon::detail {
 
-/// One out-of-core bumped layer: the keys come from partition files (by top hash bits); each
-/// file's shards are solved in ranges that fit the budget. Shards are monotone in the hash,
+/// One out-of-core bumped layer: the keys come from partition files (by top hash bits); their
+/// shards are solved in ranges that fit the budget (as many consecutive files to a range as
+/// a pass holds, a file in pieces when it alone holds more). Shards are monotone in the hash,
 /// so a file's keys fall in shards [first, limit], limit being the shard of the next file's
 /// first possible hash; the keys of shard `limit` are carried to the next file. Each range
 /// drops its repeated keys before it is solved (repeats share a shard). A `provisional` layer
@@ -134,18 +135,25 @@ class out_of_core_layer {
   bool stopped() const { return counting_only() && distinct_parts_.empty(); }
 
   /// Solves (or, once stopped, skips; or counts and writes the distinct keys of) every shard
-  /// range of the files, in order.
+  /// range of the files, in order. Consecutive files whose keys fit a pass together are one
+  /// range: a file of a few shards alone would leave threads idle and bundles short.
   void solve_files(const files& parts) {
     const layer_geometry& g = layer_.geometry;
     builder_.start_layer(l_, g.num_shards());
     std::vector<Record> carry;
     std::uint64_t next_shard = 0;
-    for (std::size_t k = 0; k < parts.size() && !stopped(); ++k) {
+    for (std::size_t k = 0; k < parts.size() && !stopped();) {
+      std::vector<const spill_file*> span;
+      std::uint64_t keys = carry.size();
+      do {
+        parts[k]->flush();
+        keys += parts[k]->template records<Record>();
+        span.push_back(parts[k++].get());
+      } while (k < parts.size() && keys + parts[k]->template records<Record>() <= pass_keys_);
       const std::uint64_t limit =
-          k + 1 < parts.size() ? shard_of(std::uint64_t{k + 1} << (64 - bits_)) : g.num_shards();
-      parts[k]->flush();
+          k < parts.size() ? shard_of(std::uint64_t{k} << (64 - bits_)) : g.num_shards();
       std::vector<Record> next_carry;
-      solve_span(*parts[k], carry, next_shard, limit, k + 1 < parts.size() ? &next_carry : nullptr);
+      solve_span(span, carry, next_shard, limit, k < parts.size() ? &next_carry : nullptr);
       carry.swap(next_carry);
       next_shard = limit;
     }
@@ -191,12 +199,12 @@ class out_of_core_layer {
     ++ranges_;
   }
 
-  /// Solves shards [lo, hi) from the keys of `file` and `carry` in those shards. With
+  /// Solves shards [lo, hi) from the keys of the `span` of files and `carry` in those shards. With
   /// `next_carry`, keys in shards >= hi go there. When the span's keys exceed a pass, the
   /// read goes on counting keys per shard only, and the span is cut where the counts say
   /// (one more read per piece); a single shard is always solved, however many keys it has.
-  void solve_span(const spill_file& file, const std::vector<Record>& carry, std::uint64_t lo,
-                  std::uint64_t hi, std::vector<Record>* next_carry) {
+  void solve_span(const std::vector<const spill_file*>& span, const std::vector<Record>& carry,
+                  std::uint64_t lo, std::uint64_t hi, std::vector<Record>* next_carry) {
     std::vector<Record> keys;
     std::vector<std::uint64_t> shard_counts(hi - lo);
     bool overflow = false;
@@ -228,10 +236,12 @@ class out_of_core_layer {
     };
     // Room for all of them, or for a pass and the piece that shows it is too much: the
     // vector never grows past the budget by doubling.
-    keys.reserve(std::min<std::uint64_t>(file.template records<Record>() + carry.size(),
+    std::uint64_t records = 0;
+    for (const spill_file* file : span) records += file->template records<Record>();
+    keys.reserve(std::min<std::uint64_t>(records + carry.size(),
                                          pass_keys_ + read_buffer_.size() + carry.size()));
     take(carry.data(), carry.size());
-    file.for_each_piece(read_buffer_, take);
+    for (const spill_file* file : span) file->for_each_piece(read_buffer_, take);
     if (!overflow) {
       if (lo < hi) solve_range(keys, lo, hi, dropped);
       return;
@@ -245,7 +255,7 @@ class out_of_core_layer {
         in_piece += shard_counts[end - lo];
         ++end;
       }
-      solve_span(file, carry, first, end, nullptr);
+      solve_span(span, carry, first, end, nullptr);
       first = end;
     }
   }

@@ -102,6 +102,35 @@ def test_bulk_metadata_set_late_is_written_in_memory_and_out_of_core(tmp_path, r
         assert ribbon.load(path).metadata == late
 
 
+def _proc_status_bytes(field):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise LookupError(field)
+
+
+def test_one_large_add_of_hashes_stays_within_the_memory_limit(tmp_path, random_u64):
+    # The limit holds per chunk of an add, not per call: 160 MB of hashes added at once under
+    # a 32 MiB limit spill as they come (the plan's 16 MiB reserve aside).
+    if os.environ.get("RIBBON_TEST_NO_RSS"):
+        pytest.skip("sanitizer build: RSS is not the program's")
+    hashes = random_u64(2 * 10**7)
+    limit = 32 << 20
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:  # resets the peak RSS (VmHWM)
+            clear.write("5")
+    except OSError:
+        pytest.skip("no /proc/self/clear_refs: the peak RSS cannot be reset")
+    before = _proc_status_bytes("VmRSS")
+    with ribbon.BulkBuilder("u64", memory_limit=limit, tmp_dir=str(tmp_path)) as b:
+        b.add_hashes(hashes)
+        stats = b.finish(tmp_path / "large.ribbon")
+    grown = _proc_status_bytes("VmHWM") - before
+    assert stats["out_of_core"] and stats["key_count"] == len(hashes)
+    assert grown <= limit + (16 << 20), f"the build grew the RSS by {grown >> 20} MiB"
+
+
 def test_bulk_set_errors(tmp_path):
     with ribbon.BulkBuilder("u64") as b:
         with pytest.raises(ValueError, match="groups="):
