@@ -151,9 +151,10 @@ struct bulk_pipeline_of final : bulk_pipeline {
     if (!uses_bumping(params.variant)) throw in_memory_only(count, true);
     set_stage(build_progress::spilling, count);
     directory = std::make_unique<spill_directory>(options.tmp_dir);
-    // Without a hint (stdin), guess generously: more files cost only buffers, too few cost
-    // extra reads of each file.
-    partition_bits = partition_bits_for(options.expected_keys ? options.expected_keys : 8 * count);
+    // Without a hint (stdin), guess generously, 64 budgets of keys: more files cost only
+    // buffers and descriptors (a range takes as many small files as fit a pass), too few
+    // cost extra reads of each file (one more per pass that a file holds).
+    partition_bits = partition_bits_for(options.expected_keys ? options.expected_keys : 64 * count);
     partitions = open_partitions(partition_bits);
     std::uint64_t left = count;
     for (auto& chunk : chunks) {
