@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
 
   ribbon::build_options options;
   options.threads = threads;
-  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
   const ribbon::set_hasher hasher{options.seed, ribbon::seed_mix(options.seed)};
   std::vector<std::uint64_t> key_hashes(n), pair_hashes(n);
   for (std::uint64_t i = 0; i < n; ++i) {
