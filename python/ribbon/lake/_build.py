@@ -127,7 +127,7 @@ def _build_local(table, files, column, arrow_type, kind, out, metadata_of, *, fp
     """The local engine: files read ``threads`` at a time, their pair hashes streamed into
     the out-of-core bulk builder (ribbon.BulkBuilder), which keeps them in memory while they
     fit in ``memory_limit`` and spills them under ``tmp_dir`` beyond it, and writes ``out``
-    once, with ``metadata_of(nulls)``. Returns the builder's statistics."""
+    once, with ``metadata_of(nulls)``. Returns the builder's statistics and the nulls."""
     nulls, with_keys = {}, 0
     window = max(1, threads) * 2  # at most 2 * threads files' hashes wait at once
     with _ribbon.BulkBuilder(kind, memory_limit=memory_limit, tmp_dir=tmp_dir, fpr=fpr,
@@ -152,14 +152,15 @@ def _build_local(table, files, column, arrow_type, kind, out, metadata_of, *, fp
         builder.set_group_names([r.encode() for r in files])
         builder.set_metadata(metadata_of(nulls))
         result = builder.finish(out)  # a temporary file and a rename
-    return result
+    return result, nulls
 
 
 def _build_spark(spark, table, files, column, arrow_type, kind, out, metadata_of, *, fpr, bits,
                  seed):
     """The Spark engine: only the listed files read, the groups named from
     ``_metadata.file_path`` (decoded on the driver), ribbon.spark's build_set route, which
-    writes ``out`` once, with ``metadata_of(nulls)``."""
+    writes ``out`` once, with ``metadata_of(nulls)``. Returns its statistics, as the local
+    engine's, and the nulls."""
     from pyspark.sql import functions as F
 
     from ..spark import api as ribbon_spark
@@ -187,7 +188,8 @@ def _build_spark(spark, table, files, column, arrow_type, kind, out, metadata_of
     built = ribbon_spark.build_set(pairs, "file", "key", out, fpr=fpr, bits=bits, seed=seed,
                                    group_names=[r.encode() for r in files],
                                    metadata=metadata_of(nulls))
-    return {"key_count": built.keys, "file_bytes": built.file_bytes, "out_of_core": False}
+    stats = {"key_count": built.keys, "file_bytes": built.file_bytes, "out_of_core": False}
+    return stats, nulls
 
 
 def _check_engine(engine: str, spark) -> None:
@@ -227,20 +229,18 @@ def build_index(table, column: str, index_path, *, fpr: Optional[float] = None,
         raise LakeError(f"table {source.id} has no Parquet files")
     facts, arrow_type, kind = _survey(source, files, column, threads)
     surveyed = time.monotonic()
-    nulls = {}
 
-    def metadata_of(counted):
-        nulls.update(counted)
+    def metadata_of(nulls):
         return _metadata(source, column, arrow_type, kind, facts, nulls, _extra)
 
     # Written once, atomically (a temporary file and a rename), metadata included.
     if engine == "local":
-        built = _build_local(source, files, column, arrow_type, kind, out, metadata_of, fpr=fpr,
-                             bits=bits, seed=seed, threads=threads, memory_limit=memory_limit,
-                             tmp_dir=tmp_dir)
+        built, nulls = _build_local(source, files, column, arrow_type, kind, out, metadata_of,
+                                    fpr=fpr, bits=bits, seed=seed, threads=threads,
+                                    memory_limit=memory_limit, tmp_dir=tmp_dir)
     else:
-        built = _build_spark(spark, source, files, column, arrow_type, kind, out, metadata_of,
-                             fpr=fpr, bits=bits, seed=seed)
+        built, nulls = _build_spark(spark, source, files, column, arrow_type, kind, out,
+                                    metadata_of, fpr=fpr, bits=bits, seed=seed)
     if _only is None:
         for delta in _delta_paths(out):
             os.remove(delta)
