@@ -4,6 +4,7 @@ reader against corrupt and truncated files."""
 import json
 import struct
 
+import pyarrow as pa
 import pytest
 
 from ribbon.lake import LakeError
@@ -80,9 +81,6 @@ def corruptions(data):
     outside = json.loads(payload)
     outside["blobs"][2]["length"] += 1  # runs into the footer
     yield "blob past the blobs", with_footer(outside)
-    compressed = json.loads(payload)
-    compressed["blobs"][0]["compression-codec"] = "zstd"
-    yield "compressed blob", with_footer(compressed)
     missing = json.loads(payload)
     del missing["blobs"][1]["fields"]
     yield "blob without fields", with_footer(missing)
@@ -94,3 +92,49 @@ def test_corrupt_files_are_refused(case):
     data = dict(corruptions(puffin.write(blobs(), {}).data))[case]
     with pytest.raises(LakeError, match="not a readable Puffin file"):
         puffin.read(data, "the test file")
+
+
+def lz4_footer(data):
+    """The file with its footer payload LZ4-frame compressed and flag bit 0 set, as Puffin
+    writers may store it."""
+    size = struct.unpack("<i", data[-12:-8])[0]
+    footer_start = len(data) - 12 - size - 4
+    payload = pa.Codec("lz4").compress(data[footer_start + 4:footer_start + 4 + size],
+                                       asbytes=True)
+    return data[:footer_start + 4] + payload + struct.pack("<iI", len(payload), 1) + b"PFA1"
+
+
+def test_compressed_footers_and_blobs_are_read():
+    theta = bytes(range(200)) * 5
+    stored = pa.Codec("zstd").compress(theta, asbytes=True)
+    written = blobs() + [puffin.Blob("apache-datasketches-theta-v1", [1], 7, 3, stored,
+                                     {"ndv": "1000"}, compression_codec="zstd")]
+    data = lz4_footer(puffin.write(written, {"created-by": "spark"}).data)
+    got = puffin.read(data)
+    assert [(b.type, b.data, b.compression_codec) for b in got] == [
+        (b.type, b.data, b.compression_codec) for b in written]  # stored bytes as they were
+    assert got[-1].payload() == theta and got[0].payload() == b"first blob"
+    # Written again, the compressed blob keeps its bytes and codec, which PyIceberg reads.
+    again = puffin.write(got, {}).data
+    reader = pytest.importorskip("pyiceberg.table.puffin")
+    entry = reader.PuffinFile(again).footer.blobs[-1]
+    assert entry.compression_codec == "zstd" and entry.properties == {"ndv": "1000"}
+    assert puffin.read(again)[-1].payload() == theta
+
+
+def test_footer_alone_from_the_tail():
+    data = puffin.write(blobs(), {}).data
+    size = struct.unpack("<i", data[-12:-8])[0]
+    entries, footer_size = puffin.read_footer(data[-(size + 16):], len(data))
+    assert footer_size == size + 16
+    assert [(data[e.offset:e.offset + e.length]) for e in entries] == [b.data for b in blobs()]
+    with pytest.raises(LakeError, match="not a readable Puffin file"):
+        puffin.read_footer(data[-(size + 10):], len(data))  # too little of the tail
+
+
+def test_unknown_codec_is_carried_but_not_read():
+    blob = puffin.Blob("x-v1", [1], 1, 1, b"opaque", compression_codec="brotli")
+    (got,) = puffin.read(puffin.write([blob], {}).data)
+    assert got.data == b"opaque" and got.compression_codec == "brotli"
+    with pytest.raises(LakeError, match="brotli"):
+        got.payload()
