@@ -61,15 +61,16 @@ def _table(args):
 
 
 def _parse_keys(table, column: str, words: Sequence[str]):
-    from . import iceberg
+    from ._iceberg_table import key_field
 
-    _, arrow_type, kind = iceberg._field(table, column)
+    _, arrow_type, kind = key_field(table, column)
     if kind == "u64":
         try:
             return [int(w, 0) for w in words]
         except ValueError as e:
             raise _ribbon.KeyTypeError(f"column {column!r} ({arrow_type}) takes integers: {e}")
-    return [w.encode() for w in words] if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) else list(words)
+    binary = pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)
+    return [w.encode() for w in words] if binary else list(words)
 
 
 def main(argv: Sequence[str], prog: str = "python -m ribbon.lake iceberg") -> int:
@@ -99,5 +100,10 @@ def main(argv: Sequence[str], prog: str = "python -m ribbon.lake iceberg") -> in
         return 2
     except (LakeError, _ribbon.Error, OSError, ValueError) as e:
         print(f"ribbon.lake iceberg: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # the catalog's own errors (a failed commit, no such namespace)
+        if not type(e).__module__.startswith("pyiceberg"):
+            raise
+        print(f"ribbon.lake iceberg: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     return 0
