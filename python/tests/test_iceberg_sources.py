@@ -87,3 +87,25 @@ def test_identity_partition_values_only_in_the_partition_tuple(catalog, tmp_path
     stats = iceberg.build_index(table, "region")
     assert stats.nulls == 0
     check(table, "region", ["eu", "us"], ["ap"])
+
+
+def test_a_changed_name_mapping_means_the_file_is_planned(catalog, tmp_path):
+    """A file read through the name mapping holds other keys once the mapping changes: the
+    index must stop pruning it (it keeps pruning the files with field ids)."""
+    from pyiceberg.table.name_mapping import MappedField, NameMapping
+
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("other", pa.int64())])
+    table = catalog.create_table("db.remapped", schema=schema)
+    table.append(pa.table({"id": [1, 2], "other": [100, 200]}, schema=schema))
+    path = str(tmp_path / "outside.parquet")
+    pq.write_table(pa.table({"id": [10, 20], "other": [15, 30]}, schema=schema), path)
+    table.add_files([path])
+    iceberg.build_index(table, "id")
+    swapped = NameMapping([MappedField(field_id=1, names=["other"]),
+                           MappedField(field_id=2, names=["id"])])
+    with table.transaction() as tx:
+        tx.set_properties({"schema.name-mapping.default": swapped.model_dump_json()})
+    # PyIceberg now reads "other" as id (its min/max pruning still by the bounds of add_files)
+    assert oracle(table, "id", [15]).num_rows == 1
+    check(table, "id", [1, 15], [10, 12, 3])
+    assert {t.file.file_path for t in iceberg.plan_files(table, "id", [12])} == {path}

@@ -147,6 +147,27 @@ def test_an_expired_snapshot_is_refused(catalog):
     assert not glob.glob(f"{table.metadata.location[len('file://'):]}/metadata/*-ribbon.stats")
 
 
+def test_a_snapshot_expired_during_the_commit_is_refused(catalog, monkeypatch):
+    make_table(catalog, files=3)
+    table = catalog.load_table("db.events")
+    old = table.current_snapshot().snapshot_id
+    write = _iceberg_commit._write
+
+    def write_then_expire(table, snapshot_id, blobs, listed):
+        written = write(table, snapshot_id, blobs, listed)
+        other = catalog.load_table("db.events")
+        other.append(batch(np.random.default_rng(7)))
+        other.maintenance.expire_snapshots().by_id(old).commit()
+        return written
+
+    monkeypatch.setattr(_iceberg_commit, "_write", write_then_expire)
+    with pytest.raises(LakeError, match="gone"):
+        iceberg.build_index(table, "id")
+    table = catalog.load_table("db.events")
+    assert table.snapshot_by_id(old) is None and table.metadata.statistics == []
+    assert not glob.glob(f"{table.metadata.location[len('file://'):]}/metadata/*-ribbon.stats")
+
+
 class Refused(Exception):
     pass
 
