@@ -17,6 +17,7 @@ from pyiceberg.typedef import Record  # noqa: E402
 from pyiceberg.types import LongType  # noqa: E402
 
 from ribbon.lake import iceberg  # noqa: E402
+from spark_fixtures import spark  # noqa: E402,F401
 from test_iceberg import catalog, oracle, same_rows  # noqa: E402,F401
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string()),
@@ -109,3 +110,27 @@ def test_a_changed_name_mapping_means_the_file_is_planned(catalog, tmp_path):
     assert oracle(table, "id", [15]).num_rows == 1
     check(table, "id", [1, 15], [10, 12, 3])
     assert {t.file.file_path for t in iceberg.plan_files(table, "id", [12])} == {path}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("column", ["id", "name"])
+def test_the_spark_engine_reads_added_files_as_pyiceberg(catalog, spark, tmp_path, column):
+    """Spark reads the files with field ids; the file without (add_files) is read by
+    PyIceberg's reader on the driver: the local engine's bytes."""
+    from ribbon.lake import _puffin as puffin
+
+    table = catalog.create_table("db.added", schema=SCHEMA)
+    table.append(rows([1, 2, 3]))
+    path = str(tmp_path / "outside.parquet")
+    pq.write_table(rows([10, 11, 12]), path)
+    table.add_files([path])
+
+    def blobs(stats):
+        with table.io.new_input(stats.path).open() as f:
+            return [b.data for b in puffin.read(f.read()) if b.fields == [stats_field]]
+    stats_field = table.schema().find_field(column).field_id
+    local = blobs(iceberg.build_index(table, column))
+    on_spark = blobs(iceberg.build_index(table, column, engine="spark", spark=spark))
+    assert on_spark == local
+    check(table, column, [1, 11] if column == "id" else ["n1", "n11"], [13] if column == "id"
+          else ["n13"])

@@ -11,8 +11,6 @@ import tempfile
 import time
 from typing import Dict, Optional, Sequence
 
-import pyarrow as pa
-
 from .. import _ribbon
 from .._lakecore.table import MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError
 from ..sets import FilterSet
@@ -63,7 +61,7 @@ def _build_set(table, files: Dict[str, object], field_id: int, kind: str, *, fpr
             return f.read(), facts
 
 
-def _build_set_spark(spark, table, files, field_id, arrow_type, kind, *, fpr, bits, seed):
+def _build_set_spark(spark, table, files, field_id, kind, *, fpr, bits, seed):
     """The Spark engine: the files whose field PyIceberg finds by its Parquet field id read as
     plain Parquet by Spark (no Iceberg runtime jar), the others (name mapping, partition
     values, defaults) by PyIceberg's reader here; ribbon.spark.build_set: the local bytes."""
@@ -77,11 +75,10 @@ def _build_set_spark(spark, table, files, field_id, arrow_type, kind, *, fpr, bi
     pairs = spark.createDataFrame([], T.StructType([T.StructField("file", T.StringType()),
                                                     T.StructField("key", spark_type)]))
     for path in sorted(set(files) - set(by_id)):
-        values = pa.chunked_array(list(file_values(table, files[path], field_id)),
-                                  type=arrow_type)
-        facts[path]["nulls"] = values.null_count
+        values = list(file_values(table, files[path], field_id))  # string or large_string
+        facts[path]["nulls"] = sum(v.null_count for v in values)
         rows = [(path, v.encode() if isinstance(v, str) else v)
-                for v in values.drop_null().to_pylist()]
+                for array in values for v in array.drop_null().to_pylist()]
         pairs = pairs.union(spark.createDataFrame(rows, pairs.schema)) if rows else pairs
     previous = spark.conf.get("spark.sql.parquet.fieldId.read.enabled", "false")
     spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
@@ -190,7 +187,7 @@ def build_index(table, column: str, *, fpr: Optional[float] = None,
         data, facts = _build_set(table, files, field_id, kind, fpr=fpr, bits=bits, seed=seed,
                                  threads=threads, memory_limit=memory_limit, tmp_dir=tmp_dir)
     else:
-        data, facts = _build_set_spark(spark, table, files, field_id, arrow_type, kind, fpr=fpr,
+        data, facts = _build_set_spark(spark, table, files, field_id, kind, fpr=fpr,
                                        bits=bits, seed=seed)
     delta = len(_carry.parts) if _carry is not None else 0
     options = {"fpr": fpr, "bits": bits, "seed": seed}
