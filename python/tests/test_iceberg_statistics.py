@@ -80,6 +80,26 @@ def test_another_engines_blobs_are_carried_byte_for_byte(catalog):
     assert catalog.load_table("db.events").metadata.statistics[0].blob_metadata == listed
 
 
+def test_a_file_that_fails_to_read_is_not_replaced(catalog, monkeypatch):
+    """A passing read error (a network's) is not a corrupt file: the commit is refused rather
+    than the other engine's statistics dropped."""
+    table = make_table(catalog, files=2)
+    register_spark_statistics(table)
+    spark_file = registered(table)[0]
+    from pyiceberg.io.pyarrow import PyArrowFile
+    opened = PyArrowFile.open
+
+    def flaky(self, seekable=True):
+        if self.location == spark_file.statistics_path:
+            raise ConnectionResetError("connection reset by peer")
+        return opened(self, seekable)
+    monkeypatch.setattr(PyArrowFile, "open", flaky)
+    with pytest.raises(LakeError, match="not replaced"):
+        iceberg.build_index(table, "id")
+    monkeypatch.undo()
+    assert registered(catalog.load_table("db.events"))[0] == spark_file
+
+
 @pytest.mark.parametrize("garbage", [False, True], ids=["foreign", "unreadable"])
 def test_the_ancestor_walk_passes_over_other_files(catalog, garbage):
     table = make_table(catalog, files=3)

@@ -51,7 +51,10 @@ def read_statistics(table, statistics, wanted=None) -> List[_puffin.Blob]:
     except LakeError as e:
         raise IndexUnusable(str(e)) from None
     except (OSError, ValueError) as e:
-        raise IndexUnusable(f"statistics file {path} cannot be read: {e}") from None
+        unusable = IndexUnusable(f"statistics file {path} cannot be read: {e}")
+        # A file that is there but failed to read may hold other engines' blobs: not replaced.
+        unusable.transient = isinstance(e, OSError) and not isinstance(e, FileNotFoundError)
+        raise unusable from None
     if size != statistics.file_size_in_bytes:
         raise IndexUnusable(f"statistics file {path} is {size} bytes, not the "
                             f"{statistics.file_size_in_bytes} its registration records")
@@ -88,6 +91,8 @@ def _merged(table, blobs: Sequence[_puffin.Blob], sources) -> Tuple[list, list]:
         try:
             carried = read_statistics(table, statistics, lambda b: _key(b) not in taken)
         except LakeError as e:
+            if getattr(e, "transient", False):
+                raise LakeError(f"{e}: not replaced, try again") from None
             warnings.warn(f"ribbon.lake.iceberg: the statistics file {statistics.statistics_path}"
                           f" of snapshot {statistics.snapshot_id} is replaced and not carried "
                           f"over: {e}", stacklevel=4)
