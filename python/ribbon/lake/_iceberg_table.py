@@ -64,14 +64,15 @@ def live_files(table, snapshot) -> Dict[str, object]:
 
 def resolution(table, field_id: int) -> str:
     """What, besides a data file's own field ids, decides the keys PyIceberg reads from it: the
-    table's name mapping (for files written without field ids) and the field's
-    ``initial_default`` (for files written before the column was added). An index records
-    this of its build; a file it read by anything but its own field ids is trusted only
-    while it is unchanged."""
+    names the table's name mapping gives the field (for files written without field ids: a
+    file's column of one of these names is the field) and the field's ``initial_default``
+    (for files written before the column was added). An index records a hash of this at its
+    build; a file it read by anything but its own field ids is trusted only while it holds."""
     mapping = table.metadata.name_mapping()
+    names = (sorted(n for mapped in mapping for n in mapped.names if mapped.field_id == field_id)
+             if mapping is not None else None)
     field = table.schema().find_field(field_id)
-    doc = {"name_mapping": mapping.model_dump_json() if mapping is not None else None,
-           "initial_default": repr(field.initial_default)}
+    doc = {"names": names, "initial_default": repr(field.initial_default)}
     return hashlib.blake2b(json.dumps(doc, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
