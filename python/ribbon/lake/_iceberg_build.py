@@ -17,12 +17,11 @@ from ..sets import FilterSet
 from . import _puffin
 from ._build import IndexStats, _check_engine
 from ._iceberg_commit import commit_statistics
-from ._iceberg_table import (file_facts, file_pair_hashes, file_values, key_field, live_files,
-                             resolution, snapshot_of, table_name)
+from ._iceberg_plan import load_index
+from ._iceberg_table import (BLOB_TYPE, INDEX_FORMAT, file_facts, file_pair_hashes,
+                             file_values, key_field, live_files, resolution, snapshot_of,
+                             table_name)
 
-#: The blob type of a ribbon index in a Puffin file, and the format of its metadata JSON.
-BLOB_TYPE = "ribbon-filter-set-v1"
-INDEX_FORMAT = "ribbon.lake.iceberg/2"
 
 
 def _read_file(table, data_file, field_id, kind, seed):
@@ -226,8 +225,6 @@ def update_index(table, column: str, *, fpr: Optional[float] = None,
     files are still live, or there is no usable index, a rebuild. The index's fpr, bits and
     seed are reused unless given. ``action`` says which; "none" when the index already
     answers for every live file of the current snapshot."""
-    from ._iceberg_plan import load_index
-
     snapshot = snapshot_of(table, None)
     try:
         index = load_index(table, column)

@@ -19,9 +19,9 @@ from .. import _ribbon
 from .._lakecore.index import FilesForEach, LakeIndex
 from .._lakecore.table import IndexUnusable, LakeError
 from ..sets import FilterSet
-from ._iceberg_build import BLOB_TYPE, INDEX_FORMAT
 from ._iceberg_commit import read_statistics
-from ._iceberg_table import key_field, resolution, snapshot_of, snapshot_or_none, table_name
+from ._iceberg_table import (BLOB_TYPE, INDEX_FORMAT, key_field, resolution, snapshot_of,
+                             snapshot_or_none, table_name)
 
 
 class IcebergIndex(LakeIndex):

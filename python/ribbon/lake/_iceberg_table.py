@@ -16,6 +16,10 @@ from .. import _ribbon
 from .._lakecore.table import LakeError, key_kind_of_type
 from ._build import _key_column
 
+#: The blob type of a ribbon index in a Puffin file, and the format of its metadata JSON.
+BLOB_TYPE = "ribbon-filter-set-v1"
+INDEX_FORMAT = "ribbon.lake.iceberg/2"
+
 
 def snapshot_or_none(table, snapshot_id: Optional[int]):
     """The snapshot (the current one by default); None for a table with no snapshot yet;

@@ -5,7 +5,7 @@ own scan plan pruned by it (docs/lake.md, "Iceberg tables").
 >>> from ribbon.lake import iceberg
 >>> iceberg.build_index(table, "user_id")               # the current snapshot's data files
 >>> iceberg.plan_files(table, "user_id", [42])          # PyIceberg's plan, less what cannot match
->>> iceberg.read(table, "user_id", [42])                # = table.scan(In("user_id", [42])).to_arrow()
+>>> iceberg.read(table, "user_id", [42])        # = table.scan(In("user_id", [42])).to_arrow()
 >>> iceberg.update_index(table, "user_id")              # after appends: only the new files
 
 The index is advisory, as for Parquet directories: a data file the index cannot answer for
@@ -24,10 +24,11 @@ except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError("ribbon.lake.iceberg needs PyIceberg: pip install "
                       "'ribbon-filter[iceberg]'") from e
 
-from ._iceberg_build import BLOB_TYPE, INDEX_FORMAT, build_index, update_index
+from ._iceberg_build import build_index, update_index
 from ._iceberg_commit import commit_statistics
 from ._iceberg_duckdb import duckdb_relation
 from ._iceberg_plan import IcebergIndex, files_for_each, load_index, plan_files, read
+from ._iceberg_table import BLOB_TYPE, INDEX_FORMAT
 from ._iceberg_table import key_field as _field
 
 __all__ = ["BLOB_TYPE", "INDEX_FORMAT", "IcebergIndex", "build_index", "commit_statistics",
