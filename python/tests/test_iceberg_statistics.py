@@ -310,3 +310,29 @@ def test_statistics_footers_are_read_once_and_only_the_blobs_wanted(catalog):
     counting.read.clear()
     iceberg.read(table, "id", keys)
     assert foreign.statistics_path not in counting.read  # its answer is kept
+
+
+def test_verify_footers_plans_a_file_whose_footer_changed(catalog):
+    """A data file changed in place with its size and row count kept (here its footer's
+    created_by, the rows the same): pruned as before by default, planned for every key with
+    verify_footers=True."""
+    table = make_table(catalog, files=3)
+    iceberg.build_index(table, "id")
+    path = sorted(t.file.file_path for t in table.scan().plan_files())[0]
+    with open(path[len("file://"):], "rb") as f:
+        data = f.read()
+    import re
+    version = re.findall(rb"parquet-cpp-arrow version [0-9.]+", data)[-1]
+    at = data.rindex(version)
+    changed = version[:-1] + (b"9" if version[-1:] != b"9" else b"8")
+    with open(path[len("file://"):], "wb") as f:
+        f.write(data[:at] + changed + data[at + len(version):])
+    absent = [-1]  # no id is -1 here: every file pruned by the index
+    plain = {t.file.file_path for t in iceberg.plan_files(table, "id", absent)}
+    verified = {t.file.file_path for t in iceberg.plan_files(table, "id", absent,
+                                                             verify_footers=True)}
+    assert path not in plain and path in verified
+    assert iceberg.files_for_each(table, "id", absent).files_of(0) == []
+    assert iceberg.files_for_each(table, "id", absent, verify_footers=True).files_of(0) == [path]
+    keys = some_keys(table, "id", 2)
+    same_rows(iceberg.read(table, "id", keys, verify_footers=True), oracle(table, "id", keys))

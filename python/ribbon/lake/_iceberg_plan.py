@@ -20,8 +20,8 @@ from .._lakecore.index import FilesForEach, LakeIndex
 from .._lakecore.table import IndexUnusable, LakeError
 from ..sets import FilterSet
 from ._iceberg_commit import read_statistics
-from ._iceberg_table import (BLOB_TYPE, INDEX_FORMAT, key_field, resolution, snapshot_of,
-                             snapshot_or_none, table_name)
+from ._iceberg_table import (BLOB_TYPE, INDEX_FORMAT, footer_of, key_field, resolution,
+                             snapshot_of, snapshot_or_none, table_name)
 
 
 class IcebergIndex(LakeIndex):
@@ -35,17 +35,40 @@ class IcebergIndex(LakeIndex):
         #: The table's resolution of the field now (_iceberg_table.resolution): a file read
         #: by the name mapping or without the column is trusted while it is its build's.
         self.resolution = resolution
+        #: Files whose Parquet footer is not the recorded one (:meth:`verify_footers`).
+        self.changed: set = set()
 
     def unusable_for(self, data_file) -> bool:
         """Whether the index cannot answer for this data file: unknown, recorded with another
-        size or row count, or read by a name mapping or default that changed since."""
+        size or row count, read by a name mapping or default that changed since, or (after
+        :meth:`verify_footers`) with another footer."""
         known = self.files.get(data_file.file_path)
-        if known is None:
+        if known is None or data_file.file_path in self.changed:
             return True
         facts, part = known
         return (facts["size"] != data_file.file_size_in_bytes
                 or facts["rows"] != data_file.record_count
                 or (facts["by"] != "id" and self.parts[part][2]["resolution"] != self.resolution))
+
+    def verify_footers(self, table, data_files) -> None:
+        """Reads the Parquet footer of each data file the index would answer for (threads)
+        and adds those whose length or hash differs from the record, or that cannot be read,
+        to :attr:`changed`: the check the Parquet-directory index makes with
+        ``verify_footers=True``."""
+        trusted = [f for f in data_files if not self.unusable_for(f)]
+
+        def differs(data_file):
+            facts = self.files[data_file.file_path][0]
+            try:
+                with table.io.new_input(data_file.file_path).open() as f:
+                    found = footer_of(f, int(data_file.file_size_in_bytes))
+            except (OSError, LakeError):
+                return True
+            return found != (facts["footer_bytes"], facts["footer_hash"])
+
+        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            flags = list(pool.map(differs, trusted))
+        self.changed |= {f.file_path for f, changed in zip(trusted, flags) if changed}
 
     def files_for_each(self, keys, data_files) -> FilesForEach:
         """For each key, the data files (of ``data_files``, a snapshot's ``DataFile``s) a read
@@ -201,38 +224,49 @@ def _candidates(index, keys, tasks):
     return [t for t in tasks if t.file.file_path in found or index.unusable_for(t.file)]
 
 
-def plan_files(table, column: str, keys, snapshot_id: Optional[int] = None) -> list:
+def plan_files(table, column: str, keys, snapshot_id: Optional[int] = None, *,
+               verify_footers: bool = False) -> list:
     """PyIceberg's plan of ``table.scan(row_filter=In(column, keys))`` (its partition and
     min/max pruning first), less the data files the index proves hold none of the keys: a
     list of ``FileScanTask``, delete files attached as PyIceberg attached them. Data files
-    the index cannot answer for are kept; a missing or unusable index: the full plan and one
-    warning."""
+    the index cannot answer for are kept (``verify_footers``: also those whose Parquet footer
+    is not the recorded one, each planned file's footer read); a missing or unusable index:
+    the full plan and one warning."""
     keys = _key_list(keys)
     index = _index_or_warning(table, column, snapshot_id)
     tasks = list(_scan(table, column, keys, snapshot_id).plan_files())
-    return tasks if index is None else _candidates(index, keys, tasks)
+    if index is None:
+        return tasks
+    if verify_footers:
+        index.verify_footers(table, [t.file for t in tasks])
+    return _candidates(index, keys, tasks)
 
 
-def files_for_each(table, column: str, keys, snapshot_id: Optional[int] = None) -> FilesForEach:
+def files_for_each(table, column: str, keys, snapshot_id: Optional[int] = None, *,
+                   verify_footers: bool = False) -> FilesForEach:
     """For each of many keys at once (an upsert's batch: 10^5-10^6), the data files of the
     snapshot that may hold it (paths as the manifests record them): a
     :class:`ribbon.lake.FilesForEach`. The files the index cannot answer for are there for
-    every key; IndexUnusable where there is no usable index."""
+    every key (``verify_footers`` as :func:`plan_files`); IndexUnusable where there is no
+    usable index."""
     keys = _key_list(keys)
     index = load_index(table, column, snapshot_id)
-    tasks = _whole_plan(table, column, keys, snapshot_id, None)
-    return index.files_for_each(keys, [t.file for t in tasks])
+    data_files = [t.file for t in _whole_plan(table, column, keys, snapshot_id, None)]
+    if verify_footers:
+        index.verify_footers(table, data_files)
+    return index.files_for_each(keys, data_files)
 
 
 def read(table, column: str, keys, columns: Optional[Sequence[str]] = None,
-         snapshot_id: Optional[int] = None) -> pa.Table:
+         snapshot_id: Optional[int] = None, *, verify_footers: bool = False) -> pa.Table:
     """The rows of ``table.scan(row_filter=In(column, keys), selected_fields=columns,
     snapshot_id=snapshot_id).to_arrow()``, reading only the data files that may hold a key,
     each with only the keys it may hold, through PyIceberg's own reader
     (``pyiceberg.io.pyarrow.ArrowScan``), so deletes, schema evolution and projections are
     PyIceberg's. The snapshot's files come from PyIceberg's plan of the whole snapshot, made
     once per snapshot and kept (a snapshot never changes; its min/max pruning, which the
-    index makes moot, is left out); with no usable index, PyIceberg's plan and one warning."""
+    index makes moot, is left out); with no usable index, PyIceberg's plan and one warning.
+    ``verify_footers`` as :func:`plan_files`."""
     from pyiceberg.expressions import In
     from pyiceberg.io.pyarrow import ArrowScan
 
@@ -243,6 +277,8 @@ def read(table, column: str, keys, columns: Optional[Sequence[str]] = None,
         return scan.to_arrow()
     projection = scan.projection()
     tasks = {t.file.file_path: t for t in _whole_plan(table, column, keys, snapshot_id, columns)}
+    if verify_footers:
+        index.verify_footers(table, [t.file for t in tasks.values()])
     each = index.files_for_each(keys, [t.file for t in tasks.values()])
     offsets, positions = each.keys_of_files()
 

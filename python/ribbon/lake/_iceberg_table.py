@@ -80,7 +80,7 @@ def resolution(table, field_id: int) -> str:
     return hashlib.blake2b(json.dumps(doc, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
-def _footer(f, size: int):
+def footer_of(f, size: int):
     """(footer length, BLAKE2b-128 of the footer) of a Parquet file: with size, path and rows,
     its identity (as the Parquet-directory index records it)."""
     f.seek(size - 8)
@@ -114,7 +114,7 @@ def file_facts(table, data_file, field_id: int) -> dict:
     path = data_file.file_path
     try:
         with table.io.new_input(path).open() as f:
-            footer_bytes, footer_hash = _footer(f, int(data_file.file_size_in_bytes))
+            footer_bytes, footer_hash = footer_of(f, int(data_file.file_size_in_bytes))
             f.seek(0)
             schema = pq.ParquetFile(f).schema_arrow
     except (OSError, pa.ArrowException) as e:
