@@ -7,15 +7,11 @@ import org.apache.spark.sql.api.java.UDF2;
  * key (an arbitrary value below 2^r for keys outside its set), as a long. Null for a null key,
  * and, in files with check bits, for a key whose check bits do not match (not in the set).
  */
-public final class LookupFunction implements UDF2<String, Object, Long> {
+public final class LookupFunction extends FileKeyFunction<Long>
+        implements UDF2<String, Object, Long> {  // Spark reads the interfaces a class names itself
     private static final long serialVersionUID = 1L;
 
-    /** Made per task: Spark deserializes the function for each task; null on the driver until used. */
-    private transient TaskFilter filter;
-
-    @Override
-    public Long call(String filterPath, Object key) {
-        if (filter == null) filter = new TaskFilter();
-        return (Long) filter.answer(filterPath, key, true);
+    public LookupFunction() {
+        super(true);
     }
 }
