@@ -155,6 +155,18 @@ def test_the_duckdb_relation_reads_by_name(drifted, tmp_path):
             same(got.cast(want.schema), want)
 
 
+def test_a_miss_when_the_first_file_lacks_the_column(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    root = tmp_path / "late"
+    write(str(root / "0.parquet"), v=pa.array(["old"]))  # before the id column was added
+    write(str(root / "1.parquet"), id=pa.array([1, 2], pa.int32()), v=pa.array(["x", "y"]))
+    lake.build_index(root, "id", tmp_path / "i.ribbon")
+    want = oracle(root, "id", [99])
+    same(lake.read(root, "id", [99], tmp_path / "i.ribbon"), want)
+    relation = lake.duckdb_relation(duckdb.connect(), root, "id", [99], tmp_path / "i.ribbon")
+    assert relation.fetchall() == [] and relation.columns == want.column_names
+
+
 @pytest.mark.spark
 def test_the_spark_engine_writes_the_local_engines_bytes(drifted, tmp_path, spark):
     pytest.importorskip("pandas")

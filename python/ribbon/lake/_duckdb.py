@@ -73,10 +73,11 @@ def duckdb_relation(con, table, column: str, keys, index=None, columns: Optional
         raise ValueError(f"partitioning must be None or 'hive', not {partitioning!r}")
     source, files, key_type = plan_read(table, column, keys, index,
                                         verify_footers=verify_footers, filesystem=filesystem)
-    opened = schema_files(source, files)
+    dataset = read_dataset(source, schema_files(source, files), column, key_type, partitioning)
+    if not files:  # the unified columns and types, no rows (the first file may lack the column)
+        empty = con.from_arrow(dataset.schema.empty_table())
+        return empty.project(", ".join(_quoted(c) for c in columns)) if columns else empty
     # The key type unified over the files read: keys it cannot hold are left out (a miss).
-    arrow_type = read_dataset(source, opened, column, key_type).schema.field(column).type
-    relation = _relation_over(con, [source.uri(f) for f in opened], column,
-                              key_array(keys if files else [], arrow_type), columns,
-                              partitioning == "hive")
-    return relation if files else relation.limit(0)
+    keys = key_array(keys, dataset.schema.field(column).type)
+    return _relation_over(con, [source.uri(f) for f in files], column, keys, columns,
+                          partitioning == "hive")
