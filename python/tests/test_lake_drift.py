@@ -186,3 +186,19 @@ def test_read_indexed_agrees_with_pyarrow_dataset(drifted, tmp_path, spark):
         got = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=want.schema)
         assert df.columns == want.column_names
         same(got, want)
+
+
+@pytest.mark.spark
+def test_read_indexed_reads_columns_arrow_cannot_convert_to_spark(tmp_path, spark):
+    import ribbon.spark
+
+    root = tmp_path / "odd"
+    write(str(root / "a.parquet"), id=pa.array([1, 2], pa.int32()), u8=pa.array([7, 8], pa.uint8()),
+          n=pa.array([None, None], pa.null()))
+    write(str(root / "b.parquet"), id=pa.array([WIDE], pa.int64()), u8=pa.array([9], pa.uint8()),
+          n=pa.array([None], pa.null()))
+    lake.build_index(root, "id", tmp_path / "i.ribbon")
+    df = ribbon.spark.read_indexed(spark, root, "id", [2, WIDE], tmp_path / "i.ribbon")
+    want = oracle(root, "id", [2, WIDE])
+    got = pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=want.schema)
+    same(got, want)

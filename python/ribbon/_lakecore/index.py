@@ -243,6 +243,7 @@ def _load_part(path: str) -> Tuple[str, FilterSet, dict]:
             raise ValueError(f"format {meta.get('format')!r}")
         for name in ("table", "column", "type", "key_kind", "files"):
             meta[name]
+        pa.type_for_alias(meta["type"])  # ValueError for a type no index records
         if not fs.has_group_names or fs.group_kind != "bytes" or fs.key_kind != meta["key_kind"]:
             raise ValueError("its filter set does not match its metadata")
     except (ValueError, KeyError, TypeError) as e:

@@ -163,11 +163,38 @@ def lookup(column, filter, *, spark=None, engine: str = "auto"):
 # ribbon.lake on Spark: the index's build (its engine="spark") and reads through it.
 
 
-def spark_schema(arrow_schema: pa.Schema):
-    """A Spark StructType of an Arrow schema (pyspark's own conversion)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
+def spark_schema(arrow_schema: pa.Schema, inferred=None):
+    """A Spark StructType of an Arrow schema (pyspark's own conversion); a field it cannot
+    convert (uint8, ...) as ``inferred(name)`` gives it (Spark's inference from a file)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
 
-    return from_arrow_schema(arrow_schema)
+    fields = []
+    for field in arrow_schema:
+        try:
+            spark_type = from_arrow_type(field.type)
+        except TypeError:
+            if inferred is None:
+                raise
+            spark_type = inferred(field.name)
+        fields.append(StructField(field.name, spark_type, True))
+    return StructType(fields)
+
+
+def _inferred_by_spark(spark, source, files):
+    """``inferred(name)``: Spark's type of a column, from the first of ``files`` that has it."""
+    from .._lakecore.schema import file_schemas
+    from .._lakecore.table import spark_path
+
+    schemas = []  # read at the first call only: most tables need none
+
+    def inferred(name):
+        if not schemas:
+            schemas.extend(file_schemas(source, files))
+        holder = next(r for r, s in zip(files, schemas) if s.get_field_index(name) >= 0)
+        return spark.read.parquet(spark_path(source.uri(holder))).schema[name].dataType
+
+    return inferred
 
 
 def read_indexed(spark, table, column: str, keys, index):
@@ -187,7 +214,7 @@ def read_indexed(spark, table, column: str, keys, index):
     source, files, key_type = plan_read(table, column, keys, index)
     opened = schema_files(source, files)
     schema = read_dataset(source, opened, column, key_type).schema
-    df = (spark.read.schema(spark_schema(schema))
+    df = (spark.read.schema(spark_schema(schema, _inferred_by_spark(spark, source, opened)))
           .option("basePath", spark_path(source.uri("")).rstrip("/"))
           .parquet(*[spark_path(source.uri(r)) for r in opened]))
     if not files:
