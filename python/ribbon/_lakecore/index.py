@@ -34,6 +34,14 @@ def _delta_paths(index_path: str) -> List[str]:
     return [os.path.join(directory, n) for _, n in sorted(found)]
 
 
+def _unified_type_name(names: Sequence[str]) -> str:
+    """Types recorded by an index's parts (Arrow type names), unified; the base's where they
+    agree (only named types are parsed: ribbon.lake.iceberg's parts use this class too)."""
+    if len(set(names)) == 1:
+        return names[0]
+    return str(unify_types([pa.type_for_alias(n) for n in names]))
+
+
 class LakeIndex:
     """A table's index (the base file and its deltas): :meth:`files_for` answers from the
     index alone; :meth:`plan` lists the table and says which files a read must open."""
@@ -44,7 +52,7 @@ class LakeIndex:
         self.table, self.column = base["table"], base["column"]
         self.key_kind = base["key_kind"]
         #: The column's type unified over the parts (a delta's files may be wider).
-        self.type = str(unify_types([pa.type_for_alias(m["type"]) for _, _, m in self.parts]))
+        self.type = _unified_type_name([m["type"] for _, _, m in self.parts])
         #: {relative path: (facts, the part that indexes it)}: the newest part wins.
         self.files: Dict[str, Tuple[dict, int]] = {}
         for i, (_, _, meta) in enumerate(self.parts):
@@ -243,7 +251,6 @@ def _load_part(path: str) -> Tuple[str, FilterSet, dict]:
             raise ValueError(f"format {meta.get('format')!r}")
         for name in ("table", "column", "type", "key_kind", "files"):
             meta[name]
-        pa.type_for_alias(meta["type"])  # ValueError for a type no index records
         if not fs.has_group_names or fs.group_kind != "bytes" or fs.key_kind != meta["key_kind"]:
             raise ValueError("its filter set does not match its metadata")
     except (ValueError, KeyError, TypeError) as e:
