@@ -15,7 +15,8 @@ import pyarrow.fs as pafs
 
 from .. import _ribbon
 from ..sets import FilterSet
-from .table import (INDEX_FORMAT, IndexUnusable, Table, _footer_facts,
+from .schema import unify_types
+from .table import (INDEX_FORMAT, IndexUnusable, LakeError, Table, _footer_facts,
                      key_kind_of_type_or_none, list_files, open_table)
 
 
@@ -33,6 +34,14 @@ def _delta_paths(index_path: str) -> List[str]:
     return [os.path.join(directory, n) for _, n in sorted(found)]
 
 
+def _unified_type_name(names: Sequence[str]) -> str:
+    """Types recorded by an index's parts (Arrow type names), unified; the base's where they
+    agree (only named types are parsed: ribbon.lake.iceberg's parts use this class too)."""
+    if len(set(names)) == 1:
+        return names[0]
+    return str(unify_types([pa.type_for_alias(n) for n in names]))
+
+
 class LakeIndex:
     """A table's index (the base file and its deltas): :meth:`files_for` answers from the
     index alone; :meth:`plan` lists the table and says which files a read must open."""
@@ -41,7 +50,9 @@ class LakeIndex:
         self.parts = list(parts)
         base = self.parts[0][2]
         self.table, self.column = base["table"], base["column"]
-        self.type, self.key_kind = base["type"], base["key_kind"]
+        self.key_kind = base["key_kind"]
+        #: The column's type unified over the parts (a delta's files may be wider).
+        self.type = _unified_type_name([m["type"] for _, _, m in self.parts])
         #: {relative path: (facts, the part that indexes it)}: the newest part wins.
         self.files: Dict[str, Tuple[dict, int]] = {}
         for i, (_, _, meta) in enumerate(self.parts):
@@ -253,11 +264,14 @@ def load_index(index_path, *, table=None, column: Optional[str] = None) -> LakeI
     (IndexUnusable too for a missing, unreadable, corrupt or foreign file)."""
     path = os.fspath(index_path)
     parts = [_load_part(path)] + [_load_part(p) for p in _delta_paths(path)]
+    base = parts[0][2]
+    for p, _, meta in parts[1:]:
+        if (meta["table"], meta["column"], meta["key_kind"]) != (base["table"], base["column"],
+                                                                  base["key_kind"]):
+            raise IndexUnusable(f"delta {p} is of {meta['table']} column {meta['column']!r} "
+                                f"({meta['type']}), not of {base['table']} column "
+                                f"{base['column']!r} ({base['type']})")
     index = LakeIndex(parts)
-    for p, _, meta in parts:
-        if (meta["table"], meta["column"]) != (index.table, index.column):
-            raise IndexUnusable(f"delta {p} is of {meta['table']} column {meta['column']!r}, "
-                                f"not of {index.table} column {index.column!r}")
     if table is not None:
         wanted = open_table(table).id
         if wanted != index.table:
@@ -267,12 +281,14 @@ def load_index(index_path, *, table=None, column: Optional[str] = None) -> LakeI
     return index
 
 
-def candidate_files(table, column: str, keys, index=None, *, verify_footers: bool = False,
-                    filesystem: Optional[pafs.FileSystem] = None) -> Tuple["Table", List[str]]:
-    """The files a read of ``keys`` must open (``(table, relative paths)``): the index's
-    candidates, plus every file it does not know or whose size or modification time changed;
-    every file (with one warning naming the reason) when ``index`` (a path or a LakeIndex)
-    is None, missing, unreadable, corrupt or another table's or column's."""
+def plan_read(table, column: str, keys, index=None, *, verify_footers: bool = False,
+              filesystem: Optional[pafs.FileSystem] = None):
+    """``(table, files, key type)``: the files a read of ``keys`` must open (relative paths:
+    the index's candidates, plus every file it does not know or whose size or modification
+    time changed) and the column's type as the index records it, unified over every file
+    it indexed (None without a usable index). Every file (with one warning naming the
+    reason) when ``index`` (a path or a LakeIndex) is None, missing, unreadable, corrupt or
+    another table's or column's."""
     source = open_table(table, filesystem)
     if index is not None:
         try:
@@ -286,7 +302,27 @@ def candidate_files(table, column: str, keys, index=None, *, verify_footers: boo
             warnings.warn(f"ribbon.lake: full scan of {source.id}: {e}", stacklevel=3)
             index = None
     if index is None:
-        return source, list(list_files(source))
+        return source, list(list_files(source)), None
     index.check_keys(keys)  # a KeyTypeError, not a scan, for keys of the wrong kind
     _, read_files, _ = index.plan(keys, source, verify_footers=verify_footers)
-    return source, read_files
+    return source, read_files, pa.type_for_alias(index.type)
+
+
+def candidate_files(table, column: str, keys, index=None, *, verify_footers: bool = False,
+                    filesystem: Optional[pafs.FileSystem] = None) -> Tuple["Table", List[str]]:
+    """The files a read of ``keys`` must open: ``(table, relative paths)``, as
+    :func:`plan_read`."""
+    source, files, _ = plan_read(table, column, keys, index, verify_footers=verify_footers,
+                                 filesystem=filesystem)
+    return source, files
+
+
+def schema_files(source: "Table", files: List[str]) -> List[str]:
+    """The files whose schema a read's answer has: those it opens, or, opening none, the
+    table's first (LakeError for a table of no file)."""
+    if files:
+        return files
+    first = next(iter(list_files(source)), None)
+    if first is None:
+        raise LakeError(f"table {source.id} has no Parquet files")
+    return [first]

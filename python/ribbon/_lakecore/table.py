@@ -161,7 +161,8 @@ def spark_path(location: str) -> str:
 
 def _footer_facts(table: Table, relative: str, info: pafs.FileInfo, column: str):
     """(facts, column type) of one file: size, mtime, footer length and hash, rows; the
-    column's Arrow type (LakeError if the file has no such column or is not Parquet)."""
+    column's Arrow type, None if the file has no such column (a file written before the
+    column was added). LakeError if it is not Parquet."""
     path = table.path(relative)
     with table.fs.open_input_file(path) as f:
         size = f.size()
@@ -178,9 +179,6 @@ def _footer_facts(table: Table, relative: str, info: pafs.FileInfo, column: str)
         meta = pq.ParquetFile(f).metadata
         schema = meta.schema.to_arrow_schema()
     index = schema.get_field_index(column)
-    if index < 0:
-        raise LakeError(f"column {column!r} is not in {table.uri(relative)} (its columns: "
-                        f"{', '.join(schema.names)})")
     facts = {
         "size": size,
         "mtime_ns": info.mtime_ns,
@@ -188,7 +186,7 @@ def _footer_facts(table: Table, relative: str, info: pafs.FileInfo, column: str)
         "footer_hash": hashlib.blake2b(footer, digest_size=16).hexdigest(),
         "rows": meta.num_rows,
     }
-    return facts, schema.field(index).type
+    return facts, (schema.field(index).type if index >= 0 else None)
 
 
 def key_kind_of_type(arrow_type: pa.DataType, column: str) -> str:

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from .. import _ribbon
 from .. import distributed as dist
 from .._lakecore.index import _delta_paths, load_index
+from .._lakecore.schema import unify_key_types
 from .._lakecore.table import (INDEX_FORMAT, MAX_DELTAS, REBUILD_SHARE, IndexUnusable, LakeError, Table,
                      _footer_facts, key_kind_of_type, list_files, open_table, relative_of_uri,
                      spark_path)
@@ -29,22 +30,30 @@ from .._lakecore.table import (INDEX_FORMAT, MAX_DELTAS, REBUILD_SHARE, IndexUnu
 # every file's facts (_table._footer_facts) and the metadata JSON.
 
 
-def _survey(table: Table, files: Dict[str, pafs.FileInfo], column: str, threads: int):
-    """{relative: facts} and the column's type (the first file's, by name) and key kind;
-    every file must have the column, of one key kind."""
+def _survey(table: Table, files: Dict[str, pafs.FileInfo], column: str, threads: int,
+            known_type: Optional[pa.DataType] = None):
+    """({relative: facts}, {relative: the column's type, None where a file lacks it}, the
+    column's type unified over the files (as pyarrow.dataset unifies a drifted directory:
+    integer widths promote) and its key kind. A file without the column holds no key; the
+    column must be in some file (or have ``known_type``: a delta's files may all lack it),
+    its types of one kind and unifiable."""
     with concurrent.futures.ThreadPoolExecutor(max(1, threads)) as pool:
         found = list(pool.map(lambda item: _footer_facts(table, item[0], item[1], column),
                               files.items()))
     facts = {relative: f for relative, (f, _) in zip(files, found)}
+    types = {relative: t for relative, (_, t) in zip(files, found)}
+    present = [(r, t) for r, t in types.items() if t is not None]
+    if not present and known_type is not None:
+        return facts, types, known_type, key_kind_of_type(known_type, column)
+    if not present:
+        first = next(iter(files))
+        names = pq.read_schema(table.path(first), filesystem=table.fs).names
+        raise LakeError(f"column {column!r} is not in any file of {table.id}: not in "
+                        f"{table.uri(first)} (its columns: {', '.join(names)})")
     # A column of type null (a file written from no or only null values) holds no key.
-    typed = [(r, t) for r, (_, t) in zip(files, found) if not pa.types.is_null(t)]
-    first_name, first_type = typed[0] if typed else (next(iter(files)), found[0][1])
-    kind = key_kind_of_type(first_type, column)
-    for relative, arrow_type in typed:
-        if key_kind_of_type(arrow_type, column) != kind:
-            raise LakeError(f"column {column!r} is {arrow_type} in {table.uri(relative)} but "
-                            f"{first_type} in {table.uri(first_name)}")
-    return facts, first_type, kind
+    typed = [(r, t) for r, t in present if not pa.types.is_null(t)] or present[:1]
+    arrow_type, kind = unify_key_types(table, column, typed)
+    return facts, types, arrow_type, kind
 
 
 def _metadata(table: Table, column: str, arrow_type, kind: str, facts: dict, nulls: dict,
@@ -82,8 +91,10 @@ def _key_column(array, arrow_type) -> pa.Array:
 def _parquet_pair_hashes(parquet: pq.ParquetFile, column: str, arrow_type, name: bytes,
                          kind: str, seed: int):
     """(pair hashes, nulls) of one Parquet file's ``column``, its keys paired with the group
-    ``name``, read a row group at a time. Repeated pairs are left to the builder, which
-    stores a pair once."""
+    ``name``, read a row group at a time (a file without the column: none, every row null).
+    Repeated pairs are left to the builder, which stores a pair once."""
+    if parquet.schema_arrow.get_field_index(column) < 0:  # written before the column was
+        return np.empty(0, np.uint64), parquet.metadata.num_rows  # added: all null
     chunks, nulls = [], 0
     for i in range(parquet.num_row_groups):
         keys = _key_column(parquet.read_row_group(i, columns=[column]).column(0), arrow_type)
@@ -115,6 +126,7 @@ class IndexStats:
     files_indexed: int = 0
     rows: int = 0
     nulls: int = 0
+    files_without_column: int = 0  # files written before the column was added: all null
     pairs: int = 0
     bytes: int = 0
     spilled: bool = False
@@ -155,8 +167,8 @@ def _build_local(table, files, column, arrow_type, kind, out, metadata_of, *, fp
     return result, nulls
 
 
-def _build_spark(spark, table, files, column, arrow_type, kind, out, metadata_of, *, fpr, bits,
-                 seed):
+def _build_spark(spark, table, files, types, column, arrow_type, kind, out, metadata_of, *, fpr,
+                 bits, seed):
     """The Spark engine: only the listed files read, the groups named from
     ``_metadata.file_path`` (decoded on the driver), ribbon.spark's build_set route, which
     writes ``out`` once, with ``metadata_of(nulls)``. Returns its statistics, as the local
@@ -164,16 +176,22 @@ def _build_spark(spark, table, files, column, arrow_type, kind, out, metadata_of
     from pyspark.sql import functions as F
 
     from ..spark import api as ribbon_spark
+    from ..spark.functions import spark_schema
 
-    if kind == "u64" and pa.types.is_uint64(arrow_type):
-        raise LakeError(f"column {column!r} is uint64, which Spark reads as a decimal: build "
-                        "its index with engine='local'")
+    unsigned = [r for r, t in types.items() if t is not None and pa.types.is_uint64(t)]
+    if unsigned:
+        raise LakeError(f"column {column!r} is uint64 in {table.uri(unsigned[0])}, which Spark "
+                        "reads as a decimal: build its index with engine='local'")
     paths = [spark_path(table.uri(r)) for r in files]
     quoted = "`" + column.replace("`", "``") + "`"
-    df = spark.read.parquet(*paths).select(
-        F.col(quoted).alias("key"), F.col("_metadata.file_path").alias("uri"))
-    if kind == "u64":
-        df = df.withColumn("key", F.col("key").cast("long"))
+    # The unified type given as the schema: Spark's mergeSchema refuses int and bigint
+    # (CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE); a given schema reads int32 as long, and a file
+    # without the column as nulls.
+    wanted = spark_schema(pa.schema([pa.field(column, pa.int64() if kind == "u64"
+                                              else arrow_type)]))
+    root = spark_path(table.uri("")).rstrip("/")
+    df = (spark.read.schema(wanted).option("basePath", root).parquet(*paths)
+          .select(F.col(quoted).alias("key"), F.col("_metadata.file_path").alias("uri")))
     counts = df.groupBy("uri").agg(F.count(F.lit(1)).alias("rows"),
                                    F.count("key").alias("keys")).collect()
     mapping, nulls = [], {}
@@ -203,7 +221,7 @@ def build_index(table, column: str, index_path, *, fpr: Optional[float] = None,
                 bits: Optional[int] = None, seed: int = 0, engine: str = "local", spark=None,
                 threads: int = 0, memory_limit: int = 1 << 30, tmp_dir: Optional[str] = None,
                 filesystem: Optional[pafs.FileSystem] = None, _only: Optional[Sequence[str]] = None,
-                _extra: Optional[dict] = None) -> IndexStats:
+                _extra: Optional[dict] = None, _known_type=None) -> IndexStats:
     """Indexes ``column`` of ``table`` (a directory or glob of Parquet files, local or a URI)
     into ``index_path`` (a local path): one filter set whose groups are the data files
     (relative to the table root; every file, those with no key or only nulls too), nulls
@@ -227,7 +245,7 @@ def build_index(table, column: str, index_path, *, fpr: Optional[float] = None,
         files = {r: files[r] for r in _only}
     if not files:
         raise LakeError(f"table {source.id} has no Parquet files")
-    facts, arrow_type, kind = _survey(source, files, column, threads)
+    facts, types, arrow_type, kind = _survey(source, files, column, threads, _known_type)
     surveyed = time.monotonic()
 
     def metadata_of(nulls):
@@ -239,13 +257,14 @@ def build_index(table, column: str, index_path, *, fpr: Optional[float] = None,
                                     fpr=fpr, bits=bits, seed=seed, threads=threads,
                                     memory_limit=memory_limit, tmp_dir=tmp_dir)
     else:
-        built, nulls = _build_spark(spark, source, files, column, arrow_type, kind, out,
+        built, nulls = _build_spark(spark, source, files, types, column, arrow_type, kind, out,
                                     metadata_of, fpr=fpr, bits=bits, seed=seed)
     if _only is None:
         for delta in _delta_paths(out):
             os.remove(delta)
     stats = IndexStats(path=out, files=len(files), files_indexed=len(files),
                        rows=sum(f["rows"] for f in facts.values()), nulls=sum(nulls.values()),
+                       files_without_column=sum(t is None for t in types.values()),
                        pairs=built["key_count"], bytes=built["file_bytes"],
                        spilled=built["out_of_core"],
                        seconds={"survey": surveyed - clock, "total": time.monotonic() - clock})
@@ -288,6 +307,7 @@ def update_index(table, column: str, index_path, *, fpr: Optional[float] = None,
     number = 1 + max([int(p.rsplit("-", 1)[1]) for p in deltas] or [0])
     stats = build_index(table, column, f"{out}.delta-{number}", fpr=fpr, bits=bits,
                         engine=engine, spark=spark, threads=threads, _only=stale,
-                        _extra={"delta": number}, **options)
+                        _extra={"delta": number}, _known_type=pa.type_for_alias(index.type),
+                        **options)
     stats.files, stats.action = len(listed), "delta"
     return stats

@@ -65,8 +65,11 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m ribbon.lak
             stats = build_index(args.table, args.column, args.output, fpr=args.fpr,
                                 bits=args.bits, threads=args.threads,
                                 memory_limit=args.memory_limit, tmp_dir=args.tmp_dir)
-            print(f"{stats.path}: {stats.files} files, {stats.rows} rows ({stats.nulls} null), "
-                  f"{stats.pairs} (file, key) pairs, {stats.bytes} bytes", file=sys.stderr)
+            missing = (f" ({stats.files_without_column} without the column)"
+                       if stats.files_without_column else "")
+            print(f"{stats.path}: {stats.files} files{missing}, {stats.rows} rows "
+                  f"({stats.nulls} null), {stats.pairs} (file, key) pairs, {stats.bytes} bytes",
+                  file=sys.stderr)
         elif args.command == "update":
             stats = update_index(args.table, args.column, args.index, threads=args.threads)
             print(f"{args.index}: {stats.action}, {stats.files_indexed} files indexed",

@@ -14,12 +14,11 @@ import re
 from typing import List, Optional, Sequence
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from .._lakecore.index import candidate_files
-from .._lakecore.table import LakeError, list_files
-from ._read import _key_array
+from .._lakecore.index import plan_read, schema_files
+from .._lakecore.schema import key_array, read_dataset
+from .._lakecore.table import LakeError
 
 # DuckDB reads every path it is given as a glob: a file whose name has one of these would
 # read other files too (or none), so such names are refused rather than misread.
@@ -32,15 +31,17 @@ def _quoted(name: str) -> str:
 
 
 def _relation_over(con, paths: Sequence[str], column: str, keys: pa.Array,
-                   columns: Optional[List[str]]):
-    """``read_parquet(paths)`` semi-joined with ``keys`` on ``column``: DuckDB pushes the
-    join's keys into the scan as a dynamic filter (row groups whose statistics exclude every
-    key are skipped). The keys travel as an Arrow table, never as SQL text."""
+                   columns: Optional[List[str]], hive: bool):
+    """``read_parquet(paths, union_by_name=true)`` (a column a file lacks is null there,
+    integer widths promote) semi-joined with ``keys`` on ``column``: DuckDB pushes the join's
+    keys into the scan as a dynamic filter (row groups whose statistics exclude every key are
+    skipped). The keys travel as an Arrow table, never as SQL text."""
     for path in paths:
         if _DUCKDB_GLOB.search(path):
             raise LakeError(f"{path}: DuckDB reads paths as globs, and this name has a glob "
                             "character (* ? [ ] { }); read it with ribbon.lake.read")
-    rows = con.read_parquet(list(paths)).set_alias("ribbon_rows")
+    rows = con.read_parquet(list(paths), union_by_name=True,
+                            hive_partitioning=hive).set_alias("ribbon_rows")
     wanted = con.from_arrow(pa.table({"key": keys})).set_alias("ribbon_keys")
     matching = rows.join(wanted, f"ribbon_rows.{_quoted(column)} = ribbon_keys.key", how="semi")
     if columns is not None:
@@ -49,14 +50,16 @@ def _relation_over(con, paths: Sequence[str], column: str, keys: pa.Array,
 
 
 def duckdb_relation(con, table, column: str, keys, index=None, columns: Optional[List[str]] = None,
-                    *, verify_footers: bool = False,
+                    *, partitioning: Optional[str] = None, verify_footers: bool = False,
                     filesystem: Optional[pafs.FileSystem] = None):
     """The rows of ``table`` whose ``column`` is one of ``keys``, as a DuckDB relation on
     ``con`` (a ``duckdb.DuckDBPyConnection``) over the files :func:`candidate_files` names:
-    the same rows as ``read_parquet`` of every file with ``column IN keys`` (in another
-    order). ``columns``: the columns to keep (all by default). With no candidate file, an
-    empty relation of the table's columns. Paths are given to DuckDB as they are (a local
-    table's absolute paths; a remote one's URIs need DuckDB's httpfs).
+    the same rows as ``read_parquet`` of every file (``union_by_name``) with ``column IN
+    keys`` (in another order). ``columns``: the columns to keep (all by default).
+    ``partitioning``: None or ``"hive"`` (``hive_partitioning``, as :func:`ribbon.lake.read`'s).
+    With no candidate file, an empty relation of the table's columns. Paths are given to
+    DuckDB as they are (a local table's absolute paths; a remote one's URIs need DuckDB's
+    httpfs).
 
     ``table`` may be a PyIceberg table (``index`` then None: its index is the snapshot's
     statistics file): :func:`ribbon.lake.iceberg.duckdb_relation`."""
@@ -66,22 +69,15 @@ def duckdb_relation(con, table, column: str, keys, index=None, columns: Optional
         from .iceberg import duckdb_relation as of_iceberg
 
         return of_iceberg(con, table, column, keys, columns=columns)
-    source, files = candidate_files(table, column, keys, index, verify_footers=verify_footers,
-                                    filesystem=filesystem)
-    if files:
-        schema_file = files[0]
-    else:
-        everything = list_files(source)
-        if not everything:
-            raise LakeError(f"table {source.id} has no Parquet files")
-        schema_file = next(iter(everything))
-    schema = ds.dataset(source.path(schema_file), filesystem=source.fs, format="parquet").schema
-    if schema.get_field_index(column) < 0:
-        raise LakeError(f"column {column!r} is not in {source.uri(schema_file)} (its columns: "
-                        f"{', '.join(schema.names)})")
-    arrow_type = schema.field(column).type
-    if not files:  # one file's columns and types, no rows: what a read of no file gives
-        return _relation_over(con, [source.uri(schema_file)], column,
-                              pa.array([], type=arrow_type), columns).limit(0)
-    return _relation_over(con, [source.uri(f) for f in files], column,
-                          _key_array(keys, arrow_type), columns)
+    if partitioning not in (None, "hive"):
+        raise ValueError(f"partitioning must be None or 'hive', not {partitioning!r}")
+    source, files, key_type = plan_read(table, column, keys, index,
+                                        verify_footers=verify_footers, filesystem=filesystem)
+    dataset = read_dataset(source, schema_files(source, files), column, key_type, partitioning)
+    if not files:  # the unified columns and types, no rows (the first file may lack the column)
+        empty = con.from_arrow(dataset.schema.empty_table())
+        return empty.project(", ".join(_quoted(c) for c in columns)) if columns else empty
+    # The key type unified over the files read: keys it cannot hold are left out (a miss).
+    keys = key_array(keys, dataset.schema.field(column).type)
+    return _relation_over(con, [source.uri(f) for f in files], column, keys, columns,
+                          partitioning == "hive")

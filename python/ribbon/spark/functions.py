@@ -163,34 +163,63 @@ def lookup(column, filter, *, spark=None, engine: str = "auto"):
 # ribbon.lake on Spark: the index's build (its engine="spark") and reads through it.
 
 
+def spark_schema(arrow_schema: pa.Schema, inferred=None):
+    """A Spark StructType of an Arrow schema (pyspark's own conversion); a field it cannot
+    convert (uint8, ...) as ``inferred(name)`` gives it (Spark's inference from a file)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    fields = []
+    for field in arrow_schema:
+        try:
+            spark_type = from_arrow_type(field.type)
+        except TypeError:
+            if inferred is None:
+                raise
+            spark_type = inferred(field.name)
+        fields.append(StructField(field.name, spark_type, True))
+    return StructType(fields)
+
+
+def _inferred_by_spark(spark, source, files):
+    """``inferred(name)``: Spark's type of a column, from the first of ``files`` that has it."""
+    from .._lakecore.schema import file_schemas
+    from .._lakecore.table import spark_path
+
+    schemas = []  # read at the first call only: most tables need none
+
+    def inferred(name):
+        if not schemas:
+            schemas.extend(file_schemas(source, files))
+        holder = next(r for r, s in zip(files, schemas) if s.get_field_index(name) >= 0)
+        return spark.read.parquet(spark_path(source.uri(holder))).schema[name].dataType
+
+    return inferred
+
+
 def read_indexed(spark, table, column: str, keys, index):
     """A DataFrame of the rows of Parquet ``table`` whose ``column`` is one of ``keys``,
     scanning only the files ``ribbon.lake.candidate_files`` names through ``index`` (a path
     or a ``ribbon.lake.LakeIndex``): the index's candidates and every file it does not know or
     that changed; a full scan, with a warning, if the index cannot answer for this table and
-    column. The rows are a full scan's (``column IN keys`` is applied)."""
+    column. The rows are a full scan's (``column IN keys`` is applied), under the schema
+    ``ribbon.lake.read`` unifies (a column a file lacks is null there, integer widths
+    promote), Hive partition columns after it (Spark's partition discovery, from the root)."""
     from pyspark.sql import functions as F
 
-    from .._lakecore.index import candidate_files
-    from .._lakecore.table import LakeError, list_files, spark_path
+    from .._lakecore.index import plan_read, schema_files
+    from .._lakecore.schema import key_array, read_dataset
+    from .._lakecore.table import spark_path
 
-    source, files = candidate_files(table, column, keys, index)
-    everything = files or list(list_files(source))[:1]
-    if not everything:
-        raise LakeError(f"table {source.id} has no Parquet files")
-    df = (spark.read.option("basePath", spark_path(source.uri("")).rstrip("/"))
-          .parquet(*[spark_path(source.uri(r)) for r in everything]))
+    source, files, key_type = plan_read(table, column, keys, index)
+    opened = schema_files(source, files)
+    schema = read_dataset(source, opened, column, key_type).schema
+    df = (spark.read.schema(spark_schema(schema, _inferred_by_spark(spark, source, opened)))
+          .option("basePath", spark_path(source.uri("")).rstrip("/"))
+          .parquet(*[spark_path(source.uri(r)) for r in opened]))
     if not files:
         return df.where(F.lit(False))
-    if isinstance(keys, (pa.Array, pa.ChunkedArray)):
-        keys = keys.to_pylist()
-    elif isinstance(keys, np.ndarray):
-        keys = keys.tolist()
-    elif isinstance(keys, (str, bytes, int)):
-        keys = [keys]
-    name = "`" + column.replace("`", "``") + "`"
-    if df.schema[column].dataType.typeName() == "binary":
-        keys = [bytearray(k.encode() if isinstance(k, str) else k) for k in keys]
-    else:
-        keys = [k.decode() if isinstance(k, bytes) else k for k in keys]
-    return df.where(F.col(name).isin(list(keys)))
+    wanted = key_array(keys, schema.field(column).type).to_pylist()
+    if pa.types.is_binary(schema.field(column).type):
+        wanted = [bytearray(k) for k in wanted]
+    return df.where(F.col("`" + column.replace("`", "``") + "`").isin(wanted))
