@@ -684,5 +684,9 @@ def duckdb_relation(con, table, column: str, keys, columns: Optional[Sequence[st
     return relation
 
 
-__all__ = ["BLOB_TYPE", "INDEX_FORMAT", "IcebergIndex", "build_index", "duckdb_relation", "files_for_each", "load_index",
-           "plan_files", "read", "update_index"]
+# Writes by key (docs/lake.md, "Upserts and deletes"), after the index they stand on.
+from ._iceberg_rewrite import orphan_files  # noqa: E402
+from ._iceberg_upsert import delete, upsert  # noqa: E402
+
+__all__ = ["BLOB_TYPE", "INDEX_FORMAT", "IcebergIndex", "build_index", "delete", "duckdb_relation", "files_for_each", "load_index",
+           "orphan_files", "plan_files", "read", "update_index", "upsert"]
