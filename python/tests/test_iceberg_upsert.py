@@ -89,14 +89,6 @@ def summary(table):
     return table.current_snapshot().summary
 
 
-def holders(table, ids):
-    """The data files that hold one of ``ids`` now."""
-    return {t.file.file_path for t in table.scan(row_filter=In("id", ids)).plan_files()
-            if pa.compute.any(pa.compute.is_in(
-                table.scan(row_filter=In("id", ids)).to_arrow().column("id"),
-                value_set=pa.array(ids))).as_py()}
-
-
 PARTITIONS = {
     "unpartitioned": None,
     "identity": lambda spec: spec.add_identity("region"),
@@ -107,6 +99,9 @@ PARTITIONS = {
 
 @pytest.mark.parametrize("partition", sorted(PARTITIONS))
 def test_upsert_is_pyicebergs(catalog, partition):
+    if partition == "bucket":
+        pytest.importorskip("pyiceberg_core", reason="PyIceberg writes bucket partitions "
+                            "with pyiceberg-core (pyiceberg[pyiceberg-core])")
     ours, theirs, existing = twin_tables(catalog, PARTITIONS[partition])
     batch = changed_batch(existing, np.random.default_rng(5))
     changed_ids = batch.column("id").to_pylist()[:40]
@@ -197,15 +192,30 @@ def test_duplicates_are_pyicebergs_errors(catalog):
     ours, theirs, existing = twin_tables(catalog)
     batch = existing.slice(0, 3)
     twice = pa.concat_tables([batch, batch])
+    fresh = rows(np.random.default_rng(3), [11, 12, 13])
     for table, upsert in ((ours, iceberg.upsert), (theirs, type(theirs).upsert)):
         with pytest.raises(ValueError, match="Duplicate rows found in source dataset"):
             upsert(table, twice, join_cols=["id"])
-        table.append(batch)  # now the table holds each of these ids twice
+        table.append(pa.concat_tables([fresh, fresh]))  # one file, each of its ids twice
     iceberg.update_index(ours, "id")
     for table, upsert in ((ours, iceberg.upsert), (theirs, type(theirs).upsert)):
         with pytest.raises(ValueError, match="Target table has duplicate rows"):
-            upsert(table, batch, join_cols=["id"])
+            upsert(table, fresh, join_cols=["id"])
     same_tables(ours, theirs)
+    # Insert only: PyIceberg does not check the table's duplicates, nor does ribbon.
+    new = rows(np.random.default_rng(4), [14])
+    assert (iceberg.upsert(ours, pa.concat_tables([fresh.slice(0, 1), new]), ["id"],
+                           when_matched_update_all=False)
+            == theirs.upsert(pa.concat_tables([fresh.slice(0, 1), new]), ["id"],
+                             when_matched_update_all=False))
+    same_tables(ours, theirs)
+    # A key twice in two files: PyIceberg checks one record batch at a time (and would write
+    # the key twice more); ribbon refuses, writing nothing.
+    ours.append(batch)
+    snapshot = ours.current_snapshot().snapshot_id
+    with pytest.raises(ValueError, match="Target table has duplicate rows"):
+        iceberg.upsert(ours, batch.set_column(3, "score", pa.array([5.0] * 3)), ["id"])
+    assert ours.current_snapshot().snapshot_id == snapshot
     assert rewrite.orphan_files(ours, older_than_s=0) == []
 
 
@@ -232,7 +242,7 @@ def test_delete_is_pyicebergs(catalog, where):
     removed = before - after
     assert len(removed) == len({p for p in before if p in _files_holding(ours, before, keys)})
     if where == "concentrated":
-        assert len(removed) == 2 and len(after) == FILES - 1 + 0  # one dropped, one rewritten
+        assert len(removed) == 2 and len(after) == FILES - 1  # one dropped, one rewritten
 
 
 def _files_holding(table, paths, keys):
@@ -325,7 +335,6 @@ def test_conflicts_are_retried_a_bounded_number_of_times(catalog, monkeypatch):
         return real_write(*args, **kwargs)
 
     monkeypatch.setattr(rewrite, "write_rows", always_a_competitor)
-    expected = None
     with pytest.raises((CommitFailedException, ValidationException)):
         iceberg.upsert(ours, changed_batch(existing, rng), ["id"], retries=2)
     monkeypatch.undo()

@@ -70,27 +70,43 @@ def candidates(table, snapshot, column: str, unique_keys: pa.Array) -> List[Cand
             for j, path in enumerate(each.files) if path in tasks]
 
 
-def indexed_column(table, join_cols: Sequence[str]) -> str:
-    """The first join column with a usable index (the one that prunes), else the first."""
+def indexed_column(table, join_cols: Sequence[str]) -> Optional[str]:
+    """The first join column with a usable index (the one that prunes), or None."""
     for column in join_cols:
         try:
             iceberg.load_index(table, column)
             return column
         except LakeError:
             continue
-    return join_cols[0]
+    return None
 
 
-def indexed_columns(table) -> List[str]:
-    """The table's top-level columns that have a ribbon index at the current snapshot."""
-    found = []
-    for f in table.schema().fields:
-        try:
-            iceberg.load_index(table, f.name)
-            found.append(f.name)
-        except LakeError:
-            continue
-    return found
+def indexed_columns(table, also: Optional[str]) -> List[str]:
+    """``also`` (if not None) and the columns with a ribbon blob in the statistics file of the newest
+    snapshot (the current one or an ancestor) that has one: the indexes a write refreshes.
+    Only the footer's blob list is looked at (PyIceberg's Puffin reader)."""
+    from pyiceberg.table.puffin import PuffinFile
+
+    columns = [also] if also is not None else []
+    by_snapshot = {s.snapshot_id: s for s in table.metadata.statistics}
+    snapshot = table.current_snapshot()
+    while snapshot is not None and snapshot.snapshot_id not in by_snapshot:
+        parent = snapshot.parent_snapshot_id
+        snapshot = table.snapshot_by_id(parent) if parent is not None else None
+    if snapshot is None:
+        return columns
+    try:
+        with table.io.new_input(by_snapshot[snapshot.snapshot_id].statistics_path).open() as f:
+            blobs = PuffinFile(f.read()).footer.blobs
+    except Exception:  # an unreadable statistics file: load_index says why, later
+        return columns
+    schema = table.schema()
+    for blob in blobs:
+        if blob.type == iceberg.BLOB_TYPE and len(blob.fields) == 1:
+            name = schema.find_column_name(blob.fields[0])
+            if name is not None and name not in columns:
+                columns.append(name)
+    return columns
 
 
 # ---------------------------------------------------------------------------------------

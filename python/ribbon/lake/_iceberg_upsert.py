@@ -130,11 +130,12 @@ def upsert(table, df: pa.Table, join_cols: Optional[Sequence[str]] = None,
         raise ValueError("no upsert options selected...exiting")
     _check_batch(table, df, join_cols)
     other_cols = [c for c in df.column_names if c not in join_cols]
-    column = rewrite.indexed_column(table, join_cols)
+    pruning = rewrite.indexed_column(table, join_cols)
+    column = pruning or join_cols[0]
     unique, offsets, order = rewrite.unique_keys_and_rows(df.column(column).combine_chunks())
     source_keys = df.select(join_cols)
     threads = rewrite.cpu_threads(threads)
-    indexed = rewrite.indexed_columns(table)
+    indexed = rewrite.indexed_columns(table, pruning)
 
     def plan(attempt: rewrite.Attempt) -> rewrite.Changes:
         snapshot = attempt.metadata.current_snapshot()
@@ -150,8 +151,11 @@ def upsert(table, df: pa.Table, join_cols: Optional[Sequence[str]] = None,
 
         outcomes = [o for o in attempt.map(one_file, cands) if o is not None]
         matched = np.concatenate([o.matched for o in outcomes] + [np.empty(0, np.int64)])
-        if len(np.unique(matched)) != len(matched):
+        # PyIceberg checks this only within one record batch of its scan (and else writes the
+        # key twice); here over the whole table.
+        if when_matched_update_all and len(np.unique(matched)) != len(matched):
             raise ValueError("Target table has duplicate rows, aborting upsert")
+        matched = np.unique(matched)
         changed = np.concatenate([o.changed for o in outcomes] + [np.empty(0, np.int64)])
         inserted = (np.setdiff1d(np.arange(df.num_rows, dtype=np.int64), matched)
                     if when_not_matched_insert_all else np.empty(0, np.int64))
@@ -177,7 +181,8 @@ def _upsert_file(attempt, cand, unique, offsets, order, column, source_keys, df,
     without the changed rows."""
     rows = rewrite.rows_of_keys(offsets, order, cand.keys)
     keys = attempt.read(cand.task, join_cols)
-    keys = keys.filter(pc.is_in(keys.column(column), value_set=unique.take(pa.array(cand.keys))))
+    found = keys.column(column)
+    keys = keys.filter(pc.is_in(found, value_set=unique.take(pa.array(cand.keys)).cast(found.type)))
     matched, _ = _matches(keys, source_keys, rows, join_cols)
     if len(matched) == 0:
         return None  # the index's false positive
@@ -214,7 +219,7 @@ def delete(table, column: str, keys, snapshot_properties: Optional[Dict[str, str
     _refuse_nulls(pa.table({column: keys}))
     unique = pc.unique(keys.cast(arrow_type))
     threads = rewrite.cpu_threads(threads)
-    indexed = rewrite.indexed_columns(table)
+    indexed = rewrite.indexed_columns(table, rewrite.indexed_column(table, [column]))
 
     def plan(attempt: rewrite.Attempt) -> rewrite.Changes:
         snapshot = attempt.metadata.current_snapshot()
