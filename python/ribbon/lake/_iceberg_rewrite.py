@@ -25,10 +25,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._lakecore.table import IndexUnusable, LakeError
-from . import iceberg
 
 #: The PyIceberg minor version whose private write functions this module calls.
 PYICEBERG_MINOR = "0.12"
+
+
+def _iceberg():
+    # ribbon.lake.iceberg imports this module's public names at its end: only its public
+    # functions are called here, at call time.
+    from . import iceberg
+
+    return iceberg
 
 
 def check_pyiceberg():
@@ -60,7 +67,7 @@ def candidates(table, snapshot, column: str, unique_keys: pa.Array) -> List[Cand
     if not tasks or len(unique_keys) == 0:
         return []
     try:
-        each = iceberg.files_for_each(table, column, unique_keys, snapshot.snapshot_id)
+        each = _iceberg().files_for_each(table, column, unique_keys, snapshot.snapshot_id)
     except IndexUnusable as e:
         warnings.warn(f"ribbon.lake.iceberg: every data file read: {e}", stacklevel=4)
         every = np.arange(len(unique_keys), dtype=np.int64)
@@ -74,7 +81,7 @@ def indexed_column(table, join_cols: Sequence[str]) -> Optional[str]:
     """The first join column with a usable index (the one that prunes), or None."""
     for column in join_cols:
         try:
-            iceberg.load_index(table, column)
+            _iceberg().load_index(table, column)
             return column
         except LakeError:
             continue
@@ -102,7 +109,7 @@ def indexed_columns(table, also: Optional[str]) -> List[str]:
         return columns
     schema = table.schema()
     for blob in blobs:
-        if blob.type == iceberg.BLOB_TYPE and len(blob.fields) == 1:
+        if blob.type == _iceberg().BLOB_TYPE and len(blob.fields) == 1:
             name = schema.find_column_name(blob.fields[0])
             if name is not None and name not in columns:
                 columns.append(name)
@@ -225,7 +232,7 @@ def refresh_index(table, columns: Sequence[str], threads: int):
     key), and warns."""
     for column in columns:
         try:
-            iceberg.update_index(table, column, threads=threads)
+            _iceberg().update_index(table, column, threads=threads)
         except Exception as e:  # the data commit stands either way
             warnings.warn(f"ribbon.lake.iceberg: the index of {column!r} is left stale (still "
                           f"correct, slower): {e}", stacklevel=3)

@@ -94,6 +94,21 @@ def _differs(source: pa.Array, target: pa.Array) -> np.ndarray:
 
 
 @dataclass
+class _Batch:
+    """An upsert's batch as every file's worker needs it: its join columns, the column whose
+    index prunes, that column's unique values and, per value, the batch rows holding it."""
+    df: pa.Table
+    join_cols: List[str]
+    other_cols: List[str]
+    column: str
+
+    def __post_init__(self):
+        self.keys = self.df.select(self.join_cols)
+        values = self.df.column(self.column).combine_chunks()
+        self.unique, self.offsets, self.order = rewrite.unique_keys_and_rows(values)
+
+
+@dataclass
 class _FileOutcome:
     matched: np.ndarray          # batch rows that match a row of the file
     changed: np.ndarray          # those whose other columns differ (updated)
@@ -129,23 +144,20 @@ def upsert(table, df: pa.Table, join_cols: Optional[Sequence[str]] = None,
     if not when_matched_update_all and not when_not_matched_insert_all:
         raise ValueError("no upsert options selected...exiting")
     _check_batch(table, df, join_cols)
-    other_cols = [c for c in df.column_names if c not in join_cols]
     pruning = rewrite.indexed_column(table, join_cols)
-    column = pruning or join_cols[0]
-    unique, offsets, order = rewrite.unique_keys_and_rows(df.column(column).combine_chunks())
-    source_keys = df.select(join_cols)
+    batch = _Batch(df, join_cols, [c for c in df.column_names if c not in join_cols],
+                   pruning or join_cols[0])
     threads = rewrite.cpu_threads(threads)
     indexed = rewrite.indexed_columns(table, pruning)
 
     def plan(attempt: rewrite.Attempt) -> rewrite.Changes:
         snapshot = attempt.metadata.current_snapshot()
         cands = ([] if snapshot is None
-                 else rewrite.candidates(table, snapshot, column, unique))
+                 else rewrite.candidates(table, snapshot, batch.column, batch.unique))
         tick = _progress_counter(progress, len(cands), "upsert")
 
         def one_file(cand: rewrite.Candidate) -> Optional[_FileOutcome]:
-            outcome = _upsert_file(attempt, cand, unique, offsets, order, column, source_keys,
-                                   df, join_cols, other_cols, when_matched_update_all)
+            outcome = _upsert_file(attempt, cand, batch, when_matched_update_all)
             tick()
             return outcome
 
@@ -174,26 +186,27 @@ def upsert(table, df: pa.Table, join_cols: Optional[Sequence[str]] = None,
     return changes.result
 
 
-def _upsert_file(attempt, cand, unique, offsets, order, column, source_keys, df, join_cols,
-                 other_cols, update_matched) -> Optional[_FileOutcome]:
+def _upsert_file(attempt, cand: rewrite.Candidate, batch: _Batch,
+                 update_matched: bool) -> Optional[_FileOutcome]:
     """One candidate file: its join columns read and matched against the batch rows of its
     keys; if a match has changed values, the whole file read, compared and rewritten
     without the changed rows."""
-    rows = rewrite.rows_of_keys(offsets, order, cand.keys)
-    keys = attempt.read(cand.task, join_cols)
-    found = keys.column(column)
-    keys = keys.filter(pc.is_in(found, value_set=unique.take(pa.array(cand.keys)).cast(found.type)))
-    matched, _ = _matches(keys, source_keys, rows, join_cols)
+    rows = rewrite.rows_of_keys(batch.offsets, batch.order, cand.keys)
+    keys = attempt.read(cand.task, batch.join_cols)
+    found = keys.column(batch.column)
+    mine = batch.unique.take(pa.array(cand.keys)).cast(found.type)
+    matched, _ = _matches(keys.filter(pc.is_in(found, value_set=mine)), batch.keys, rows,
+                          batch.join_cols)
     if len(matched) == 0:
         return None  # the index's false positive
     none = np.empty(0, np.int64)
-    if not update_matched or not other_cols:
+    if not update_matched or not batch.other_cols:
         return _FileOutcome(matched, none)
     full = attempt.read(cand.task)
-    sources, targets = _matches(full, source_keys, np.sort(matched), join_cols)
+    sources, targets = _matches(full, batch.keys, np.unique(matched), batch.join_cols)
     differs = np.zeros(len(sources), dtype=bool)
-    for name in other_cols:
-        differs |= _differs(df.column(name).take(pa.array(sources)).combine_chunks(),
+    for name in batch.other_cols:
+        differs |= _differs(batch.df.column(name).take(pa.array(sources)).combine_chunks(),
                             full.column(name).take(pa.array(targets)).combine_chunks())
     if not differs.any():
         return _FileOutcome(sources, none)  # unchanged rows are not rewritten
