@@ -384,8 +384,12 @@ def test_cli_upsert_and_delete(catalog, tmp_path):
     theirs.delete(In("id", keys))
     ours.refresh()
     same_tables(ours, theirs)
+    null_key = tmp_path / "null_key.parquet"  # PyIceberg's TypeError, as a clear error
+    ids = batch.column("id").to_pylist()
+    pa.parquet.write_table(batch.set_column(0, "id", pa.array([None] + ids[1:], pa.int64())),
+                           null_key)
     for bad in (["upsert"] + where + ["--input", str(tmp_path / "missing.parquet")],
-                ["delete"] + where):
+                ["upsert"] + where + ["--input", str(null_key)], ["delete"] + where):
         done = subprocess.run(base + bad, input="not-a-number\n", capture_output=True, text=True)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert done.stderr.startswith("ribbon.lake iceberg:")
