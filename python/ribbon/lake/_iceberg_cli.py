@@ -1,5 +1,5 @@
-"""python -m ribbon.lake iceberg build|query|update|info: ribbon.lake.iceberg on the command
-line, the table named in a PyIceberg catalog (``--catalog NAME``, its properties from
+"""python -m ribbon.lake iceberg build|query|update|info|upsert|delete: ribbon.lake.iceberg on
+the command line, the table named in a PyIceberg catalog (``--catalog NAME``, its properties from
 ``--catalog-property KEY=VALUE`` or, as PyIceberg finds them, ``.pyiceberg.yaml`` and
 ``PYICEBERG_CATALOG__*`` environment variables)."""
 
@@ -25,7 +25,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     for name, text in [("build", "index a column at the current snapshot"),
                        ("update", "index the data files added since"),
                        ("query", "the data files a read of the keys must open"),
-                       ("info", "the index's blobs (JSON lines)")]:
+                       ("info", "the index's blobs (JSON lines)"),
+                       ("upsert", "upsert a Parquet file's rows by key (as table.upsert)"),
+                       ("delete", "delete the rows of keys (--input, or one a line on stdin)")]:
         command = commands.add_parser(name, help=text)
         command.add_argument("--catalog", default="default",
                              help="the PyIceberg catalog's name (default: default)")
@@ -41,6 +43,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         if name == "query":
             command.add_argument("keys", nargs="+")
             command.add_argument("--snapshot-id", type=int)
+        if name in ("upsert", "delete"):
+            _write_arguments(command, name)
     return parser
 
 
@@ -87,6 +91,8 @@ def main(argv: Sequence[str], prog: str = "python -m ribbon.lake iceberg") -> in
             keys = _parse_keys(table, args.column, args.keys)
             for task in iceberg.plan_files(table, args.column, keys, args.snapshot_id):
                 print(task.file.file_path)
+        elif args.command in ("upsert", "delete"):
+            print(json.dumps(_write(table, args), sort_keys=True))
         else:
             index = iceberg.load_index(table, args.column)
             for _, fs, meta in index.parts:
@@ -107,3 +113,64 @@ def main(argv: Sequence[str], prog: str = "python -m ribbon.lake iceberg") -> in
         print(f"ribbon.lake iceberg: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def _write_arguments(command, name: str):
+    command.add_argument("--input", help="a Parquet file: the rows to upsert (its columns "
+                         "the table's), or for delete the keys in its --column"
+                         + ("" if name == "upsert" else " (default: one key a line on stdin)"),
+                         required=name == "upsert")
+    command.add_argument("--threads", type=int, default=0)
+    command.add_argument("--retries", type=int, default=3,
+                         help="re-plans after a conflicting commit (default 3)")
+    if name == "upsert":
+        command.add_argument("--no-update", action="store_true",
+                             help="leave matched rows as they are (insert only)")
+        command.add_argument("--no-insert", action="store_true",
+                             help="update matched rows only")
+
+
+def _progress():
+    """A progress line on stderr at most every 2 seconds, the first after 2 seconds."""
+    import time
+
+    start = last = time.monotonic()
+
+    def report(line: str):
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= 2 or (now - start >= 2 and last == start):
+            print(f"ribbon.lake iceberg: {line} ({now - start:.0f} s)", file=sys.stderr,
+                  flush=True)
+            last = now
+    return report
+
+
+def _write(table, args) -> dict:
+    """upsert (--column: the join columns, comma-separated) or delete; errors as LakeError."""
+    import time
+
+    import pyarrow.parquet as pq
+    from pyiceberg.exceptions import CommitFailedException, ValidationException
+
+    from . import iceberg
+
+    clock = time.monotonic()
+    options = dict(retries=args.retries, threads=args.threads, progress=_progress())
+    try:
+        if args.command == "upsert":
+            batch = pq.read_table(args.input)
+            result = iceberg.upsert(table, batch, args.column.split(","),
+                                    when_matched_update_all=not args.no_update,
+                                    when_not_matched_insert_all=not args.no_insert, **options)
+            done = {"rows_updated": result.rows_updated, "rows_inserted": result.rows_inserted}
+        else:
+            if args.input:
+                keys = pq.read_table(args.input, columns=[args.column]).column(args.column)
+            else:
+                keys = _parse_keys(table, args.column, sys.stdin.read().split())
+            done = {"rows_deleted": iceberg.delete(table, args.column, keys, **options)}
+    except (TypeError, KeyError, CommitFailedException, ValidationException) as e:
+        raise LakeError(f"{args.command} of {args.table}: {type(e).__name__}: {e}") from None
+    done["seconds"] = round(time.monotonic() - clock, 3)
+    return done
