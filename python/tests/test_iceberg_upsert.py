@@ -285,7 +285,7 @@ def test_a_crash_before_the_statistics_commit_leaves_a_stale_correct_index(catal
     def fail(*args, **kwargs):
         raise OSError("killed before the statistics commit")
 
-    monkeypatch.setattr(iceberg, "update_index", fail)
+    monkeypatch.setattr(rewrite, "update_index", fail)  # the name the write calls
     with pytest.warns(UserWarning, match="left stale"):
         iceberg.upsert(ours, batch, ["id"])
     theirs.upsert(batch, ["id"])

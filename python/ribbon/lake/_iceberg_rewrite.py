@@ -25,17 +25,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._lakecore.table import IndexUnusable, LakeError
+from ._iceberg_build import update_index
+from ._iceberg_commit import read_statistics
+from ._iceberg_plan import files_for_each, load_index
+from ._iceberg_table import BLOB_TYPE
 
 #: The PyIceberg minor version whose private write functions this module calls.
 PYICEBERG_MINOR = "0.12"
-
-
-def _iceberg():
-    # ribbon.lake.iceberg imports this module's public names at its end: only its public
-    # functions are called here, at call time.
-    from . import iceberg
-
-    return iceberg
 
 
 def check_pyiceberg():
@@ -67,7 +63,7 @@ def candidates(table, snapshot, column: str, unique_keys: pa.Array) -> List[Cand
     if not tasks or len(unique_keys) == 0:
         return []
     try:
-        each = _iceberg().files_for_each(table, column, unique_keys, snapshot.snapshot_id)
+        each = files_for_each(table, column, unique_keys, snapshot.snapshot_id)
     except IndexUnusable as e:
         warnings.warn(f"ribbon.lake.iceberg: every data file read: {e}", stacklevel=4)
         every = np.arange(len(unique_keys), dtype=np.int64)
@@ -81,7 +77,7 @@ def indexed_column(table, join_cols: Sequence[str]) -> Optional[str]:
     """The first join column with a usable index (the one that prunes), or None."""
     for column in join_cols:
         try:
-            _iceberg().load_index(table, column)
+            load_index(table, column)
             return column
         except LakeError:
             continue
@@ -93,9 +89,6 @@ def indexed_columns(table, also: Optional[str]) -> List[str]:
     newest snapshot (the current one or an ancestor) that has one: the indexes a write
     refreshes. Only the footers' blob lists are read; statistics files that hold no ribbon blob
     (another engine's) or cannot be read are passed over, as load_index passes them over."""
-    from ._iceberg_commit import read_statistics
-    from ._iceberg_table import BLOB_TYPE
-
     columns = [also] if also is not None else []
     by_snapshot = {s.snapshot_id: s for s in table.metadata.statistics}
     fields: List[int] = []
@@ -238,7 +231,7 @@ def refresh_index(table, columns: Sequence[str], threads: int):
     key), and warns."""
     for column in columns:
         try:
-            _iceberg().update_index(table, column, threads=threads)
+            update_index(table, column, threads=threads)
         except Exception as e:  # the data commit stands either way
             warnings.warn(f"ribbon.lake.iceberg: the index of {column!r} is left stale (still "
                           f"correct, slower): {e}", stacklevel=3)

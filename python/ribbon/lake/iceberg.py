@@ -31,9 +31,8 @@ from ._iceberg_plan import IcebergIndex, files_for_each, load_index, plan_files,
 from ._iceberg_table import BLOB_TYPE, INDEX_FORMAT
 from ._iceberg_table import key_field as _field
 
-# Writes by key (docs/lake.md, "Upserts and deletes"), standing on the index above.
-from ._iceberg_rewrite import orphan_files  # noqa: E402
-from ._iceberg_upsert import delete, upsert  # noqa: E402
+from ._iceberg_rewrite import orphan_files
+from ._iceberg_upsert import delete, upsert
 
 __all__ = ["BLOB_TYPE", "INDEX_FORMAT", "IcebergIndex", "build_index", "commit_statistics",
            "delete", "duckdb_relation", "files_for_each", "load_index", "orphan_files",
