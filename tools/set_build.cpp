@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "build_settings.hpp"
@@ -18,8 +19,8 @@ namespace ribbon::cli {
 namespace {
 
 /// The distinct groups of a set's pairs, by hash (what the file counts), with their names
-/// (Group: std::string_view or std::uint64_t, as group_at gives them): a group is named the
-/// first time its hash is seen, so pairs in any order cost a probe of group_counter's table.
+/// (Group: std::string_view or std::uint64_t, as group_at gives them). A group repeated in a
+/// run (the usual order of grouped inputs) costs one comparison.
 template <class Group>
 class group_collector {
   using name_type =
@@ -27,14 +28,23 @@ class group_collector {
 
  public:
   void add(std::uint64_t group_hash, Group group) {
-    if (counter_.add(group_hash)) names_.emplace_back(group);
+    if (any_ && group_hash == last_) return;
+    names_.try_emplace(group_hash, group);
+    last_ = group_hash;
+    any_ = true;
   }
-  std::uint64_t count() const { return counter_.count(); }
-  group_names names() const { return group_names::of(names_); }
+  std::uint64_t count() const { return names_.size(); }
+  group_names names() const {
+    std::vector<name_type> all;
+    all.reserve(names_.size());
+    for (const auto& [hash, name] : names_) all.emplace_back(name);
+    return group_names::of(std::move(all));
+  }
 
  private:
-  group_counter counter_;
-  std::vector<name_type> names_;
+  std::unordered_map<std::uint64_t, name_type> names_;
+  std::uint64_t last_ = 0;
+  bool any_ = false;
 };
 
 /// Streams the pairs into the builder: the reader hashes the keys, the parallel stage makes
