@@ -1,6 +1,9 @@
 // Filter sets and many filters against one big filter of the same keys, timed in one run
 // (issue 56, item 3): G groups x K random u64 keys, each build A B A B over the rounds.
-//   ribbon_set_build_timer GROUPS PER_GROUP THREADS ROUNDS [TMP_DIR [MEMORY_LIMIT_MIB]]
+//   ribbon_set_build_timer GROUPS PER_GROUP THREADS ROUNDS [TMP_DIR [MEMORY_LIMIT_MIB [ORDER]]]
+// ORDER: "runs" (the default: a group's pairs together, file by file) or "random" (the pairs
+// shuffled, groups interleaved as in an unsorted DataFrame or a stream of events; `many`,
+// which takes its groups as runs, is left out). MEMORY_LIMIT_MIB 0: no spilled builds.
 // Builds, every round in this order:
 //   filter      filter::build(keys)                    one big filter of the G*K keys
 //   set_u64     filter::build_set(u64 groups, keys)    the pairs, groups 0..G-1
@@ -64,11 +67,24 @@ double timed(const Run& run) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+/// One random permutation (a fixed seed) applied to the pairs: groups interleaved at random.
+void shuffle_together(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& group_ids,
+                      std::vector<std::string_view>& group_names) {
+  std::uint64_t state = 7;
+  for (std::uint64_t i = keys.size(); i > 1; --i) {
+    const std::uint64_t j = ribbon::detail::splitmix64(state) % i;
+    std::swap(keys[i - 1], keys[j]);
+    std::swap(group_ids[i - 1], group_ids[j]);
+    std::swap(group_names[i - 1], group_names[j]);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s GROUPS PER_GROUP THREADS ROUNDS [TMP_DIR [MEMORY_LIMIT_MIB]]\n",
+    std::fprintf(stderr,
+                 "usage: %s GROUPS PER_GROUP THREADS ROUNDS [TMP_DIR [MEMORY_LIMIT_MIB [ORDER]]]\n",
                  argv[0]);
     return 2;
   }
@@ -78,6 +94,12 @@ int main(int argc, char** argv) {
   const int rounds = std::atoi(argv[4]);
   const std::string tmp = argc > 5 ? argv[5] : "/tmp";
   const std::uint64_t memory_limit = argc > 6 ? std::strtoull(argv[6], nullptr, 10) << 20 : 0;
+  const std::string order_name = argc > 7 ? argv[7] : "runs";
+  if (order_name != "runs" && order_name != "random") {
+    std::fprintf(stderr, "ORDER must be runs or random, not %s\n", order_name.c_str());
+    return 2;
+  }
+  const bool shuffled = order_name == "random";
   const std::uint64_t n = groups * per_group;
 
   std::vector<std::uint64_t> keys(n), group_ids(n), offsets(groups + 1);
@@ -98,6 +120,7 @@ int main(int argc, char** argv) {
     group_ids[i] = i / per_group;
     group_names[i] = names[i / per_group];
   }
+  if (shuffled) shuffle_together(keys, group_ids, group_names);
 
   ribbon::build_options options;
   options.threads = threads;
@@ -125,6 +148,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> order = {"filter", "set_u64",     "set_bytes",
                                     "many",   "bulk_filter", "bulk_set"};
+  if (shuffled) order.erase(std::find(order.begin(), order.end(), "many"));
   if (memory_limit) order.insert(order.end(), {"spilled_filter", "spilled_set"});
   std::map<std::string, samples> results;
   for (int round = 0; round < rounds; ++round) {
@@ -167,9 +191,10 @@ int main(int argc, char** argv) {
                                                       {"spilled_set", "spilled_filter"}};
   const std::map<std::string, std::string> in_memory_of = {{"spilled_filter", "bulk_filter"},
                                                            {"spilled_set", "bulk_set"}};
-  std::printf("{\"groups\": %llu, \"per_group\": %llu, \"threads\": %u, \"rounds\": %d",
-              static_cast<unsigned long long>(groups), static_cast<unsigned long long>(per_group),
-              threads, rounds);
+  std::printf(
+      "{\"groups\": %llu, \"per_group\": %llu, \"threads\": %u, \"rounds\": %d, \"order\": \"%s\"",
+      static_cast<unsigned long long>(groups), static_cast<unsigned long long>(per_group), threads,
+      rounds, order_name.c_str());
   for (const std::string& name : order) {
     const samples& s = results[name];
     const double m = median(s.seconds);

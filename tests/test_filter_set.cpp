@@ -1,7 +1,8 @@
 // Filter sets (filter::build_set, format versions 6 and 7): every member of every group found, for
 // groups of 1 to 10^5 keys; a key asked under another group, an unknown group and a swapped
 // pair answer as non-members do (within 5 sigma of 2^-r); the four kinds of groups and keys;
-// byte-identical files whatever the threads and the order of the pairs; groups hashed once a
+// byte-identical files whatever the threads and the order of the pairs (groups interleaved at
+// random included), the group counter against a std::set; groups hashed once a
 // run give each pair's own hash (the bulk builder's set of per-pair hashes); files round-trip as
 // version 6, and damaged set fields or any flipped byte are refused.
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <iterator>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -236,6 +238,59 @@ TEST(FilterSet, GroupsInRunsHashAsEachPairAlone) {
         ribbon::filter::build_set(groups.data(), keys.data(), keys.size(), o);
     EXPECT_EQ(set.group_count(), 3u);
     EXPECT_EQ(set.serialize(), set_of_pair_hashes(groups, keys, 3, o)) << threads << " threads";
+  }
+}
+
+// group_counter against a std::set of the same hashes: groups in runs, interleaved at random
+// (the table grows past its first 64 slots), the hash 0, and counters of parts merged.
+TEST(FilterSet, GroupCounterCountsDistinctHashesInAnyOrder) {
+  ribbon_test::rng random(9);
+  std::vector<std::uint64_t> hashes = {0, 0, 5};
+  for (std::uint64_t g = 0; g < 3000; ++g) hashes.push_back(ribbon_test::key_at(2, g));
+  std::vector<std::uint64_t> stream;
+  for (int i = 0; i < 40000; ++i) stream.push_back(hashes[random.between(0, hashes.size() - 1)]);
+  std::set<std::uint64_t> oracle;
+  ribbon::group_counter whole, first_half, second_half;
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    const bool fresh = oracle.insert(stream[i]).second;
+    EXPECT_EQ(whole.add(stream[i]), fresh) << i;
+    (i < stream.size() / 2 ? first_half : second_half).add(stream[i]);
+  }
+  EXPECT_EQ(whole.count(), oracle.size());
+  first_half.merge(second_half);
+  EXPECT_EQ(first_half.count(), oracle.size());
+}
+
+// Byte-string groups interleaved at random name each group once, as their runs do: the same
+// file (group names included) from 2000 groups in runs and shuffled, on 1 and 2 threads.
+TEST(FilterSet, InterleavedGroupsGiveTheFileOfTheirRuns) {
+  std::vector<std::string> names;
+  for (int g = 0; g < 2000; ++g) names.push_back("data/part-" + std::to_string(g) + ".parquet");
+  std::vector<std::string_view> groups;
+  std::vector<std::uint64_t> keys;
+  for (std::uint64_t i = 0; i < 60000; ++i) {
+    groups.push_back(names[i % names.size()]);
+    keys.push_back(ribbon_test::key_at(4, i));
+  }
+  std::vector<std::size_t> order(keys.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return groups[a] < groups[b]; });
+  std::vector<std::string_view> run_groups;
+  std::vector<std::uint64_t> run_keys;
+  for (const std::size_t i : order) {
+    run_groups.push_back(groups[i]);
+    run_keys.push_back(keys[i]);
+  }
+  const std::vector<unsigned char> runs =
+      ribbon::filter::build_set(run_groups.data(), run_keys.data(), run_keys.size(), options(1))
+          .serialize();
+  for (const std::uint32_t threads : {1u, 2u}) {
+    const ribbon::filter set =
+        ribbon::filter::build_set(groups.data(), keys.data(), keys.size(), options(threads));
+    EXPECT_EQ(set.group_count(), names.size());
+    EXPECT_EQ(set.groups().size(), names.size());
+    EXPECT_EQ(set.serialize(), runs) << threads << " threads";
   }
 }
 

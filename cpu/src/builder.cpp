@@ -140,7 +140,8 @@ struct groups_seen {
 
 /// The distinct groups among `count` given ones, counted (by their hashes) and, with
 /// `with_names`, named (group_names sorts and drops repeats), in one parallel pass over the
-/// groups; a group repeated in a run is compared, not hashed or taken again.
+/// groups; a group repeated in a run is compared, not hashed again, and a group is taken
+/// once per thread (not once per run: interleaved groups would make a name of every pair).
 template <class Group>
 groups_seen survey_groups(const Group* groups, std::uint64_t count, const set_hasher& hash,
                           bool with_names) {
@@ -154,9 +155,10 @@ groups_seen survey_groups(const Group* groups, std::uint64_t count, const set_ha
                     [&](const tbb::blocked_range<std::uint64_t>& r) {
                       found& mine = each.local();
                       for (std::uint64_t i = r.begin(); i < r.end(); ++i) {
-                        if (i == r.begin() || !same_group(groups[i], groups[i - 1])) {
-                          mine.counter.add(hash.group(groups[i]));
-                          if (with_names) mine.names.emplace_back(groups[i]);
+                        if (i != r.begin() && same_group(groups[i], groups[i - 1])) continue;
+                        // A group is named once per thread, however its pairs are ordered.
+                        if (mine.counter.add(hash.group(groups[i])) && with_names) {
+                          mine.names.emplace_back(groups[i]);
                         }
                       }
                     });
