@@ -44,8 +44,10 @@ if NOT_INSTALLED and os.environ.get("RIBBON_TEST_INSTALLED_WHEEL"):
 pytestmark = pytest.mark.skipif(NOT_INSTALLED, reason=NOT_INSTALLED_REASON)
 
 
-# Where `auditwheel repair` puts the libraries it grafts into the wheel.
+# Where `auditwheel repair` puts the libraries it grafts into the wheel, and the command's
+# executable (bin/ribbon is then a Python script that executes it).
 GRAFTED_DIR = os.path.join(os.path.dirname(PACKAGE_DIR), "ribbon_filter.libs")
+REPAIRED_CLI = os.path.join(os.path.dirname(PACKAGE_DIR), "ribbon_filter.scripts", "ribbon")
 # This project's own shared objects; every other one in the wheel is bundled third-party code.
 OWN_LIBRARIES = re.compile(r"^(_ribbon\.|libribbon_reader\.so)")
 # The license file (NOTICE lists them) of each library bundled as a file, and of the code
@@ -62,8 +64,9 @@ def shared_objects(directory):
 
 def installed_binaries():
     """The package's shared objects (extension, C ABI library, bundled ones: beside them or
-    grafted by auditwheel) and the CLI."""
-    return shared_objects(PACKAGE_DIR) + shared_objects(GRAFTED_DIR) + [CLI]
+    grafted by auditwheel) and the CLI's executable."""
+    cli = REPAIRED_CLI if os.path.exists(REPAIRED_CLI) else CLI
+    return shared_objects(PACKAGE_DIR) + shared_objects(GRAFTED_DIR) + [cli]
 
 
 def license_of(library_name):
@@ -176,7 +179,7 @@ CHECK = textwrap.dedent("""
     for compiler in sys.argv[5:]:
         try:
             subprocess.run([compiler, "--version"], capture_output=True)
-        except OSError:  # an empty file: not an executable format
+        except OSError:  # the empty file over it cannot be executed
             continue
         sys.exit(f"the compiler {compiler} still runs: hiding it failed")
 
