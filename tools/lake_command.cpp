@@ -2,7 +2,9 @@
 // asked in Python (pyarrow reads the table), so this subcommand hands its arguments, unparsed,
 // to ribbon.lake's command line in a Python interpreter: $RIBBON_PYTHON if set, else the
 // python3 beside this executable (a virtual environment's bin/, where pip installs `ribbon`),
-// else python3 on the PATH.
+// else that of the environment whose site-packages holds it (a manylinux wheel's: auditwheel
+// moves it to site-packages/ribbon_filter.scripts/, bin/ribbon a script that runs it), else
+// python3 on the PATH.
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,6 +38,13 @@ std::string python_interpreter() {
   if (!self.empty()) {
     const auto beside = self.parent_path() / "python3";
     if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+    // PREFIX/lib/python3.X/site-packages/ribbon_filter.scripts/ribbon: PREFIX/bin/python3.
+    const auto prefix = self.parent_path().parent_path().parent_path().parent_path().parent_path();
+    const auto environment = prefix / "bin" / "python3";
+    if (self.parent_path().filename() == "ribbon_filter.scripts" &&
+        ::access(environment.c_str(), X_OK) == 0) {
+      return environment.string();
+    }
   }
   return "python3";
 }

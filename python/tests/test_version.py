@@ -73,7 +73,18 @@ def test_c_abi_and_header_versions(c_abi_versions):
     assert formats == (1, 7, 2, 7)
 
 
-def test_jar_version(c_abi_versions):
+def maven_checks():
+    """java/tests/check_maven_artifact.py, the checks of ctest java.maven, as a module."""
+    import importlib.util
+
+    path = ROOT / "java/tests/check_maven_artifact.py"
+    spec = importlib.util.spec_from_file_location("check_maven_artifact", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_jar_version(c_abi_versions, cli):
     import os
     import shutil
     import subprocess
@@ -96,6 +107,10 @@ def test_jar_version(c_abi_versions):
                    format_line((oldest_read, newest_read), "none (a reader)")]
     manifest = zipfile.ZipFile(jar).read("META-INF/MANIFEST.MF").decode()
     assert f"Implementation-Version: {cmake_version()}" in manifest.splitlines()
+    # The Maven artifact's pom and license in the jar, of `ribbon --version`'s version.
+    cli_release = cli("--version").stdout.decode().splitlines()[0]
+    license_text = (ROOT / "LICENSE").read_text()
+    assert maven_checks().check_jar(jar, cli_release, license_text) == []
 
 
 def test_installed_metadata():
@@ -119,6 +134,8 @@ def test_installed_metadata():
     assert "Programming Language :: Python :: 3" in classifiers
     extras = set(meta.get_all("Provides-Extra"))
     assert {"arrow", "spark", "test"} <= extras
+    # PEP 639 (the files themselves: test_wheel.py).
+    assert meta["License-Expression"] == "Apache-2.0"
 
 
 # The distribution is `ribbon-filter` (the name `ribbon` on PyPI is another project's); the
