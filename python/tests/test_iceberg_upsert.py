@@ -14,26 +14,18 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyiceberg")
 
-from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
 from pyiceberg.exceptions import CommitFailedException, ValidationException  # noqa: E402
 from pyiceberg.expressions import In  # noqa: E402
 from pyiceberg.transforms import BucketTransform, DayTransform  # noqa: E402
 
 from ribbon.lake import _iceberg_rewrite as rewrite  # noqa: E402
 from ribbon.lake import iceberg  # noqa: E402
+from test_iceberg import catalog  # noqa: E402,F401  (a SQLite catalog in tmp_path)
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string()),
                     pa.field("region", pa.string()), pa.field("score", pa.float64()),
                     pa.field("day", pa.date32())])
 ROWS, FILES = 150, 6
-
-
-@pytest.fixture
-def catalog(tmp_path):
-    catalog = SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db",
-                         warehouse=f"file://{tmp_path}/warehouse")
-    catalog.create_namespace("db")
-    return catalog
 
 
 def rows(rng, ids):
