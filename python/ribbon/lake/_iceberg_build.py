@@ -157,7 +157,8 @@ def build_index(table, column: str, *, fpr: Optional[float] = None,
                 bits: Optional[int] = None, seed: int = 0, snapshot_id: Optional[int] = None,
                 engine: str = "local", spark=None, threads: int = 0,
                 memory_limit: int = 1 << 30, tmp_dir: Optional[str] = None,
-                _only: Optional[Sequence[str]] = None, _carry=None) -> IndexStats:
+                _only: Optional[Sequence[str]] = None, _carry=None,
+                _live: Optional[Dict[str, object]] = None) -> IndexStats:
     """Indexes ``column`` of the Iceberg ``table`` (a ``pyiceberg.table.Table``) at its current
     snapshot (or ``snapshot_id``): one filter set whose groups are the snapshot's live data
     files, named by their paths as the manifests record them, and whose keys are the column's
@@ -177,7 +178,7 @@ def build_index(table, column: str, *, fpr: Optional[float] = None,
     threads = threads or os.cpu_count() or 1
     snapshot = snapshot_of(table, snapshot_id)
     field_id, arrow_type, kind = key_field(table, column)
-    live = live_files(table, snapshot)
+    live = _live if _live is not None else live_files(table, snapshot)
     files = {p: live[p] for p in _only} if _only is not None else live
     if not files:
         raise LakeError(f"snapshot {snapshot.snapshot_id} of table {table_name(table)} has no "
@@ -217,14 +218,16 @@ def _carried_properties(index: FilterSet, meta: dict) -> Dict[str, str]:
 
 def update_index(table, column: str, *, fpr: Optional[float] = None,
                  bits: Optional[int] = None, engine: str = "local", spark=None,
-                 threads: int = 0, **options) -> IndexStats:
+                 threads: int = 0, _live: Optional[Dict[str, object]] = None,
+                 **options) -> IndexStats:
     """Brings the index of ``column`` to the current snapshot: a delta blob over only the
     data files the index cannot answer for (the earlier blobs carried into the new
     snapshot's Puffin file as they are), or, when those are more than a quarter of the
     snapshot's files, there are already MAX_DELTAS deltas, fewer than half of the indexed
     files are still live, or there is no usable index, a rebuild. The index's fpr, bits and
     seed are reused unless given. ``action`` says which; "none" when the index already
-    answers for every live file of the current snapshot."""
+    answers for every live file of the current snapshot. ``_live``: those files
+    ({path: DataFile}) where the caller knows them (a write it just committed), else planned."""
     snapshot = snapshot_of(table, None)
     try:
         index = load_index(table, column)
@@ -235,9 +238,10 @@ def update_index(table, column: str, *, fpr: Optional[float] = None,
                   bits=bits if fpr is not None or bits is not None else kept.get("bits"),
                   engine=engine, spark=spark, threads=threads, **options)
     common.setdefault("seed", kept.get("seed", 0))
+    live = _live if _live is not None else live_files(table, snapshot)
+    common["_live"] = live
     if index is None:
         return _with_action(build_index(table, column, **common), "rebuild")
-    live = live_files(table, snapshot)
     stale = sorted(p for p, f in live.items() if index.unusable_for(f))
     still_live = sum(p in live for p in index.files)
     if not stale:

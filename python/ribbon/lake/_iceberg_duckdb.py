@@ -8,7 +8,7 @@ from typing import Dict, Optional, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._iceberg_plan import _candidates, _index_or_warning, _key_list, _scan, _whole_plan
+from ._iceberg_plan import _candidates, _index_or_warning, _key_list, _scan, snapshot_tasks
 from ._iceberg_table import key_field
 
 def _quoted(name: str) -> str:
@@ -56,7 +56,7 @@ def duckdb_relation(con, table, column: str, keys, columns: Optional[Sequence[st
     if index is None:
         tasks = list(scan.plan_files())
     else:  # as read: the snapshot planned once, pruned by the index
-        tasks = _candidates(index, keys, _whole_plan(table, column, keys, snapshot_id, columns))
+        tasks = _candidates(index, keys, snapshot_tasks(table, snapshot_id))
     names = ", ".join(_quoted(f.name) for f in projection.fields)
     indexed_field = table.schema().find_field(column)
     direct = [t for t in tasks if _parquet_matches(t, scan.io, projection, indexed_field)]

@@ -192,13 +192,16 @@ _PLANS: collections.OrderedDict = collections.OrderedDict()
 _PLANS_MAX = 4
 
 
-def _whole_plan(table, column, keys, snapshot_id, columns):
-    """The tasks of a scan over every file of the snapshot, planned once a snapshot."""
-    whole = _scan(table, column, keys, snapshot_id, columns, row_filter=False)
-    snapshot = whole.snapshot()
-    key = (str(table.metadata.table_uuid), snapshot.snapshot_id if snapshot else None)
+def snapshot_tasks(table, snapshot_id: Optional[int] = None) -> list:
+    """PyIceberg's tasks of a scan over every data file of the snapshot (the current one by
+    default; [] for a table with no snapshot), planned once a snapshot and kept: shared by
+    reads, an upsert's candidates and the index update after it. Not to be modified."""
+    snapshot = snapshot_or_none(table, snapshot_id)
+    if snapshot is None:
+        return []
+    key = (str(table.metadata.table_uuid), snapshot.snapshot_id)
     if key not in _PLANS:
-        _PLANS[key] = list(whole.plan_files())
+        _PLANS[key] = list(table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
         while len(_PLANS) > _PLANS_MAX:
             _PLANS.popitem(last=False)
     _PLANS.move_to_end(key)
@@ -251,7 +254,7 @@ def files_for_each(table, column: str, keys, snapshot_id: Optional[int] = None, 
     usable index."""
     keys = _key_list(keys)
     index = load_index(table, column, snapshot_id)
-    data_files = [t.file for t in _whole_plan(table, column, keys, snapshot_id, None)]
+    data_files = [t.file for t in snapshot_tasks(table, snapshot_id)]
     if verify_footers:
         index.verify_footers(table, data_files)
     return index.files_for_each(keys, data_files)
@@ -276,7 +279,7 @@ def read(table, column: str, keys, columns: Optional[Sequence[str]] = None,
     if index is None:
         return scan.to_arrow()
     projection = scan.projection()
-    tasks = {t.file.file_path: t for t in _whole_plan(table, column, keys, snapshot_id, columns)}
+    tasks = {t.file.file_path: t for t in snapshot_tasks(table, snapshot_id)}
     if verify_footers:
         index.verify_footers(table, [t.file for t in tasks.values()])
     each = index.files_for_each(keys, [t.file for t in tasks.values()])

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from .._lakecore.table import IndexUnusable, LakeError
 from ._iceberg_build import update_index
 from ._iceberg_commit import read_statistics
-from ._iceberg_plan import files_for_each, load_index
+from ._iceberg_plan import load_index, snapshot_tasks
 from ._iceberg_table import BLOB_TYPE
 
 #: The PyIceberg minor version whose private write functions this module calls.
@@ -54,23 +54,23 @@ class Candidate:
     keys: np.ndarray
 
 
-def candidates(table, snapshot, column: str, unique_keys: pa.Array) -> List[Candidate]:
-    """The snapshot's data files that may hold one of ``unique_keys`` (of ``column``), each
-    with its keys: from the index of ``column``, or, without a usable one, every file with
-    every key and one warning."""
-    tasks = {t.file.file_path: t for t in table.scan(snapshot_id=snapshot.snapshot_id)
-             .plan_files()}
+def candidates(table, attempt: "Attempt", column: str, unique_keys: pa.Array) -> List[Candidate]:
+    """The attempt's data files (its one plan of the snapshot) that may hold one of
+    ``unique_keys`` (of ``column``), each with its keys: from the index of ``column``, or,
+    without a usable one, every file with every key and one warning."""
+    tasks = {t.file.file_path: t for t in attempt.tasks}
     if not tasks or len(unique_keys) == 0:
         return []
     try:
-        each = files_for_each(table, column, unique_keys, snapshot.snapshot_id)
+        index = load_index(table, column, attempt.snapshot.snapshot_id)
     except IndexUnusable as e:
         warnings.warn(f"ribbon.lake.iceberg: every data file read: {e}", stacklevel=4)
         every = np.arange(len(unique_keys), dtype=np.int64)
         return [Candidate(t, every) for _, t in sorted(tasks.items())]
+    each = index.files_for_each(unique_keys, [t.file for t in attempt.tasks])
     offsets, positions = each.keys_of_files()
     return [Candidate(tasks[path], positions[offsets[j]:offsets[j + 1]])
-            for j, path in enumerate(each.files) if path in tasks]
+            for j, path in enumerate(each.files)]
 
 
 def indexed_column(table, join_cols: Sequence[str]) -> Optional[str]:
@@ -148,16 +148,22 @@ class Changes:
     removed: list = field(default_factory=list)
     added: list = field(default_factory=list)
     result: object = None
+    #: The attempt that committed them (its snapshot and plan): the index update's base.
+    attempt: Optional["Attempt"] = None
 
 
 class Attempt:
-    """One attempt's transaction, the write uuid and counter its files are named by, and the
-    files it has written so far (thread-safe appends)."""
+    """One attempt's transaction, its snapshot and that snapshot's one plan (every data
+    file's task), the write uuid and counter its files are named by, and the files it has
+    written so far (thread-safe appends)."""
 
     def __init__(self, table, threads: int):
         self.table, self.threads = table, threads
         self.transaction = table.transaction()
         self.metadata = self.transaction.table_metadata
+        self.snapshot = self.metadata.current_snapshot()
+        self.tasks = (snapshot_tasks(table, self.snapshot.snapshot_id)
+                      if self.snapshot is not None else [])
         self.uuid = uuid.uuid4()
         self.counter = itertools.count(0)
         self.written: List[str] = []
@@ -201,6 +207,7 @@ def commit_with_retries(table, plan: Callable[[Attempt], Changes], *, retries: i
         committing = False
         try:
             changes = plan(attempt)
+            changes.attempt = attempt
             if not changes.removed and not changes.added:
                 attempt.discard()
                 return changes
@@ -225,16 +232,45 @@ def commit_with_retries(table, plan: Callable[[Attempt], Changes], *, retries: i
     raise AssertionError("unreachable")
 
 
-def refresh_index(table, columns: Sequence[str], threads: int):
-    """The indexes of ``columns`` brought to the new snapshot (a delta over the written files);
-    a failure leaves them stale, which is correct (files they do not know are read for every
-    key), and warns."""
+def refresh_index(table, columns: Sequence[str], threads: int, changes: Changes):
+    """The indexes of ``columns`` brought to the new snapshot (a delta over the written files),
+    its live files derived from the commit (:func:`live_after`) where they can be; a failure
+    leaves them stale, which is correct (files they do not know are read for every key), and
+    warns."""
+    live = live_after(table, changes)
     for column in columns:
         try:
-            update_index(table, column, threads=threads)
+            update_index(table, column, threads=threads, _live=live)
         except Exception as e:  # the data commit stands either way
             warnings.warn(f"ribbon.lake.iceberg: the index of {column!r} is left stale (still "
                           f"correct, slower): {e}", stacklevel=3)
+
+
+def live_after(table, changes: Changes) -> Optional[dict]:
+    """{path: DataFile} of the current snapshot's live data files without planning it: the
+    attempt's plan less the files the commit removed, plus the files its own manifests add
+    (as recorded there: spec id and all). None (plan it) unless the current snapshot is that
+    commit's: the child of the attempt's snapshot, its summary's file counts the change's."""
+    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+
+    base, current = changes.attempt.snapshot, table.current_snapshot()
+    if base is None or current is None or current.parent_snapshot_id != base.snapshot_id:
+        return None
+    live = {t.file.file_path: t.file for t in changes.attempt.tasks}
+    for data_file in changes.removed:
+        live.pop(data_file.file_path, None)
+    added = [entry.data_file for manifest in current.manifests(table.io)
+             if manifest.added_snapshot_id == current.snapshot_id
+             and manifest.content == ManifestContent.DATA
+             for entry in manifest.fetch_manifest_entry(table.io)
+             if entry.status == ManifestEntryStatus.ADDED]
+    live.update((f.file_path, f) for f in added)
+    summary = current.summary.additional_properties if current.summary else {}
+    counts = (summary.get("added-data-files", "0"), summary.get("deleted-data-files", "0"),
+              summary.get("total-data-files"))
+    if counts != (str(len(added)), str(len(changes.removed)), str(len(live))):
+        return None
+    return live
 
 
 # ---------------------------------------------------------------------------------------

@@ -151,9 +151,7 @@ def upsert(table, df: pa.Table, join_cols: Optional[Sequence[str]] = None,
     indexed = rewrite.indexed_columns(table, pruning)
 
     def plan(attempt: rewrite.Attempt) -> rewrite.Changes:
-        snapshot = attempt.metadata.current_snapshot()
-        cands = ([] if snapshot is None
-                 else rewrite.candidates(table, snapshot, batch.column, batch.unique))
+        cands = rewrite.candidates(table, attempt, batch.column, batch.unique)
         tick = _progress_counter(progress, len(cands), "upsert")
 
         def one_file(cand: rewrite.Candidate) -> Optional[_FileOutcome]:
@@ -182,7 +180,7 @@ def upsert(table, df: pa.Table, join_cols: Optional[Sequence[str]] = None,
                                           snapshot_properties=snapshot_properties or {},
                                           branch="main")
     if changes.removed or changes.added:
-        rewrite.refresh_index(table, indexed, threads)
+        rewrite.refresh_index(table, indexed, threads, changes)
     return changes.result
 
 
@@ -235,8 +233,7 @@ def delete(table, column: str, keys, snapshot_properties: Optional[Dict[str, str
     indexed = rewrite.indexed_columns(table, rewrite.indexed_column(table, [column]))
 
     def plan(attempt: rewrite.Attempt) -> rewrite.Changes:
-        snapshot = attempt.metadata.current_snapshot()
-        cands = [] if snapshot is None else rewrite.candidates(table, snapshot, column, unique)
+        cands = rewrite.candidates(table, attempt, column, unique)
         tick = _progress_counter(progress, len(cands), "delete")
 
         def one_file(cand: rewrite.Candidate):
@@ -261,5 +258,5 @@ def delete(table, column: str, keys, snapshot_properties: Optional[Dict[str, str
     if not changes.removed:
         warnings.warn("Delete operation did not match any records", stacklevel=2)
     else:
-        rewrite.refresh_index(table, indexed, threads)
+        rewrite.refresh_index(table, indexed, threads, changes)
     return changes.result
