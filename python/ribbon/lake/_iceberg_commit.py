@@ -34,6 +34,17 @@ def read_statistics(table, statistics, wanted=None) -> List[_puffin.Blob]:
     """The blobs (those ``wanted`` says, all by default) of a statistics file: its footer
     read from the end (the recorded footer size first), then each wanted blob's range.
     IndexUnusable (a LakeError) where the file is gone or not a Puffin file."""
+    return _read_blobs(table, statistics, wanted, with_data=True)
+
+
+def listed_blobs(table, statistics) -> List[_puffin.Blob]:
+    """The blobs a statistics file's footer lists (type, fields, snapshot, properties), data
+    left empty: which fields the file indexes, its footer alone read. IndexUnusable as
+    :func:`read_statistics`."""
+    return _read_blobs(table, statistics, None, with_data=False)
+
+
+def _read_blobs(table, statistics, wanted, *, with_data: bool) -> List[_puffin.Blob]:
     path = statistics.statistics_path
     try:
         source = table.io.new_input(path)
@@ -45,8 +56,9 @@ def read_statistics(table, statistics, wanted=None) -> List[_puffin.Blob]:
             blobs = []
             for entry in entries:
                 if wanted is None or wanted(entry.blob):
-                    f.seek(entry.offset)
-                    entry.blob.data = f.read(entry.length)
+                    if with_data:
+                        f.seek(entry.offset)
+                        entry.blob.data = f.read(entry.length)
                     blobs.append(entry.blob)
     except LakeError as e:
         raise IndexUnusable(str(e)) from None

@@ -251,8 +251,11 @@ def files_for_each(table, column: str, keys, snapshot_id: Optional[int] = None, 
     snapshot that may hold it (paths as the manifests record them): a
     :class:`ribbon.lake.FilesForEach`. The files the index cannot answer for are there for
     every key (``verify_footers`` as :func:`plan_files`); IndexUnusable where there is no
-    usable index."""
+    usable index; for a table with no snapshot, no file for any key."""
     keys = _key_list(keys)
+    if snapshot_or_none(table, snapshot_id) is None:  # as plan_files and read: nothing
+        key_field(table, column)  # a missing column is still an error
+        return FilesForEach([], np.zeros(len(keys) + 1, np.int64), np.empty(0, np.int64), {})
     index = load_index(table, column, snapshot_id)
     data_files = [t.file for t in snapshot_tasks(table, snapshot_id)]
     if verify_footers:

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from .._lakecore.table import IndexUnusable, LakeError
 from ._iceberg_build import update_index
-from ._iceberg_commit import read_statistics
+from ._iceberg_commit import listed_blobs
 from ._iceberg_plan import load_index, snapshot_tasks
 from ._iceberg_table import BLOB_TYPE
 
@@ -92,17 +92,13 @@ def indexed_columns(table, also: Optional[str]) -> List[str]:
     columns = [also] if also is not None else []
     by_snapshot = {s.snapshot_id: s for s in table.metadata.statistics}
     fields: List[int] = []
-
-    def note(blob) -> bool:  # reads no blob: the footer says which fields are indexed
-        if blob.type == BLOB_TYPE and len(blob.fields) == 1:
-            fields.append(blob.fields[0])
-        return False
-
     snapshot = table.current_snapshot()
     while snapshot is not None and not fields:
         if snapshot.snapshot_id in by_snapshot:
             try:
-                read_statistics(table, by_snapshot[snapshot.snapshot_id], note)
+                listed = listed_blobs(table, by_snapshot[snapshot.snapshot_id])
+                fields = [b.fields[0] for b in listed
+                          if b.type == BLOB_TYPE and len(b.fields) == 1]
             except LakeError:  # unreadable: load_index says why, later
                 pass
         parent = snapshot.parent_snapshot_id
