@@ -13,8 +13,11 @@ Cases: upserts of each --sizes (half existing ids with changed values, half new 
 matches spread over all files or concentrated in the 10 newest; deletes of --delete keys,
 concentrated and spread.
 
+  python bench/lake_upsert_bench.py --files 200 --rows 100000 --dir /tmp/upsertbench --reuse \\
+      --make-only    # the table alone, once (CPU heavy)
   python bench/lake_upsert_bench.py --files 200 --rows 100000 --sizes 10000,100000 \\
-      --dir /tmp/upsertbench --cap 1200 --figure docs/figures/iceberg_upsert.png
+      --ribbon-only 1000000 --dir /tmp/upsertbench --reuse --cap 240 \\
+      --figure docs/figures/iceberg_upsert.png
 """
 
 from __future__ import annotations
@@ -100,6 +103,23 @@ def case_batch(rng, ids, files, rows, n, where, op, present):
     return batch, holders
 
 
+def indexed_table(args, make_table, iceberg):
+    """(the indexed base table, its ids in file order): made in --dir, or with --reuse the
+    one a run with the same --files and --rows made there before (its ids saved beside it)."""
+    ids_path = os.path.join(args.dir, f"ids-{args.files}x{args.rows}.npy")
+    if args.reuse and os.path.exists(ids_path):
+        return catalog_of(args.dir).load_table("db.events"), np.load(ids_path)
+    shutil.rmtree(args.dir, ignore_errors=True)
+    os.makedirs(args.dir)
+    clock = time.perf_counter()
+    base, ids = make_table(args.dir, args.files, args.rows)
+    iceberg.build_index(base, "id", threads=2)
+    np.save(ids_path, ids)
+    print(json.dumps({"what": "table", "files": args.files, "rows": len(ids),
+                      "seconds": time.perf_counter() - clock}), flush=True)
+    return base, ids
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=200)
@@ -109,6 +129,9 @@ def main():
     parser.add_argument("--delete", type=int, default=10000)
     parser.add_argument("--cap", type=float, default=1200, help="PyIceberg's limit, seconds")
     parser.add_argument("--dir", default="/tmp/upsertbench")
+    parser.add_argument("--reuse", action="store_true",
+                        help="use the table a run with the same --files/--rows left in --dir")
+    parser.add_argument("--make-only", action="store_true", help="make the table, run no case")
     parser.add_argument("--no-check", action="store_true")
     parser.add_argument("--figure")
     parser.add_argument("--run", choices=["ribbon", "pyiceberg"], help=argparse.SUPPRESS)
@@ -123,13 +146,9 @@ def main():
 
     from ribbon.lake import iceberg
 
-    shutil.rmtree(args.dir, ignore_errors=True)
-    os.makedirs(args.dir)
-    clock = time.perf_counter()
-    base, ids = make_table(args.dir, args.files, args.rows)
-    iceberg.build_index(base, "id", threads=2)
-    print(json.dumps({"what": "table", "files": args.files, "rows": len(ids),
-                      "seconds": time.perf_counter() - clock}), flush=True)
+    base, ids = indexed_table(args, make_table, iceberg)
+    if args.make_only:
+        return
     catalog = catalog_of(args.dir)
     rng = np.random.default_rng(63)
     def fits(n, where):  # the 10 newest files hold enough ids for half the batch
