@@ -12,7 +12,8 @@ pytest.importorskip("pyiceberg")
 from pyiceberg.table import DataScan  # noqa: E402
 
 from ribbon.lake import _iceberg_commit, _iceberg_plan, iceberg  # noqa: E402
-from ribbon.lake._iceberg_table import BLOB_TYPE  # noqa: E402
+from ribbon.lake import _iceberg_rewrite as rewrite  # noqa: E402
+from ribbon.lake._iceberg_table import BLOB_TYPE, live_files  # noqa: E402
 from test_iceberg import catalog  # noqa: E402,F401  (a SQLite catalog in tmp_path)
 from test_iceberg_upsert import PARTITIONS, ROWS, changed_batch, twin_tables  # noqa: E402
 
@@ -67,3 +68,18 @@ def test_the_index_after_a_write_is_a_fresh_update_indexs(catalog, kind, partiti
     assert len(written) == 3 and written == ribbon_blobs(ours)
     assert planned == [sorted(t.file.file_path for t in iceberg.plan_files(ours, "id", [k]))
                        for k in needles]
+
+
+def test_the_live_files_are_derived_only_from_the_commits_own_snapshot(catalog, monkeypatch):
+    ours, _, existing = twin_tables(catalog, files=12)
+    seen = []
+    monkeypatch.setattr(rewrite, "refresh_index", lambda table, columns, threads, changes:
+                        seen.append(changes))
+    write("delete", ours, existing.slice(11 * ROWS, ROWS), np.random.default_rng(5))
+    (changes,) = seen
+    derived = rewrite.live_after(ours, changes)
+    planned = live_files(ours, ours.current_snapshot())
+    assert sorted(derived) == sorted(planned)
+    assert all(derived[p].spec_id == planned[p].spec_id for p in planned)
+    ours.append(existing.slice(0, 10))  # another commit: the write's is no longer current
+    assert rewrite.live_after(ours, changes) is None
